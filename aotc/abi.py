@@ -1,0 +1,147 @@
+"""The binary interface of generated kernels: parameters, launch geometry, shared memory.
+
+This is the single source of truth both sides read. Codegen renders the
+parameter list into the kernel from here, and the index records the same list,
+so the runtime packs arguments that match the compiled symbol by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aotc.semiring import DType
+
+__all__ = [
+    "PASSES",
+    "VARIANTS",
+    "LaunchGeometry",
+    "Param",
+    "Tile",
+    "kernel_params",
+    "launch_geometry",
+]
+
+PASSES = ("forward", "argmax", "backward_a", "backward_b")
+VARIANTS = ("single", "batched")
+
+# Packing codes for struct.Struct: pointers travel as 64-bit device addresses.
+_PACK = {"ptr": "Q", "i32": "i", "i64": "q"}
+
+
+@dataclass(frozen=True)
+class Tile:
+    """Block and per-thread tile sizes of a GEMM-shaped kernel."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    thread_m: int
+    thread_n: int
+    stages: int = 2
+
+    @property
+    def threads(self) -> int:
+        return (self.block_m // self.thread_m) * (self.block_n // self.thread_n)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: its name, C type and how the runtime packs it."""
+
+    name: str
+    ctype: str
+    kind: str  # "ptr", "i32" or "i64"
+
+    @property
+    def pack(self) -> str:
+        return _PACK[self.kind]
+
+    def declaration(self) -> str:
+        restrict = " __restrict__" if self.kind == "ptr" else ""
+        return f"{self.ctype}{restrict} {self.name}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "ctype": self.ctype, "kind": self.kind, "pack": self.pack}
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """How a launch is shaped: the grid is ceil(extent / tile) per axis."""
+
+    block: tuple[int, int, int]
+    grid: tuple[tuple[str, int], tuple[str, int], tuple[str, int]]
+    shared_bytes_static: int
+    shared_bytes_dynamic: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "block": list(self.block),
+            "grid": [{"extent": extent, "tile": tile} for extent, tile in self.grid],
+            "shared_bytes_static": self.shared_bytes_static,
+            "shared_bytes_dynamic": self.shared_bytes_dynamic,
+        }
+
+
+def _ptr(name: str, ctype: str, *, const: bool) -> Param:
+    return Param(name, f"{'const ' if const else ''}{ctype}*", "ptr")
+
+
+def kernel_params(pass_name: str, variant: str, dtype: DType) -> tuple[Param, ...]:
+    """The parameter list of a (pass, variant) kernel over ``dtype``.
+
+    Matrices are row-major with a leading dimension (row stride in elements);
+    batched kernels add a batch count and per-operand batch strides, where a
+    stride of 0 broadcasts one matrix over the batch.
+    """
+    t = dtype.ctype
+    sizes = (Param("M", "int", "i32"), Param("N", "int", "i32"), Param("K", "int", "i32"))
+    if pass_name == "forward":
+        pointers = (_ptr("A", t, const=True), _ptr("B", t, const=True), _ptr("C", t, const=False))
+        strides = ("lda", "ldb", "ldc")
+    elif pass_name == "argmax":
+        pointers = (
+            _ptr("A", t, const=True),
+            _ptr("B", t, const=True),
+            _ptr("C", t, const=False),
+            _ptr("Kstar", "int", const=False),
+        )
+        strides = ("lda", "ldb", "ldc", "ldk")
+    elif pass_name == "backward_a":
+        pointers = (
+            _ptr("grad_C", t, const=True),
+            _ptr("Kstar", "int", const=True),
+            _ptr("B", t, const=True),
+            _ptr("grad_A", t, const=False),
+        )
+        strides = ("ldgc", "ldk", "ldb", "ldga")
+    elif pass_name == "backward_b":
+        pointers = (
+            _ptr("grad_C", t, const=True),
+            _ptr("Kstar", "int", const=True),
+            _ptr("A", t, const=True),
+            _ptr("grad_B", t, const=False),
+        )
+        strides = ("ldgc", "ldk", "lda", "ldgb")
+    else:
+        msg = f"unknown pass {pass_name!r} (known: {', '.join(PASSES)})"
+        raise ValueError(msg)
+    params = (*pointers, *sizes, *(Param(s, "long long", "i64") for s in strides))
+    if variant == "batched":
+        batch_strides = tuple(Param(f"batch_stride_{p.name}", "long long", "i64") for p in pointers)
+        params = (*params, Param("batch", "int", "i32"), *batch_strides)
+    elif variant != "single":
+        msg = f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})"
+        raise ValueError(msg)
+    return params
+
+
+def launch_geometry(tile: Tile, dtype: DType, variant: str) -> LaunchGeometry:
+    """Block shape, grid rule and shared memory of a GEMM-shaped kernel.
+
+    The templates ``static_assert`` that their shared arrays have exactly
+    ``shared_bytes_static`` bytes, so this number cannot drift from the code.
+    """
+    block = (tile.block_n // tile.thread_n, tile.block_m // tile.thread_m, 1)
+    batch = ("batch", 1) if variant == "batched" else ("1", 1)
+    shared = tile.stages * tile.block_k * (tile.block_m + tile.block_n) * dtype.size
+    return LaunchGeometry(block, (("N", tile.block_n), ("M", tile.block_m), batch), shared)

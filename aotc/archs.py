@@ -1,0 +1,98 @@
+"""SM architecture names: parsing, validation and the default matrix.
+
+Architectures are written as in ``CUDA_ARCHITECTURES`` without the ``sm_``
+prefix: ``80``, ``90a`` (arch-specific, runs only on exactly 9.0) or ``100f``
+(family-specific). The same rules apply to the manifest and to the
+``AOTC_ARCHS`` / ``AOTC_PTX_ARCHS`` overrides.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+
+__all__ = [
+    "DEFAULT_SASS",
+    "MIN_ARCH",
+    "ArchError",
+    "arch_sort_key",
+    "parse_arch",
+    "parse_arch_list",
+]
+
+DEFAULT_SASS = ("75", "80", "86", "89", "90", "100", "120")
+MIN_ARCH = 75  # the oldest architecture CUDA 13 compiles for
+
+# What nvcc 13.0 knows; a newer nvcc on PATH is asked about anything else.
+_KNOWN_BASE = frozenset({75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
+_ARCH_RE = re.compile(r"^([0-9]+)([af]?)$")
+
+
+class ArchError(ValueError):
+    """An architecture value is malformed or unknown; the caller adds where."""
+
+
+def arch_sort_key(arch: str) -> tuple[int, str]:
+    match = _ARCH_RE.match(arch)
+    return (int(match.group(1)), match.group(2)) if match else (0, arch)
+
+
+@functools.cache
+def _nvcc_known() -> frozenset[int]:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return frozenset()
+    try:
+        out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(int(m) for m in re.findall(r"sm_([0-9]+)", out.stdout))
+
+
+def parse_arch(value: object) -> str:
+    """Normalise one architecture value (``80``, ``"90a"``) or raise :class:`ArchError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, str, float)):
+        msg = f"architecture must be a number like 80 or a string like '90a', not {value!r}"
+        raise ArchError(msg)
+    if isinstance(value, float):
+        msg = f"architecture {value!r} looks like a compute capability; write {int(round(value * 10))}, not {value}"
+        raise ArchError(msg)
+    text = str(value).strip()
+    if re.fullmatch(r"[0-9]+\.[0-9]+", text):
+        msg = f"architecture {text!r} looks like a compute capability; write {text.replace('.', '')}"
+        raise ArchError(msg)
+    match = _ARCH_RE.match(text)
+    if match is None:
+        msg = f"architecture {text!r} is not of the form 80, 90a or 100f"
+        raise ArchError(msg)
+    number, suffix = int(match.group(1)), match.group(2)
+    if number < MIN_ARCH:
+        msg = f"architecture {text} is below sm_{MIN_ARCH}, the oldest CUDA 13 supports"
+        raise ArchError(msg)
+    if number not in _KNOWN_BASE and number not in _nvcc_known():
+        known = ", ".join(str(a) for a in sorted(_KNOWN_BASE | _nvcc_known()))
+        msg = f"architecture {text} is not known to nvcc (known: {known})"
+        raise ArchError(msg)
+    if suffix == "a" and number < 90:
+        msg = f"architecture {text}: arch-specific 'a' builds exist from sm_90 on"
+        raise ArchError(msg)
+    if suffix == "f" and number < 100:
+        msg = f"architecture {text}: family 'f' builds exist from sm_100 on"
+        raise ArchError(msg)
+    return f"{number}{suffix}"
+
+
+def parse_arch_list(text: str) -> tuple[str, ...]:
+    """Parse an override such as ``"80;90"``, ``"80,90a"`` or ``"80 90"``."""
+    items = [item for item in re.split(r"[;,\s]+", text.strip()) if item]
+    if not items:
+        msg = "architecture list is empty"
+        raise ArchError(msg)
+    archs = tuple(parse_arch(item) for item in items)
+    duplicates = sorted({a for a in archs if archs.count(a) > 1}, key=arch_sort_key)
+    if duplicates:
+        msg = f"architecture list repeats {', '.join(duplicates)}"
+        raise ArchError(msg)
+    return tuple(sorted(archs, key=arch_sort_key))

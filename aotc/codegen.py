@@ -1,0 +1,144 @@
+"""Render one self-contained ``.cu`` file per ``KernelSpec`` with Jinja2.
+
+Generated files include no headers at all (shared device code is pulled in
+with Jinja ``{% include %}``), so the very same bytes compile under nvcc, under
+NVRTC at run time, and as host C++ in the CPU emulator.
+
+A file is rewritten only when its bytes change. With the build's codegen step
+declared as producing these files, an unrelated manifest edit leaves their
+timestamps alone and recompiles nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from aotc.errors import BuildError
+from aotc.manifest import KernelSpec, Manifest
+
+__all__ = ["GenerateResult", "generate", "render_kernel", "write_if_changed"]
+
+SOURCE_SUFFIX = ".cu"
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    """What :func:`generate` did to each file."""
+
+    written: tuple[Path, ...]
+    unchanged: tuple[Path, ...]
+    removed: tuple[Path, ...]
+
+
+def _raise(message: str) -> None:
+    """Let a template refuse a combination it cannot implement."""
+    raise jinja2.TemplateRuntimeError(message)
+
+
+def _environment(templates_dir: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir.resolve())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.globals["raise"] = _raise
+    return env
+
+
+def _context(manifest: Manifest, kernel: KernelSpec) -> dict[str, object]:
+    launch = kernel.launch
+    return {
+        "library": manifest.library,
+        "kernel": kernel,
+        "semiring": kernel.semiring,
+        "dtype": kernel.dtype,
+        "T": kernel.dtype.ctype,
+        "tile": kernel.tile,
+        "threads": kernel.tile.threads,
+        "batched": kernel.variant == "batched",
+        "params": kernel.params,
+        "params_decl": ", ".join(p.declaration() for p in kernel.params),
+        "shared_bytes": launch.shared_bytes_static,
+        "block": launch.block,
+    }
+
+
+def render_kernel(manifest: Manifest, kernel: KernelSpec, env: jinja2.Environment | None = None) -> str:
+    """The ``.cu`` source of one kernel."""
+    env = env or _environment(manifest.templates_dir)
+    try:
+        return env.get_template(kernel.template).render(_context(manifest, kernel))
+    except jinja2.TemplateError as exc:
+        where, line = _template_position(exc, manifest.templates_dir)
+        msg = f"{where or kernel.template}{f':{line}' if line else ''}: rendering {kernel.name}: {exc.message or exc}"
+        raise BuildError(msg) from None
+
+
+def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[str | None, int | None]:
+    """The template file and line an error came from.
+
+    Syntax errors carry them; runtime errors (an undefined variable) don't, but
+    Jinja rewrites the traceback so the innermost template frame points there.
+    """
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        return exc.filename, exc.lineno
+    root = str(templates_dir.resolve())
+    found: tuple[str | None, int | None] = (None, None)
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.startswith(root):
+            found = (filename[len(root) + 1 :], tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write ``data`` atomically unless ``path`` already holds exactly it."""
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return True
+
+
+def source_name(kernel: KernelSpec) -> str:
+    return f"{kernel.name}{SOURCE_SUFFIX}"
+
+
+def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[KernelSpec] | None = None) -> GenerateResult:
+    """Render every kernel (or the given ones) into ``out_dir``.
+
+    Sources of kernels no longer in the manifest are removed, so a stale file
+    can never be compiled or shipped by mistake.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = _environment(manifest.templates_dir)
+    selected = tuple(manifest.kernels if kernels is None else kernels)
+    written, unchanged = [], []
+    for kernel in selected:
+        path = out_dir / source_name(kernel)
+        changed = write_if_changed(path, render_kernel(manifest, kernel, env).encode("utf-8"))
+        (written if changed else unchanged).append(path)
+    removed = []
+    if kernels is None:
+        expected = {source_name(k) for k in manifest.kernels}
+        for stale in sorted(out_dir.glob(f"*{SOURCE_SUFFIX}")):
+            if stale.name not in expected:
+                stale.unlink()
+                removed.append(stale)
+    return GenerateResult(tuple(written), tuple(unchanged), tuple(removed))

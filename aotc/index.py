@@ -1,0 +1,103 @@
+"""The library index: what ``index.json`` holds, and how it is written and read.
+
+The index is the only file the runtime reads at ``aotc.load()``. It is written
+once per build from the manifest (names, signatures, launch geometry), the
+compiled fatbins (checksums, sizes) and the architecture lists actually used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aotc._version import __version__
+from aotc.errors import AotcError
+from aotc.manifest import KernelSpec, Manifest
+
+__all__ = [
+    "INDEX_NAME",
+    "SCHEMA",
+    "SOURCE_DIR",
+    "IndexFormatError",
+    "build_index",
+    "dumps",
+    "kernel_entry",
+    "load_index_file",
+    "read_index",
+    "sha256_bytes",
+]
+
+SCHEMA = 1
+INDEX_NAME = "index.json"
+SOURCE_DIR = "src"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_entry(name: str, data: bytes) -> dict[str, Any]:
+    return {"file": name, "sha256": sha256_bytes(data), "size": len(data)}
+
+
+def kernel_entry(kernel: KernelSpec, manifest: Manifest, fatbin: bytes, source: bytes) -> dict[str, Any]:
+    """The index entry of one compiled kernel."""
+    return {
+        "symbol": kernel.symbol,
+        "family": kernel.family,
+        "semiring": kernel.semiring.name,
+        "dtype": kernel.dtype.name,
+        "pass": kernel.pass_name,
+        "variant": kernel.variant,
+        "params": [p.to_json() for p in kernel.params],
+        "launch": kernel.launch.to_json(),
+        "fatbin": _file_entry(f"{kernel.name}.fatbin", fatbin),
+        "sass": list(manifest.archs.sass),
+        "ptx": list(manifest.archs.ptx),
+        "source": _file_entry(f"{SOURCE_DIR}/{kernel.name}.cu", source),
+    }
+
+
+def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], nvcc_version: str) -> dict[str, Any]:
+    """The whole index document, kernels in manifest order."""
+    return {
+        "schema": SCHEMA,
+        "aotc_version": __version__,
+        "nvcc_version": nvcc_version,
+        "library": manifest.library,
+        "semirings": {
+            s.name: {"add": s.add, "mul": s.mul, "zero": s.zero, "one": s.one} for s in manifest.semirings
+        },
+        "kernels": {k.name: entries[k.name] for k in manifest.kernels},
+    }
+
+
+def dumps(index: Mapping[str, Any]) -> bytes:
+    return (json.dumps(index, indent=1) + "\n").encode("utf-8")
+
+
+class IndexFormatError(AotcError):
+    """index.json is unreadable or of another schema; the message names the file."""
+
+
+def read_index(data: bytes, where: str) -> dict[str, Any]:
+    """Parse and sanity-check index bytes; ``where`` names the file in errors."""
+    try:
+        index = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"{where}: not a valid index ({exc})"
+        raise IndexFormatError(msg) from None
+    if not isinstance(index, dict) or not isinstance(index.get("kernels"), dict):
+        msg = f"{where}: not an aotc index (no 'kernels' table)"
+        raise IndexFormatError(msg)
+    if index.get("schema") != SCHEMA:
+        msg = f"{where}: index schema {index.get('schema')!r}, this aotc reads schema {SCHEMA}"
+        raise IndexFormatError(msg)
+    return index
+
+
+def load_index_file(path: Path) -> dict[str, Any]:
+    return read_index(path.read_bytes(), str(path))

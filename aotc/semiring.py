@@ -1,0 +1,99 @@
+"""The vocabulary a manifest may use: dtypes, semiring operations and constants.
+
+A semiring is declared in the manifest as data (its add and mul operation names
+and its zero and one), so a new semiring is a manifest edit. The names here are
+what the templates know how to implement; the manifest validator checks against
+them, and the shared device header renders them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ADD_OPS",
+    "CONSTANTS",
+    "DTYPES",
+    "IDENTITY_OF_ADD",
+    "IDENTITY_OF_MUL",
+    "MUL_OPS",
+    "DType",
+    "Semiring",
+]
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type kernels can be generated for."""
+
+    name: str
+    ctype: str
+    size: int
+    kind: str  # "float", "int" or "bool"
+    numpy: str
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (
+        DType("f32", "float", 4, "float", "float32"),
+        DType("f64", "double", 8, "float", "float64"),
+        DType("i32", "int", 4, "int", "int32"),
+        DType("i64", "long long", 8, "int", "int64"),
+        DType("bool", "bool", 1, "bool", "bool"),
+    )
+}
+
+# Operation names a semiring may use, with the dtype kinds each one supports.
+ADD_OPS: dict[str, frozenset[str]] = {
+    "max": frozenset({"float", "int"}),
+    "min": frozenset({"float", "int"}),
+    "or": frozenset({"bool"}),
+}
+MUL_OPS: dict[str, frozenset[str]] = {
+    "add": frozenset({"float", "int"}),
+    "mul": frozenset({"float", "int"}),
+    "min": frozenset({"float", "int"}),
+    "max": frozenset({"float", "int"}),
+    "and": frozenset({"bool"}),
+}
+
+# Constants a semiring's zero and one may take. For integers "-inf" and "+inf"
+# mean the type's lowest and highest values.
+CONSTANTS: dict[str, frozenset[str]] = {
+    "-inf": frozenset({"float", "int"}),
+    "+inf": frozenset({"float", "int"}),
+    "0": frozenset({"float", "int"}),
+    "1": frozenset({"float", "int"}),
+    "false": frozenset({"bool"}),
+    "true": frozenset({"bool"}),
+}
+
+# A semiring's zero is the identity of its (+) and its one the identity of (x);
+# a declaration that says otherwise is a typo, not a new semiring.
+IDENTITY_OF_ADD = {"max": "-inf", "min": "+inf", "or": "false"}
+IDENTITY_OF_MUL = {"add": "0", "mul": "1", "and": "true", "min": "+inf", "max": "-inf"}
+
+
+@dataclass(frozen=True)
+class Semiring:
+    """A semiring as the manifest declares it."""
+
+    name: str
+    add: str
+    mul: str
+    zero: str
+    one: str
+
+    def supports(self, dtype: DType) -> bool:
+        """Whether every operation and constant is defined for ``dtype``."""
+        return (
+            dtype.kind in ADD_OPS[self.add]
+            and dtype.kind in MUL_OPS[self.mul]
+            and dtype.kind in CONSTANTS[self.zero]
+            and dtype.kind in CONSTANTS[self.one]
+        )

@@ -1,0 +1,144 @@
+"""The CMake package, driven as a downstream project would drive it.
+
+Builds use a single architecture (sm_75) to stay fast; the full matrix is
+built once, by the wheel build that the installed-wheel tests check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import aotc
+from conftest import REPO, RunAotc, aotc_env
+
+FIXTURE = REPO / "tests" / "packages" / "incremental"
+_COMPILED = re.compile(r"nvcc.*\bgen/(\w+)\.cu\b")
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+class Project:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.build_dir = root / "build"
+        self.manifest = root / "kernels" / "manifest.yaml"
+        self.templates = root / "kernels" / "templates"
+
+    def configure(self, *defines: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        command = [
+            "cmake", "-S", str(self.root), "-B", str(self.build_dir), "-G", "Ninja",
+            f"-Daotc_DIR={aotc.cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}", *defines,
+        ]  # fmt: skip
+        return subprocess.run(command, capture_output=True, text=True, env=aotc_env(env), timeout=600)
+
+    def build(self) -> set[str]:
+        """Build, and return the kernels whose sources nvcc compiled."""
+        result = subprocess.run(
+            ["cmake", "--build", str(self.build_dir), "-v"], capture_output=True, text=True, env=aotc_env(), timeout=900
+        )
+        assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+        return set(_COMPILED.findall(result.stdout))
+
+    @property
+    def stage(self) -> Path:
+        return self.build_dir / "aotc" / "mini" / "lib"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    root = tmp_path / "project"
+    shutil.copytree(FIXTURE, root)
+    # The real gemm template, so this also checks that it compiles.
+    shutil.copy(REPO / "kernels" / "templates" / "gemm.cu.j2", root / "kernels" / "templates")
+    shutil.copytree(REPO / "kernels" / "templates" / "common", root / "kernels" / "templates" / "common")
+    return Project(root)
+
+
+def test_rebuilds_compile_exactly_what_changed(project: Project) -> None:
+    configured = project.configure("-DAOTC_ARCHS=75")
+    assert configured.returncode == 0, configured.stderr
+    assert project.build() == {"gemm_maxplus_f32_forward", "alt_minplus_f32_forward"}
+
+    assert project.build() == set(), "a rebuild with nothing changed compiled something"
+
+    # Touching the manifest without changing any kernel compiles nothing.
+    project.manifest.write_text(project.manifest.read_text() + "# a comment\n")
+    assert project.build() == set()
+
+    # One more dtype in one family: only the new kernel.
+    text = project.manifest.read_text()
+    project.manifest.write_text(text.replace("{semiring: [maxplus], dtype: [f32]", "{semiring: [maxplus], dtype: [f32, i32]"))
+    assert project.build() == {"gemm_maxplus_i32_forward"}
+
+    # Editing one template: only the kernels rendered from it.
+    alt = project.templates / "alt.cu.j2"
+    alt.write_text(alt.read_text().replace("// alt:", "// alt (edited):"))
+    assert project.build() == {"alt_minplus_f32_forward"}
+
+    # The shared template is used by every kernel, so all of them recompile.
+    gemm = project.templates / "gemm.cu.j2"
+    gemm.write_text("// edited\n" + gemm.read_text())
+    assert project.build() == {"gemm_maxplus_f32_forward", "gemm_maxplus_i32_forward", "alt_minplus_f32_forward"}
+
+    index = json.loads((project.stage / "index.json").read_text())
+    assert list(index["kernels"]) == ["gemm_maxplus_f32_forward", "gemm_maxplus_i32_forward", "alt_minplus_f32_forward"]
+    assert all(k["sass"] == ["75"] and k["ptx"] == ["75"] for k in index["kernels"].values())
+
+
+def test_index_and_install_layout(project: Project, tmp_path: Path, run_aotc: RunAotc) -> None:
+    assert project.configure("-DAOTC_ARCHS=80", "-DAOTC_PTX_ARCHS=80").returncode == 0
+    project.build()
+    prefix = tmp_path / "prefix"
+    subprocess.run(["cmake", "--install", str(project.build_dir), "--prefix", str(prefix)], check=True, capture_output=True)
+    lib = prefix / "mini_kernels"
+    assert sorted(p.relative_to(lib).as_posix() for p in lib.rglob("*") if p.is_file()) == [
+        "alt_minplus_f32_forward.fatbin",
+        "gemm_maxplus_f32_forward.fatbin",
+        "index.json",
+        "src/alt_minplus_f32_forward.cu",
+        "src/gemm_maxplus_f32_forward.cu",
+    ]
+    index = json.loads((lib / "index.json").read_text())
+    assert index["schema"] == 1
+    assert index["aotc_version"] == aotc.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", index["nvcc_version"])
+    entry = index["kernels"]["gemm_maxplus_f32_forward"]
+    assert entry["symbol"] == "gemm_maxplus_f32_forward"
+    assert (entry["semiring"], entry["dtype"], entry["pass"], entry["variant"]) == ("maxplus", "f32", "forward", "single")
+    assert [p["name"] for p in entry["params"]] == ["A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc"]
+    assert "".join(p["pack"] for p in entry["params"]) == "QQQiiiqqq"
+    assert entry["launch"]["block"] == [8, 8, 1]
+    assert entry["launch"]["shared_bytes_static"] == 2 * 8 * (32 + 32) * 4
+    assert entry["fatbin"]["size"] == (lib / entry["fatbin"]["file"]).stat().st_size
+    assert (entry["sass"], entry["ptx"]) == (["80"], ["80"])
+
+    ok = run_aotc("inspect", str(lib))
+    assert ok.returncode == 0, ok.stderr
+    assert "every fatbin and source matches its sha256" in ok.stdout
+
+
+def test_arch_override_from_the_environment(project: Project) -> None:
+    assert project.configure(env={"AOTC_ARCHS": "86"}).returncode == 0
+    project.build()
+    index = json.loads((project.stage / "index.json").read_text())
+    assert {tuple(k["sass"]) for k in index["kernels"].values()} == {("86",)}
+
+
+def test_bad_override_fails_configure_in_one_line(project: Project) -> None:
+    result = project.configure("-DAOTC_ARCHS=8.6")
+    assert result.returncode != 0
+    assert "aotc_add_kernel_library(mini): aotc: error: CMake variable AOTC_ARCHS='8.6': architecture '8.6' looks like a compute capability; write 86" in " ".join(result.stderr.split())
+
+
+def test_bad_manifest_fails_configure_naming_the_file(project: Project) -> None:
+    project.manifest.write_text(project.manifest.read_text().replace("dtypes: [f32, i32]", "dtypes: [f32, f16]"))
+    result = project.configure("-DAOTC_ARCHS=75")
+    assert result.returncode != 0
+    assert f"{project.manifest}:5: dtypes: unknown dtype 'f16'" in " ".join(result.stderr.split())

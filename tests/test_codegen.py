@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aotc.codegen import generate, render_kernel
+from aotc.errors import BuildError
+from aotc.manifest import load_manifest
+from conftest import REPO, RunAotc
+
+GOLDEN_DIR = Path(__file__).parent / "codegen" / "golden"
+UPDATE = os.environ.get("AOTC_UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture
+def golden_project(tmp_path: Path) -> Path:
+    """The golden manifest beside a copy of the repository's real templates."""
+    shutil.copy(REPO / "tests" / "packages" / "golden" / "manifest.yaml", tmp_path / "manifest.yaml")
+    shutil.copytree(REPO / "kernels" / "templates", tmp_path / "templates")
+    return tmp_path / "manifest.yaml"
+
+
+def test_rendered_sources_match_golden_files(golden_project: Path) -> None:
+    manifest = load_manifest(golden_project)
+    names = set()
+    for kernel in manifest.kernels:
+        ref = GOLDEN_DIR / f"{kernel.name}.cu.ref"
+        names.add(ref.name)
+        rendered = render_kernel(manifest, kernel)
+        if UPDATE:
+            ref.parent.mkdir(parents=True, exist_ok=True)
+            ref.write_text(rendered)
+        assert ref.is_file(), f"no golden file {ref}; run with AOTC_UPDATE_GOLDEN=1 and review the diff"
+        assert rendered == ref.read_text(), f"{kernel.name} differs from {ref} (AOTC_UPDATE_GOLDEN=1 to accept)"
+    assert {p.name for p in GOLDEN_DIR.glob("*.cu.ref")} == names, "stale golden files"
+
+
+def test_generated_sources_include_no_headers(golden_project: Path) -> None:
+    # Needed so the same bytes compile under NVRTC and as host C++.
+    manifest = load_manifest(golden_project)
+    for kernel in manifest.kernels:
+        assert "#include" not in render_kernel(manifest, kernel)
+
+
+def test_generate_rewrites_only_changed_files(golden_project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    manifest = load_manifest(golden_project)
+    first = generate(manifest, out)
+    assert len(first.written) == len(manifest.kernels) and not first.unchanged
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.cu")}
+
+    second = generate(load_manifest(golden_project), out)
+    assert not second.written and len(second.unchanged) == len(manifest.kernels)
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.cu")} == stamps
+
+    # Changing the i32/i64 tile changes the two minplus kernels only... and
+    # every kernel shares the default tile, so use a dtype-specific one.
+    text = golden_project.read_text().replace(
+        "      default: {", "      i64: {block_m: 64, block_n: 64, block_k: 8, thread_m: 4, thread_n: 4}\n      default: {"
+    )
+    golden_project.write_text(text)
+    third = generate(load_manifest(golden_project), out)
+    assert [p.name for p in third.written] == ["gemm_minplus_i64_forward.cu"]
+
+
+def test_generate_removes_sources_of_dropped_kernels(golden_project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    generate(load_manifest(golden_project), out)
+    text = golden_project.read_text().replace("      - {semiring: [andor], dtype: [bool], pass: [forward]}\n", "")
+    golden_project.write_text(text.replace("dtypes: [f32, i32, i64, bool]", "dtypes: [f32, i32, i64]"))
+    result = generate(load_manifest(golden_project), out)
+    assert [p.name for p in result.removed] == ["gemm_andor_bool_forward.cu"]
+    assert not (out / "gemm_andor_bool_forward.cu").exists()
+
+
+def test_template_error_names_the_template(golden_project: Path) -> None:
+    template = golden_project.parent / "templates" / "gemm.cu.j2"
+    template.write_text(template.read_text() + "{{ no_such_variable }}\n")
+    manifest = load_manifest(golden_project)
+    with pytest.raises(BuildError, match=r"gemm\.cu\.j2:\d+: rendering gemm_maxplus_f32_forward: 'no_such_variable' is undefined"):
+        render_kernel(manifest, manifest.kernels[0])
+
+
+def test_cli_generate(golden_project: Path, tmp_path: Path, run_aotc: RunAotc) -> None:
+    result = run_aotc("generate", str(golden_project), "-o", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "6 written, 0 unchanged, 0 removed" in result.stdout
+    assert len(list((tmp_path / "out").glob("*.cu"))) == 6
+
+
+def test_cli_list(golden_project: Path, run_aotc: RunAotc) -> None:
+    result = run_aotc("list", str(golden_project))
+    assert result.returncode == 0, result.stderr
+    assert "library golden: 6 kernels" in result.stdout
+    assert "gemm_maxplus_f32_forward_batched" in result.stdout
+
+
+def test_cli_usage_error_exits_2(run_aotc: RunAotc) -> None:
+    assert run_aotc("list").returncode == 2
+    assert run_aotc("frobnicate").returncode == 2
