@@ -1,0 +1,529 @@
+"""The disk cache for JIT products: NVRTC cubins and emulator shared libraries.
+
+The contract is DESIGN.md's "The disk cache". The directory holds three kinds
+of file, and nothing else in it is ever touched:
+
+- ``<digest>.entry``: a header (magic, schema, payload length, payload sha256)
+  followed by the payload;
+- ``<digest>.lock``: an empty file that fills of that key ``flock``;
+- ``.<digest>.<random>.tmp``: an entry being written, renamed over
+  ``<digest>.entry`` only once it is complete and fsynced.
+
+Anything wrong with an entry is a miss, never an exception. A directory that
+is not safe to trust is refused with one ``CacheWarning`` and the cache runs
+uncached; a directory we cannot write to serves hits and builds misses in
+memory. Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import stat
+import struct
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import BinaryIO
+
+try:
+    import fcntl
+except ImportError:  # Windows: fills are serialised per process only.
+    fcntl = None  # type: ignore[assignment]
+
+from aotc._version import __version__
+from aotc.errors import CacheError
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "ENTRY_SCHEMA",
+    "KEY_SCHEMA",
+    "CacheInfo",
+    "CacheKey",
+    "CacheStats",
+    "CacheWarning",
+    "DiskCache",
+    "default_cache",
+    "default_cache_dir",
+]
+
+# Bump KEY_SCHEMA when what goes into a key changes meaning, and ENTRY_SCHEMA
+# when the file layout changes: either way old entries become misses.
+KEY_SCHEMA = 1
+ENTRY_SCHEMA = 1
+DEFAULT_MAX_BYTES = 2 * 1024**3
+
+STATE_OK = "ok"
+STATE_READ_ONLY = "read-only"
+STATE_REFUSED = "refused"
+
+_MAGIC = b"AOTCJIT\x00"
+_HEADER = struct.Struct("<8sIQ32s")  # magic, schema, payload length, sha256
+_ENTRY_SUFFIX = ".entry"
+_LOCK_SUFFIX = ".lock"
+_TEMP_SUFFIX = ".tmp"
+# A temp file this old belongs to a writer that died; younger ones may be live.
+_STALE_TEMP_SECONDS = 3600
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+class CacheWarning(UserWarning):
+    """The disk cache was refused and aotc runs uncached."""
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Everything a JIT product depends on; ``digest`` names its entry.
+
+    Build one with ``CacheKey.for_source``: the source is hashed, not kept.
+    Option order is kept because later compiler options may override earlier.
+    """
+
+    source_sha256: str
+    options: tuple[str, ...]
+    target: str
+    compiler: str
+    aotc_version: str = __version__
+    key_schema: int = KEY_SCHEMA
+
+    @classmethod
+    def for_source(
+        cls,
+        source: bytes,
+        *,
+        options: tuple[str, ...] | list[str] = (),
+        target: str,
+        compiler: str,
+        aotc_version: str = __version__,
+        key_schema: int = KEY_SCHEMA,
+    ) -> CacheKey:
+        if not isinstance(source, (bytes, bytearray, memoryview)):
+            msg = f"source must be bytes, not {type(source).__name__}"
+            raise TypeError(msg)
+        digest = hashlib.sha256(source).hexdigest()
+        return cls(digest, options, target, compiler, aotc_version, key_schema)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.options, str):
+            msg = "options must be a sequence of str, not one str"
+            raise TypeError(msg)
+        object.__setattr__(self, "options", tuple(self.options))
+        texts = (self.source_sha256, self.target, self.compiler, self.aotc_version, *self.options)
+        if not all(isinstance(text, str) for text in texts):
+            msg = f"every CacheKey field except key_schema must be str: {self!r}"
+            raise TypeError(msg)
+        if type(self.key_schema) is not int:
+            msg = f"key_schema must be int, not {type(self.key_schema).__name__}"
+            raise TypeError(msg)
+
+    @cached_property
+    def digest(self) -> str:
+        """sha256 hex over every field, each length-prefixed so no two keys collide by concatenation."""
+        parts = [
+            str(self.key_schema),
+            self.aotc_version,
+            self.compiler,
+            self.target,
+            self.source_sha256,
+            str(len(self.options)),
+            *self.options,
+        ]
+        hasher = hashlib.sha256(b"aotc-cache-key\x00")
+        for part in parts:
+            data = part.encode("utf-8", "surrogatepass")
+            hasher.update(len(data).to_bytes(8, "big"))
+            hasher.update(data)
+        return hasher.hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """Counts for tests: ``get_or_create`` outcomes, ``build()`` calls, entries written."""
+
+    hits: int = 0
+    misses: int = 0
+    builds: int = 0
+    saves: int = 0
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What ``aotc cache info`` prints."""
+
+    directory: Path
+    state: str  # "ok", "read-only" or "refused"
+    entries: int
+    total_bytes: int
+    max_bytes: int
+    reason: str = ""  # why the state is not "ok"
+
+
+class DiskCache:
+    """One cache directory. Nothing touches the disk until first use."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if type(max_bytes) is not int or max_bytes < 0:
+            msg = f"max_bytes must be a non-negative int, not {max_bytes!r}"
+            raise ValueError(msg)
+        self.directory = Path(os.path.abspath(os.path.expanduser(os.fspath(directory))))
+        self.max_bytes = max_bytes
+        self._mutex = threading.Lock()
+        self._state: str | None = None
+        self._reason = ""
+        self._key_locks: dict[str, threading.Lock] = {}
+        self._stats = CacheStats()
+
+    def __repr__(self) -> str:
+        return f"DiskCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
+
+    @property
+    def state(self) -> str:
+        return self._prepare()
+
+    @property
+    def stats(self) -> CacheStats:
+        return self._stats
+
+    def load(self, key: CacheKey) -> bytes | None:
+        """The payload stored for ``key``, or None for a miss of any kind."""
+        if self._prepare() == STATE_REFUSED:
+            return None
+        return _read_entry(self._path(key, _ENTRY_SUFFIX))
+
+    def save(self, key: CacheKey, payload: bytes) -> bool:
+        """Store ``payload`` atomically; False where it was not stored (never raises OSError)."""
+        payload = bytes(payload)
+        if self._prepare() != STATE_OK or _HEADER.size + len(payload) > self.max_bytes:
+            return False
+        path = self._path(key, _ENTRY_SUFFIX)
+        try:
+            self._write_entry(key, path, payload)
+        except OSError:
+            return False
+        self._count(saves=1)
+        with suppress(OSError):
+            self._evict(self.max_bytes, keep=path.name)
+        return True
+
+    def get_or_create(self, key: CacheKey, build: Callable[[], bytes]) -> bytes:
+        """The cached payload for ``key``; on a miss, ``build()`` it once across threads and processes."""
+        payload = self.load(key)
+        if payload is None:
+            with self._fill_lock(key):
+                payload = self.load(key)  # another filler may have finished while we waited
+                if payload is None:
+                    self._count(misses=1)
+                    payload = build()
+                    if not isinstance(payload, (bytes, bytearray, memoryview)):
+                        msg = f"build() must return bytes, not {type(payload).__name__}"
+                        raise TypeError(msg)
+                    payload = bytes(payload)
+                    self._count(builds=1)
+                    self.save(key, payload)
+                    return payload
+        self._count(hits=1)
+        return payload
+
+    def info(self) -> CacheInfo:
+        state = self._prepare()
+        entries = [] if state == STATE_REFUSED else self._entries()
+        total = sum(size for _, _, size in entries)
+        return CacheInfo(self.directory, state, len(entries), total, self.max_bytes, self._reason)
+
+    def prune(self, max_bytes: int | None = None) -> int:
+        """Evict least recently used entries down to the cap; drop dead temp and lock files."""
+        self._require_writable("prune")
+        removed = self._evict(self.max_bytes if max_bytes is None else max_bytes)
+        now = time.time()
+        live = {name for name, _, _ in self._entries()}
+        for item in self._scan():
+            if item.name.endswith(_TEMP_SUFFIX) and item.name.startswith("."):
+                with suppress(OSError):
+                    if now - item.stat(follow_symlinks=False).st_mtime > _STALE_TEMP_SECONDS:
+                        os.unlink(item.path)
+            elif item.name.endswith(_LOCK_SUFFIX):
+                entry = item.name[: -len(_LOCK_SUFFIX)] + _ENTRY_SUFFIX
+                if entry not in live:
+                    _unlink_unlocked(item.path)
+        return removed
+
+    def clear(self) -> int:
+        """Remove every entry, temp file and lock file; other files stay. Returns entries removed."""
+        self._require_writable("clear")
+        removed = 0
+        for item in self._scan():
+            name = item.name
+            is_temp = name.startswith(".") and name.endswith(_TEMP_SUFFIX)
+            if name.endswith((_ENTRY_SUFFIX, _LOCK_SUFFIX)) or is_temp:
+                with suppress(OSError):
+                    os.unlink(item.path)
+                    removed += name.endswith(_ENTRY_SUFFIX)
+        return removed
+
+    # -- internals -------------------------------------------------------
+
+    def _prepare(self) -> str:
+        with self._mutex:
+            if self._state is None:
+                self._state, self._reason = _inspect_directory(self.directory)
+                if self._state == STATE_REFUSED:
+                    msg = (
+                        f"aotc: not using the disk cache: {self._reason}; running uncached "
+                        "(fix its permissions or set AOTC_CACHE_DIR to a private directory)"
+                    )
+                    warnings.warn(msg, CacheWarning, stacklevel=4)
+            return self._state
+
+    def _require_writable(self, action: str) -> None:
+        if self._prepare() != STATE_OK:
+            msg = f"cannot {action} the cache at {self.directory}: {self._reason}"
+            raise CacheError(msg)
+
+    def _count(self, **deltas: int) -> None:
+        with self._mutex:
+            old = self._stats
+            self._stats = CacheStats(
+                hits=old.hits + deltas.get("hits", 0),
+                misses=old.misses + deltas.get("misses", 0),
+                builds=old.builds + deltas.get("builds", 0),
+                saves=old.saves + deltas.get("saves", 0),
+            )
+
+    def _path(self, key: CacheKey, suffix: str) -> Path:
+        return self.directory / f"{key.digest}{suffix}"
+
+    def _write_entry(self, key: CacheKey, path: Path, payload: bytes) -> None:
+        header = _HEADER.pack(_MAGIC, ENTRY_SCHEMA, len(payload), hashlib.sha256(payload).digest())
+        temp = self.directory / f".{key.digest}.{secrets.token_hex(8)}{_TEMP_SUFFIX}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_FLAGS, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(header)
+                file.write(payload)
+                file.flush()
+                os.fsync(file.fileno())
+            # rename replaces a symlink itself, never the file it points to
+            os.replace(temp, path)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(temp)
+            raise
+        _fsync_directory(self.directory)
+
+    @contextmanager
+    def _fill_lock(self, key: CacheKey) -> Iterator[None]:
+        with self._mutex:
+            thread_lock = self._key_locks.setdefault(key.digest, threading.Lock())
+        with thread_lock:
+            fd = self._lock_file(key)
+            try:
+                yield
+            finally:
+                if fd is not None:
+                    os.close(fd)  # closing releases the flock
+
+    def _lock_file(self, key: CacheKey) -> int | None:
+        # Locking only matters where the result is saved; without it we still fill correctly.
+        if fcntl is None or self._prepare() != STATE_OK:
+            return None
+        try:
+            flags = os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_FLAGS
+            fd = os.open(self._path(key, _LOCK_SUFFIX), flags, 0o600)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # e.g. ENOLCK on some network filesystems
+            os.close(fd)
+            return None
+        return fd
+
+    def _scan(self) -> list[os.DirEntry[str]]:
+        try:
+            with os.scandir(self.directory) as items:
+                return list(items)
+        except OSError:
+            return []
+
+    def _entries(self) -> list[tuple[str, int, int]]:
+        """(name, last use in ns, size) of every regular entry file."""
+        found = []
+        for item in self._scan():
+            if not item.name.endswith(_ENTRY_SUFFIX):
+                continue
+            with suppress(OSError):
+                st = item.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    found.append((item.name, st.st_mtime_ns, st.st_size))
+        return found
+
+    def _evict(self, max_bytes: int, keep: str | None = None) -> int:
+        # mtime, not atime: a hit sets it with os.utime, which works under noatime too.
+        entries = sorted(self._entries(), key=lambda entry: entry[1])
+        total = sum(size for _, _, size in entries)
+        removed = 0
+        for name, _, size in entries:
+            if total <= max_bytes:
+                break
+            if name == keep:
+                continue
+            with suppress(FileNotFoundError):
+                os.unlink(self.directory / name)
+                removed += 1
+            total -= size
+        return removed
+
+
+def _inspect_directory(directory: Path) -> tuple[str, str]:
+    """(state, reason) for a cache directory, creating it 0700 if it is missing."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except FileExistsError:
+        return STATE_REFUSED, f"{directory} exists and is not a directory"
+    except OSError as exc:
+        if not directory.is_dir():
+            return STATE_READ_ONLY, f"cannot create {directory}: {exc.strerror}"
+    try:
+        st = os.stat(directory)
+    except OSError as exc:
+        return STATE_READ_ONLY, f"cannot inspect {directory}: {exc.strerror}"
+    if not stat.S_ISDIR(st.st_mode):
+        return STATE_REFUSED, f"{directory} is not a directory"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return STATE_REFUSED, f"{directory} is owned by uid {st.st_uid}, not by this user ({os.geteuid()})"
+    if os.name != "nt" and st.st_mode & 0o022:
+        mode = stat.S_IMODE(st.st_mode)
+        return STATE_REFUSED, f"{directory} is writable by group or others (mode {mode:04o})"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return STATE_READ_ONLY, f"{directory} is not writable"
+    return STATE_OK, ""
+
+
+def _read_entry(path: Path) -> bytes | None:
+    if not _O_NOFOLLOW and os.path.islink(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_FLAGS)
+    except OSError:  # absent, a symlink (ELOOP), unreadable: all misses
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as file:
+        payload = _check_entry(file, st)
+        if payload is None:
+            _discard(path, st)
+            return None
+        with suppress(OSError):  # a hit is a use, for LRU; read-only media may refuse
+            if os.utime in os.supports_fd:
+                os.utime(fd)
+            else:
+                os.utime(path)
+        return payload
+
+
+def _check_entry(file: BinaryIO, st: os.stat_result) -> bytes | None:
+    if st.st_size < _HEADER.size:
+        return None
+    try:
+        magic, schema, length, checksum = _HEADER.unpack(file.read(_HEADER.size))
+        if magic != _MAGIC or schema != ENTRY_SCHEMA or _HEADER.size + length != st.st_size:
+            return None
+        payload = file.read(length)
+        trailing = file.read(1)  # the file may have grown since fstat
+        if len(payload) != length or trailing or hashlib.sha256(payload).digest() != checksum:
+            return None
+    except (OSError, struct.error):
+        return None
+    return payload
+
+
+def _discard(path: Path, st: os.stat_result) -> None:
+    """Remove a bad entry, unless a writer has already replaced it with a new file."""
+    with suppress(OSError):
+        now = os.lstat(path)
+        if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and stat.S_ISREG(now.st_mode):
+            os.unlink(path)
+
+
+def _unlink_unlocked(path: str) -> None:
+    if fcntl is None:
+        return
+    with suppress(OSError):
+        fd = os.open(path, os.O_RDWR | _O_NOFOLLOW | _O_FLAGS)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(path)
+        finally:
+            os.close(fd)
+
+
+def _fsync_directory(directory: Path) -> None:
+    # Makes the rename itself durable; not every platform can open a directory.
+    with suppress(OSError, AttributeError):
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def default_cache_dir() -> Path:
+    """``AOTC_CACHE_DIR``, or else the platform's user cache directory plus ``aotc``."""
+    configured = os.environ.get("AOTC_CACHE_DIR", "")
+    if configured:
+        return Path(os.path.abspath(os.path.expanduser(configured)))
+    try:
+        if sys.platform == "win32":
+            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        elif sys.platform == "darwin":
+            base = str(Path.home() / "Library" / "Caches")
+        else:
+            xdg = os.environ.get("XDG_CACHE_HOME", "")
+            # The XDG spec says a relative value is invalid and must be ignored.
+            base = xdg if os.path.isabs(xdg) else str(Path.home() / ".cache")
+    except RuntimeError as exc:
+        msg = f"cannot find a user cache directory ({exc}): set AOTC_CACHE_DIR"
+        raise CacheError(msg) from None
+    return Path(base) / "aotc"
+
+
+def _max_bytes_from_env() -> int:
+    raw = os.environ.get("AOTC_CACHE_MAX_BYTES", "")
+    if not raw.strip():
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        value = -1
+    if value < 0:
+        msg = f"AOTC_CACHE_MAX_BYTES={raw!r} is not a whole number of bytes (for example {DEFAULT_MAX_BYTES})"
+        raise CacheError(msg)
+    return value
+
+
+_DEFAULT_CACHES: dict[tuple[Path, int], DiskCache] = {}
+_DEFAULT_CACHES_LOCK = threading.Lock()
+
+
+def default_cache() -> DiskCache:
+    """The cache the environment configures; one instance per configuration, so it warns once."""
+    config = (default_cache_dir(), _max_bytes_from_env())
+    with _DEFAULT_CACHES_LOCK:
+        cache = _DEFAULT_CACHES.get(config)
+        if cache is None:
+            cache = _DEFAULT_CACHES[config] = DiskCache(config[0], max_bytes=config[1])
+        return cache

@@ -1,0 +1,249 @@
+"""Choosing which image of a kernel to load on the GPU in hand.
+
+A pure function of its inputs: no GPU, no I/O, standard library only, so every
+rule in DESIGN.md ("Choosing an image") is tested on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from aotc.errors import AotcError, NoKernelImageError
+
+__all__ = [
+    "Arch",
+    "ImageChoice",
+    "ImageKind",
+    "JitPolicy",
+    "KernelImages",
+    "Platform",
+    "explain_selection",
+    "jit_policy_from_env",
+    "select_image",
+]
+
+_ARCH_RE = re.compile(r"([1-9][0-9]*)([0-9])([af]?)")
+# Among builds for the same (major, minor), the more specific one wins: an
+# 'a' build may use features that the family and plain builds leave out.
+_VARIANT_RANK = {"": 0, "f": 1, "a": 2}
+
+
+class JitPolicy(str, Enum):
+    """The AOTC_JIT override."""
+
+    AUTO = "auto"
+    NVRTC = "nvrtc"
+    DRIVER = "driver"
+    OFF = "off"
+
+
+class ImageKind(str, Enum):
+    """How the chosen image reaches the GPU."""
+
+    SASS_EXACT = "sass_exact"
+    SASS_COMPATIBLE = "sass_compatible"
+    NVRTC_JIT = "nvrtc_jit"
+    DRIVER_JIT = "driver_jit"
+    UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One architecture from the index: ``"86"``, ``"90a"``, ``"100f"``."""
+
+    major: int
+    minor: int
+    variant: str = ""  # "" plain, "a" arch-specific, "f" family-specific
+
+    @classmethod
+    def parse(cls, text: str, *, what: str = "arch") -> Arch:
+        match = _ARCH_RE.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            expected = "digits and an optional 'a' or 'f', e.g. '86', '90a', '100f'"
+            msg = f"malformed {what} {text!r} in the index (expected {expected})"
+            raise AotcError(msg)
+        return cls(int(match[1]), int(match[2]), match[3])
+
+    def __str__(self) -> str:
+        return f"{self.major}{self.minor}{self.variant}"
+
+
+def _parse_archs(archs: Iterable[str], what: str, kernel: str) -> tuple[Arch, ...]:
+    if isinstance(archs, str):
+        msg = f"{kernel}{what} archs must be a list of strings, not the string {archs!r}"
+        raise TypeError(msg)
+    try:
+        return tuple(Arch.parse(text, what=f"{what} arch") for text in archs)
+    except AotcError as error:
+        raise AotcError(f"{kernel}{error}") from None
+
+
+@dataclass(frozen=True)
+class KernelImages:
+    """What the index says one kernel ships: SASS and PTX architectures."""
+
+    sass: tuple[str, ...]
+    ptx: tuple[str, ...]
+    ptx_toolkit: tuple[int, int]  # CUDA version of the toolkit that wrote the PTX
+    name: str = ""  # only for messages
+    sass_archs: tuple[Arch, ...] = field(init=False, repr=False, compare=False)
+    ptx_archs: tuple[Arch, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        prefix = f"kernel {self.name!r}: " if self.name else ""
+        sass_archs = _parse_archs(self.sass, "SASS", prefix)
+        ptx_archs = _parse_archs(self.ptx, "PTX", prefix)
+        object.__setattr__(self, "sass", tuple(self.sass))
+        object.__setattr__(self, "ptx", tuple(self.ptx))
+        object.__setattr__(self, "ptx_toolkit", tuple(self.ptx_toolkit))
+        object.__setattr__(self, "sass_archs", sass_archs)
+        object.__setattr__(self, "ptx_archs", ptx_archs)
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The GPU in hand and the JIT tools beside it."""
+
+    capability: tuple[int, int]
+    driver_version: tuple[int, int]  # CUDA version the driver supports
+    nvrtc_archs: frozenset[tuple[int, int]] | None = None  # None: no NVRTC
+
+    def __post_init__(self) -> None:
+        major, minor = self.capability
+        if major < 1 or not 0 <= minor <= 9:
+            msg = f"impossible compute capability {self.capability!r}"
+            raise ValueError(msg)
+        object.__setattr__(self, "capability", (major, minor))
+        object.__setattr__(self, "driver_version", tuple(self.driver_version))
+        if self.nvrtc_archs is not None:
+            nvrtc_archs = frozenset(tuple(arch) for arch in self.nvrtc_archs)
+            object.__setattr__(self, "nvrtc_archs", nvrtc_archs)
+
+
+@dataclass(frozen=True)
+class ImageChoice:
+    """The decision: which image, and a short reason that ``aotc doctor`` prints.
+
+    ``arch`` is the SASS or PTX arch loaded, or the arch NVRTC compiles for;
+    it is empty when ``kind`` is UNAVAILABLE, and ``reason`` is then the error.
+    """
+
+    kind: ImageKind
+    arch: str
+    reason: str
+
+    @property
+    def available(self) -> bool:
+        return self.kind is not ImageKind.UNAVAILABLE
+
+
+def jit_policy_from_env(environ: Mapping[str, str]) -> JitPolicy:
+    """Read AOTC_JIT from ``environ``; unset or empty means auto."""
+    value = environ.get("AOTC_JIT", "").strip().lower()
+    if not value:
+        return JitPolicy.AUTO
+    try:
+        return JitPolicy(value)
+    except ValueError:
+        known = ", ".join(policy.value for policy in JitPolicy)
+        msg = f"AOTC_JIT={environ['AOTC_JIT']!r} is not one of: {known}"
+        raise AotcError(msg) from None
+
+
+def select_image(
+    kernel: KernelImages, platform: Platform, policy: JitPolicy | str = JitPolicy.AUTO
+) -> ImageChoice:
+    """The image to load; raises NoKernelImageError (one line) when none fits."""
+    choice = explain_selection(kernel, platform, policy)
+    if not choice.available:
+        raise NoKernelImageError(choice.reason)
+    return choice
+
+
+def explain_selection(
+    kernel: KernelImages, platform: Platform, policy: JitPolicy | str = JitPolicy.AUTO
+) -> ImageChoice:
+    """The same decision as select_image, but an UNAVAILABLE choice instead of raising."""
+    policy = JitPolicy(policy)
+    major, minor = platform.capability
+    device = f"sm_{major}{minor}"
+
+    sass = _best_sass(kernel.sass_archs, major, minor)
+    if sass is not None:
+        if sass.minor == minor:
+            return ImageChoice(ImageKind.SASS_EXACT, str(sass), f"SASS sm_{sass} matches {device}")
+        build = "family SASS" if sass.variant == "f" else "SASS"
+        reason = f"{build} sm_{sass} runs on {device} (same major, older minor)"
+        return ImageChoice(ImageKind.SASS_COMPATIBLE, str(sass), reason)
+
+    failures: list[str] = []
+    fixes: list[str] = []
+    if policy is JitPolicy.OFF:
+        failures.append("JIT is disabled")
+        fixes.append("set AOTC_JIT=auto")
+    if policy in (JitPolicy.AUTO, JitPolicy.NVRTC):
+        if platform.nvrtc_archs is None:
+            failures.append("NVRTC is not installed")
+            fixes.append("pip install 'aotc[jit]'")
+        elif (major, minor) not in platform.nvrtc_archs:
+            failures.append(f"this NVRTC cannot compile for {device}")
+            fixes.append("pip install -U 'aotc[jit]' for a newer NVRTC")
+        else:
+            reason = f"no SASS for {device}; NVRTC compiles this kernel for {device}"
+            return ImageChoice(ImageKind.NVRTC_JIT, f"{major}{minor}", reason)
+    if policy in (JitPolicy.AUTO, JitPolicy.DRIVER):
+        ptx = _best_ptx(kernel.ptx_archs, major, minor)
+        toolkit = _version(kernel.ptx_toolkit)
+        driver = _version(platform.driver_version)
+        if ptx is None:
+            failures.append(f"no PTX at or below {device}")
+        elif platform.driver_version < kernel.ptx_toolkit:
+            failures.append(f"driver CUDA {driver} is older than CUDA {toolkit} that wrote the PTX")
+            fixes.append(f"update the NVIDIA driver to CUDA {toolkit}+")
+        else:
+            reason = f"no SASS for {device}; driver (CUDA {driver}) JITs PTX compute_{ptx} from CUDA {toolkit}"
+            return ImageChoice(ImageKind.DRIVER_JIT, str(ptx), reason)
+    fixes.append(f"rebuild with AOTC_ARCHS={major}{minor}")
+
+    held = f"SASS [{', '.join(kernel.sass)}] and PTX [{', '.join(kernel.ptx)}]"
+    subject = f"kernel {kernel.name!r}" if kernel.name else "this kernel"
+    override = "" if policy is JitPolicy.AUTO else f"AOTC_JIT={policy.value}: "
+    reason = (
+        f"{override}no image of {subject} runs on {device}: the library holds {held}; "
+        f"{'; '.join(failures)}; fix: {' or '.join(fixes)}"
+    )
+    return ImageChoice(ImageKind.UNAVAILABLE, "", reason)
+
+
+def _best_sass(archs: tuple[Arch, ...], major: int, minor: int) -> Arch | None:
+    # SASS never crosses a major; an 'a' build runs on its exact arch only.
+    usable = [
+        arch
+        for arch in archs
+        if arch.major == major and (arch.minor == minor or (arch.minor < minor and arch.variant != "a"))
+    ]
+    return max(usable, key=_rank, default=None)
+
+
+def _best_ptx(archs: tuple[Arch, ...], major: int, minor: int) -> Arch | None:
+    # Plain PTX JITs forward onto any newer arch; 'f' PTX only within its own
+    # family and 'a' PTX only on its exact arch.
+    def usable(arch: Arch) -> bool:
+        if arch.variant == "a":
+            return (arch.major, arch.minor) == (major, minor)
+        if arch.variant == "f":
+            return arch.major == major and arch.minor <= minor
+        return (arch.major, arch.minor) <= (major, minor)
+
+    return max(filter(usable, archs), key=_rank, default=None)
+
+
+def _rank(arch: Arch) -> tuple[int, int, int]:
+    return (arch.major, arch.minor, _VARIANT_RANK[arch.variant])
+
+
+def _version(version: tuple[int, int]) -> str:
+    return ".".join(str(part) for part in version)
