@@ -19,6 +19,7 @@ __all__ = [
     "Tile",
     "kernel_params",
     "launch_geometry",
+    "product_shared_bytes",
 ]
 
 PASSES = ("forward", "argmax", "backward_a", "backward_b")
@@ -135,13 +136,19 @@ def kernel_params(pass_name: str, variant: str, dtype: DType) -> tuple[Param, ..
     return params
 
 
-def launch_geometry(tile: Tile, dtype: DType, variant: str) -> LaunchGeometry:
+def launch_geometry(tile: Tile, element_size: int, pass_name: str, variant: str) -> LaunchGeometry:
     """Block shape, grid rule and shared memory of a GEMM-shaped kernel.
 
-    The templates ``static_assert`` that their shared arrays have exactly
-    ``shared_bytes_static`` bytes, so this number cannot drift from the code.
+    The product passes stage ``stages`` tiles of A and B in shared memory, and
+    the templates ``static_assert`` that their arrays have exactly that many
+    bytes, so this number cannot drift from the code. Backward passes scatter
+    straight from global memory and use none.
     """
     block = (tile.block_n // tile.thread_n, tile.block_m // tile.thread_m, 1)
     batch = ("batch", 1) if variant == "batched" else ("1", 1)
-    shared = tile.stages * tile.block_k * (tile.block_m + tile.block_n) * dtype.size
+    shared = 0 if pass_name.startswith("backward") else product_shared_bytes(tile, element_size)
     return LaunchGeometry(block, (("N", tile.block_n), ("M", tile.block_m), batch), shared)
+
+
+def product_shared_bytes(tile: Tile, element_size: int) -> int:
+    return tile.stages * tile.block_k * (tile.block_m + tile.block_n) * element_size

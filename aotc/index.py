@@ -11,11 +11,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aotc._version import __version__
 from aotc.errors import AotcError
-from aotc.manifest import KernelSpec, Manifest
+
+if TYPE_CHECKING:  # the runtime reads indexes and must not import the manifest's YAML parser
+    from aotc.manifest import KernelSpec, Manifest
 
 __all__ = [
     "INDEX_NAME",
@@ -69,7 +71,8 @@ def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], nvcc_
         "nvcc_version": nvcc_version,
         "library": manifest.library,
         "semirings": {
-            s.name: {"add": s.add, "mul": s.mul, "zero": s.zero, "one": s.one} for s in manifest.semirings
+            s.name: {"add": s.add, "mul": s.mul, "zero": s.zero, "one": s.one, "counting": s.counting}
+            for s in manifest.semirings
         },
         "kernels": {k.name: entries[k.name] for k in manifest.kernels},
     }

@@ -68,7 +68,7 @@ class KernelSpec:
 
     @property
     def launch(self) -> LaunchGeometry:
-        return launch_geometry(self.tile, self.dtype, self.variant)
+        return launch_geometry(self.tile, self.semiring.element_size(self.dtype), self.pass_name, self.variant)
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,10 @@ def _parse_semirings(check: _Checker, value: Any, line: int) -> tuple[Semiring, 
     for name, spec in table.items():
         key, name_line = f"semirings.{name}", _line(table, name)
         check.identifier(name, key, name_line)
-        fields = check.mapping(spec, key, name_line, required=("add", "mul", "zero", "one"))
+        fields = check.mapping(spec, key, name_line, required=("add", "mul", "zero", "one"), optional=("counting",))
+        counting = fields.get("counting", False)
+        if not isinstance(counting, bool):
+            check.fail(_line(fields, "counting"), f"{key}.counting", f"expected true or false, got {_describe(counting)}")
         ops = {}
         for field, vocabulary in (("add", ADD_OPS), ("mul", MUL_OPS)):
             op = fields[field]
@@ -229,14 +232,14 @@ def _parse_semirings(check: _Checker, value: Any, line: int) -> tuple[Semiring, 
             if value != identity:
                 op = ops["add" if field == "zero" else "mul"]
                 check.fail(_line(fields, field), f"{key}.{field}", f"{value} is not the identity of {op} (expected {identity})")
-        semiring = Semiring(name, ops["add"], ops["mul"], zero, one)
+        semiring = Semiring(name, ops["add"], ops["mul"], zero, one, counting)
         if not any(semiring.supports(d) for d in DTYPES.values()):
             check.fail(name_line, key, f"operations {ops['add']}/{ops['mul']} with zero {zero} and one {one} fit no dtype")
         result.append(semiring)
     return tuple(result)
 
 
-def _parse_tile(check: _Checker, value: Any, key: str, line: int, dtype: DType | None) -> Tile:
+def _parse_tile(check: _Checker, value: Any, key: str, line: int) -> Tile:
     fields = check.mapping(
         value, key, line, required=("block_m", "block_n", "block_k", "thread_m", "thread_n"), optional=("stages",)
     )
@@ -252,10 +255,6 @@ def _parse_tile(check: _Checker, value: Any, key: str, line: int, dtype: DType |
     for block in ("block_m", "block_n"):
         if (sizes[block] * tile.block_k) % tile.threads:
             check.fail(line, key, f"{block}*block_k={sizes[block] * tile.block_k} is not a multiple of {tile.threads} threads")
-    size = dtype.size if dtype is not None else max(d.size for d in DTYPES.values())
-    shared = tile.stages * tile.block_k * (tile.block_m + tile.block_n) * size
-    if shared > _MAX_STATIC_SHARED:
-        check.fail(line, key, f"tiles need {shared} bytes of shared memory, over the {_MAX_STATIC_SHARED}-byte static limit")
     return tile
 
 
@@ -269,6 +268,7 @@ def _as_names(check: _Checker, value: Any, key: str, line: int) -> tuple[str, ..
 class _Matrix:
     axes: dict[str, tuple[str, ...]]
     line: int
+    tiles: dict[str, Tile]
 
 
 def _parse_matrices(
@@ -281,15 +281,26 @@ def _parse_matrices(
     matrices = []
     for index, (block, block_line) in enumerate(blocks):
         block_key = f"{key}[{index}]" if isinstance(value, LineList) else key
-        fields = check.mapping(block, block_key, block_line, required=("semiring", "dtype", "pass"), optional=("variant",))
+        fields = check.mapping(
+            block, block_key, block_line, required=("semiring", "dtype", "pass"), optional=("variant", "tiles")
+        )
         axes = {
             axis: check.choices(fields[axis], f"{block_key}.{axis}", _line(fields, axis), known[axis], axis)
             for axis in _MATRIX_AXES
             if axis in fields
         }
         axes.setdefault("variant", ("single",))
-        matrices.append(_Matrix(axes, block_line))
+        tiles = {}
+        if "tiles" in fields:
+            tiles = _parse_tiles(check, fields["tiles"], f"{block_key}.tiles", _line(fields, "tiles"), dtypes)
+        matrices.append(_Matrix(axes, block_line, tiles))
     return matrices
+
+
+def _parse_tiles(check: _Checker, value: Any, key: str, line: int, dtypes: tuple[str, ...]) -> dict[str, Tile]:
+    """Tile sizes per dtype, or under ``default``."""
+    tiles = check.mapping(value, key, line, optional=(*dtypes, "default"))
+    return {dt: _parse_tile(check, v, f"{key}.{dt}", _line(tiles, dt)) for dt, v in tiles.items()}
 
 
 def _parse_excludes(check: _Checker, value: Any, key: str, line: int, matrices: list[_Matrix]) -> list[dict[str, frozenset[str]]]:
@@ -317,7 +328,7 @@ def _expand_family(
 ) -> tuple[Family, list[tuple[KernelSpec, int]]]:
     key = f"families.{name}"
     check.identifier(name, key, line)
-    fields = check.mapping(spec, key, line, required=("template", "matrix", "tiles"), optional=("exclude",))
+    fields = check.mapping(spec, key, line, required=("template", "matrix"), optional=("tiles", "exclude"))
 
     template = fields["template"]
     template_line = _line(fields, "template")
@@ -333,10 +344,7 @@ def _expand_family(
     matrices = _parse_matrices(check, fields["matrix"], f"{key}.matrix", _line(fields, "matrix"), semirings, dtypes)
 
     tiles_key, tiles_line = f"{key}.tiles", _line(fields, "tiles")
-    tiles_map = check.mapping(fields["tiles"], tiles_key, tiles_line, optional=(*dtypes, "default"))
-    tiles = {
-        dt: _parse_tile(check, v, f"{tiles_key}.{dt}", _line(tiles_map, dt), DTYPES.get(dt)) for dt, v in tiles_map.items()
-    }
+    tiles = _parse_tiles(check, fields["tiles"], tiles_key, tiles_line, dtypes) if "tiles" in fields else {}
 
     excludes = []
     if "exclude" in fields:
@@ -354,12 +362,18 @@ def _expand_family(
                 check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name!r} is not defined on {dtype.name}; exclude it or split the matrix")
             if point["pass"].startswith("backward") and not dtype.is_float:
                 check.fail(matrix.line, f"{key}.matrix", f"{where}: backward passes need a float dtype; exclude it or split the matrix")
-            tile = tiles.get(dtype.name, tiles.get("default"))
+            if point["pass"].startswith("backward") and not semiring.has_gradient:
+                check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name!r} has no gradient (needs add max/min, mul add/mul, no counting)")
+            # A matrix block's own tiles come first, then the family's.
+            tile = next((t[n] for t in (matrix.tiles, tiles) for n in (dtype.name, "default") if n in t), None)
             if tile is None:
-                check.fail(tiles_line, tiles_key, f"no tile sizes for dtype {dtype.name!r} (add {dtype.name}: or default:)")
+                check.fail(matrix.line, f"{key}.matrix", f"{where}: no tile sizes for dtype {dtype.name!r} (add tiles: {{{dtype.name}: ...}} or default)")
             suffix = "" if point["variant"] == "single" else f"_{point['variant']}"
             kernel_name = f"{name}_{semiring.name}_{dtype.name}_{point['pass']}{suffix}"
             kernel = KernelSpec(kernel_name, name, template, semiring, dtype, point["pass"], point["variant"], tile)
+            shared = kernel.launch.shared_bytes_static
+            if shared > _MAX_STATIC_SHARED:
+                check.fail(matrix.line, f"{key}.matrix", f"{where}: {kernel_name} needs {shared} bytes of shared memory, over the {_MAX_STATIC_SHARED}-byte static limit")
             kernels.append((kernel, matrix.line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")

@@ -88,6 +88,9 @@ class Semiring:
     mul: str
     zero: str
     one: str
+    # Elements are (value, count) pairs: (+) adds counts on a tie of values,
+    # (x) multiplies them. Stored as two adjacent values of the dtype.
+    counting: bool = False
 
     def supports(self, dtype: DType) -> bool:
         """Whether every operation and constant is defined for ``dtype``."""
@@ -96,4 +99,13 @@ class Semiring:
             and dtype.kind in MUL_OPS[self.mul]
             and dtype.kind in CONSTANTS[self.zero]
             and dtype.kind in CONSTANTS[self.one]
+            and (not self.counting or dtype.is_float)
         )
+
+    @property
+    def has_gradient(self) -> bool:
+        """Whether backward passes exist: (+) selects one term, (x) is + or *."""
+        return not self.counting and self.add in ("max", "min") and self.mul in ("add", "mul")
+
+    def element_size(self, dtype: DType) -> int:
+        return dtype.size * (2 if self.counting else 1)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -69,11 +70,11 @@ def test_generate_rewrites_only_changed_files(golden_project: Path, tmp_path: Pa
 def test_generate_removes_sources_of_dropped_kernels(golden_project: Path, tmp_path: Path) -> None:
     out = tmp_path / "gen"
     generate(load_manifest(golden_project), out)
-    text = golden_project.read_text().replace("      - {semiring: [andor], dtype: [bool], pass: [forward]}\n", "")
+    text = golden_project.read_text().replace("      - {semiring: [andor], dtype: [bool], pass: [argmax]}\n", "")
     golden_project.write_text(text.replace("dtypes: [f32, i32, i64, bool]", "dtypes: [f32, i32, i64]"))
     result = generate(load_manifest(golden_project), out)
-    assert [p.name for p in result.removed] == ["gemm_andor_bool_forward.cu"]
-    assert not (out / "gemm_andor_bool_forward.cu").exists()
+    assert [p.name for p in result.removed] == ["gemm_andor_bool_argmax.cu"]
+    assert not (out / "gemm_andor_bool_argmax.cu").exists()
 
 
 def test_template_error_names_the_template(golden_project: Path) -> None:
@@ -87,17 +88,54 @@ def test_template_error_names_the_template(golden_project: Path) -> None:
 def test_cli_generate(golden_project: Path, tmp_path: Path, run_aotc: RunAotc) -> None:
     result = run_aotc("generate", str(golden_project), "-o", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
-    assert "6 written, 0 unchanged, 0 removed" in result.stdout
-    assert len(list((tmp_path / "out").glob("*.cu"))) == 6
+    assert "11 written, 0 unchanged, 0 removed" in result.stdout
+    assert len(list((tmp_path / "out").glob("*.cu"))) == 11
 
 
 def test_cli_list(golden_project: Path, run_aotc: RunAotc) -> None:
     result = run_aotc("list", str(golden_project))
     assert result.returncode == 0, result.stderr
-    assert "library golden: 6 kernels" in result.stdout
+    assert "library golden: 11 kernels" in result.stdout
     assert "gemm_maxplus_f32_forward_batched" in result.stdout
 
 
 def test_cli_usage_error_exits_2(run_aotc: RunAotc) -> None:
     assert run_aotc("list").returncode == 2
     assert run_aotc("frobnicate").returncode == 2
+
+
+def _nvrtc_compile(source: bytes, name: str, arch: str) -> tuple[bool, str]:
+    nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) is not installed")
+    err, program = nvrtc.nvrtcCreateProgram(source, name.encode(), 0, [], [])
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        pytest.skip(f"NVRTC is not usable here ({err.name}); install nvidia-cuda-nvrtc")
+    try:
+        options = [f"--gpu-architecture=sm_{arch}".encode(), b"-default-device"]
+        (result,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        _, size = nvrtc.nvrtcGetProgramLogSize(program)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(program, log)
+        return result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode(errors="replace").strip("\x00 \n")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+
+
+def test_generated_sources_compile_under_nvrtc_without_warnings(golden_project: Path) -> None:
+    # The wheel ships these sources for run-time JIT, so NVRTC must take them as they are.
+    manifest = load_manifest(golden_project)
+    for kernel in manifest.kernels:
+        ok, log = _nvrtc_compile(render_kernel(manifest, kernel).encode(), f"{kernel.name}.cu", "80")
+        assert ok and not log, f"{kernel.name}: {log}"
+
+
+def test_generated_sources_compile_under_nvcc_without_warnings(golden_project: Path, tmp_path: Path) -> None:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    manifest = load_manifest(golden_project)
+    out = generate(manifest, tmp_path / "gen")
+    result = subprocess.run(
+        [nvcc, "-fatbin", "-arch=sm_80", "-Werror", "all-warnings", "--output-directory", str(tmp_path), *map(str, out.written)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr

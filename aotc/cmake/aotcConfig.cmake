@@ -2,7 +2,7 @@
 #
 #   find_package(aotc CONFIG REQUIRED)
 #   aotc_add_kernel_library(<name> MANIFEST <path> [ARCHS <arch>...] [PTX <arch>...]
-#                           [INSTALL_DIR <dir>])
+#                           [INSTALL_DIR <dir>] [WARNINGS_AS_ERRORS])
 #
 # Architecture overrides, strongest first: the cache variable AOTC_ARCHS
 # (-DAOTC_ARCHS=80;90 or scikit-build-core's -C cmake.define.AOTC_ARCHS=80;90),
@@ -75,7 +75,7 @@ function(_aotc_cuda_architectures sass ptx out_var)
 endfunction()
 
 function(aotc_add_kernel_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MANIFEST;INSTALL_DIR" "ARCHS;PTX")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "WARNINGS_AS_ERRORS" "MANIFEST;INSTALL_DIR" "ARCHS;PTX")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "aotc_add_kernel_library(${name}): unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -147,6 +147,9 @@ function(aotc_add_kernel_library name)
       CUDA_ARCHITECTURES "${cuda_archs}")
     # Keep the ptxas resource report (registers, spills, shared memory) in the build log.
     target_compile_options(${target} PRIVATE --resource-usage)
+    if(arg_WARNINGS_AS_ERRORS)
+      target_compile_options(${target} PRIVATE "SHELL:-Werror all-warnings")
+    endif()
     string(APPEND objects_content "${kernel}=$<TARGET_OBJECTS:${target}>\n")
     list(APPEND object_deps "$<TARGET_OBJECTS:${target}>")
   endforeach()
