@@ -1,0 +1,380 @@
+// aotc_emulator.h: runs a CUDA kernel source as host C++ with OpenMP.
+//
+// aotc.runtime.emulator.compile force-includes this header (g++ -include)
+// before the .cu, then appends one launch trampoline per kernel symbol.
+// Supported subset and its limits: README.md next to this file. How a grid
+// runs (blocks one after another, a block's threads as fibers on an OpenMP
+// team or as one OpenMP thread each): aotc_emulator_runtime.h.
+//
+// __shared__ is a function-local `static`: one object that every thread of
+// the block sees. Blocks run one at a time, so one object is enough.
+#pragma once
+
+#if !defined(__cplusplus) || __cplusplus < 201703L
+#error "aotc_emulator.h needs C++17 (-std=c++17)"
+#endif
+
+// The standard headers come before the CUDA keyword macros below: libstdc++
+// uses spellings such as __noinline__ that those macros would break.
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include <omp.h>
+#include <sys/mman.h>
+
+#if defined(__x86_64__) && defined(__ELF__) && !defined(AOTC_EMU_UCONTEXT)
+#define AOTC_EMU_ASM_SWITCH 1
+#else
+#define AOTC_EMU_ASM_SWITCH 0
+#include <ucontext.h>
+#endif
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+// Declared here instead of including <unistd.h>, whose many global names
+// (sync, access, link, ...) could collide with a kernel's helper functions.
+extern "C" long syscall(long number, ...) noexcept;
+#else
+#include <condition_variable>
+#endif
+
+#define AOTC_EMULATOR 1
+
+// ---- CUDA keywords ---------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __grid_constant__
+#define __shared__ static
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __align__(n) __attribute__((aligned(n)))
+#define __launch_bounds__(...)
+#define __maxnreg__(n)
+// __restrict__ and __inline__ are GNU keywords already.
+
+// ---- vector types, with CUDA's alignments ----------------------------------
+#define AOTC_VECTOR_TYPES(T, name)                                                      \
+  struct name##1 { T x; };                                                              \
+  struct __attribute__((aligned(2 * sizeof(T)))) name##2 { T x, y; };                   \
+  struct name##3 { T x, y, z; };                                                        \
+  struct __attribute__((aligned(4 * sizeof(T) > 16 ? 16 : 4 * sizeof(T)))) name##4 {    \
+    T x, y, z, w;                                                                       \
+  };                                                                                    \
+  static inline name##1 make_##name##1(T x) { return name##1{x}; }                      \
+  static inline name##2 make_##name##2(T x, T y) { return name##2{x, y}; }              \
+  static inline name##3 make_##name##3(T x, T y, T z) { return name##3{x, y, z}; }      \
+  static inline name##4 make_##name##4(T x, T y, T z, T w) { return name##4{x, y, z, w}; }
+
+AOTC_VECTOR_TYPES(signed char, char)
+AOTC_VECTOR_TYPES(unsigned char, uchar)
+AOTC_VECTOR_TYPES(short, short)
+AOTC_VECTOR_TYPES(unsigned short, ushort)
+AOTC_VECTOR_TYPES(int, int)
+AOTC_VECTOR_TYPES(unsigned int, uint)
+AOTC_VECTOR_TYPES(long, long)
+AOTC_VECTOR_TYPES(unsigned long, ulong)
+AOTC_VECTOR_TYPES(long long, longlong)
+AOTC_VECTOR_TYPES(unsigned long long, ulonglong)
+AOTC_VECTOR_TYPES(float, float)
+AOTC_VECTOR_TYPES(double, double)
+#undef AOTC_VECTOR_TYPES
+
+struct dim3 {
+  unsigned int x, y, z;
+  constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+static constexpr int warpSize = 32;
+
+#include "aotc_emulator_runtime.h"
+
+namespace aotc_emu {
+namespace detail {
+template <class To, class From>
+inline To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast needs equal sizes");
+  To to;
+  __builtin_memcpy(&to, &from, sizeof(To));
+  return to;
+}
+}  // namespace detail
+
+// The compile step rewrites `extern __shared__ T name[];` to a reference to
+// this buffer: every dynamic shared array of a kernel starts at one address,
+// as in CUDA.
+inline unsigned char* dynamic_shared_memory() { return detail::dynamic_shared; }
+
+}  // namespace aotc_emu
+
+// Read-only, like CUDA's built-in variables.
+#define threadIdx (::aotc_emu::detail::thread_index())
+#define blockIdx (::aotc_emu::detail::block_index())
+#define blockDim (::aotc_emu::detail::block_dimension())
+#define gridDim (::aotc_emu::detail::grid_dimension())
+
+// ---- synchronization ----------------------------------------------------------
+static inline void __syncthreads() { ::aotc_emu::detail::sync_block(false); }
+static inline int __syncthreads_count(int predicate) {
+  return ::aotc_emu::detail::sync_block(predicate != 0).arrived_true;
+}
+static inline int __syncthreads_and(int predicate) {
+  const auto phase = ::aotc_emu::detail::sync_block(predicate != 0);
+  return phase.arrived_true == phase.arrived;
+}
+static inline int __syncthreads_or(int predicate) {
+  return ::aotc_emu::detail::sync_block(predicate != 0).arrived_true > 0;
+}
+static inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+// ---- atomics: CUDA's overload set, relaxed like CUDA's ------------------------
+namespace aotc_emu::detail {
+
+template <class T, class Update>
+inline T atomic_update(T* address, Update update) {
+  T old = __atomic_load_n(address, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(address, &old, update(old), true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+
+// Floating-point updates run on the bits, so NaN and -0.0 compare exactly.
+template <class F, class Bits, class Update>
+inline F atomic_update_floating(F* address, Update update) {
+  Bits* bits = reinterpret_cast<Bits*>(address);
+  Bits old = __atomic_load_n(bits, __ATOMIC_RELAXED);
+  for (;;) {
+    const F old_value = bit_cast<F>(old);
+    const Bits next = bit_cast<Bits>(static_cast<F>(update(old_value)));
+    if (__atomic_compare_exchange_n(bits, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      return old_value;
+    }
+  }
+}
+
+template <class T>
+inline T atomic_cas(T* address, T compare, T value) {
+  __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return compare;  // holds the old value whether or not the exchange happened
+}
+
+}  // namespace aotc_emu::detail
+
+#define AOTC_ATOMIC_INTEGER(SUFFIX, T)                                                      \
+  static inline T atomicAdd##SUFFIX(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); } \
+  static inline T atomicExch##SUFFIX(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); } \
+  static inline T atomicAnd##SUFFIX(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); } \
+  static inline T atomicOr##SUFFIX(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }   \
+  static inline T atomicXor##SUFFIX(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); } \
+  static inline T atomicCAS##SUFFIX(T* p, T compare, T v) { return ::aotc_emu::detail::atomic_cas(p, compare, v); }
+
+#define AOTC_ATOMIC_MINMAX(SUFFIX, T)                                                       \
+  static inline T atomicMin##SUFFIX(T* p, T v) {                                            \
+    return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v < old ? v : old; });  \
+  }                                                                                         \
+  static inline T atomicMax##SUFFIX(T* p, T v) {                                            \
+    return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v > old ? v : old; });  \
+  }
+
+#define AOTC_ATOMICS(SUFFIX)                                                                 \
+  AOTC_ATOMIC_INTEGER(SUFFIX, int)                                                           \
+  AOTC_ATOMIC_INTEGER(SUFFIX, unsigned int)                                                  \
+  AOTC_ATOMIC_INTEGER(SUFFIX, unsigned long long)                                            \
+  AOTC_ATOMIC_MINMAX(SUFFIX, int)                                                            \
+  AOTC_ATOMIC_MINMAX(SUFFIX, unsigned int)                                                   \
+  AOTC_ATOMIC_MINMAX(SUFFIX, long long)                                                      \
+  AOTC_ATOMIC_MINMAX(SUFFIX, unsigned long long)                                             \
+  static inline int atomicSub##SUFFIX(int* p, int v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); } \
+  static inline unsigned int atomicSub##SUFFIX(unsigned int* p, unsigned int v) {            \
+    return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);                                      \
+  }                                                                                          \
+  static inline unsigned short atomicCAS##SUFFIX(unsigned short* p, unsigned short c, unsigned short v) { \
+    return ::aotc_emu::detail::atomic_cas(p, c, v);                                          \
+  }                                                                                          \
+  static inline unsigned int atomicInc##SUFFIX(unsigned int* p, unsigned int limit) {       \
+    return ::aotc_emu::detail::atomic_update(                                                \
+        p, [limit](unsigned int old) { return old >= limit ? 0u : old + 1u; });              \
+  }                                                                                          \
+  static inline unsigned int atomicDec##SUFFIX(unsigned int* p, unsigned int limit) {       \
+    return ::aotc_emu::detail::atomic_update(                                                \
+        p, [limit](unsigned int old) { return (old == 0u || old > limit) ? limit : old - 1u; }); \
+  }                                                                                          \
+  static inline float atomicAdd##SUFFIX(float* p, float v) {                                 \
+    return ::aotc_emu::detail::atomic_update_floating<float, unsigned int>(                  \
+        p, [v](float old) { return old + v; });                                              \
+  }                                                                                          \
+  static inline double atomicAdd##SUFFIX(double* p, double v) {                              \
+    return ::aotc_emu::detail::atomic_update_floating<double, unsigned long long>(           \
+        p, [v](double old) { return old + v; });                                             \
+  }                                                                                          \
+  static inline float atomicExch##SUFFIX(float* p, float v) {                                \
+    return ::aotc_emu::detail::bit_cast<float>(__atomic_exchange_n(                          \
+        reinterpret_cast<unsigned int*>(p), ::aotc_emu::detail::bit_cast<unsigned int>(v),   \
+        __ATOMIC_RELAXED));                                                                  \
+  }
+
+AOTC_ATOMICS()
+AOTC_ATOMICS(_block)
+AOTC_ATOMICS(_system)
+#undef AOTC_ATOMICS
+#undef AOTC_ATOMIC_MINMAX
+#undef AOTC_ATOMIC_INTEGER
+
+// ---- math and bit intrinsics ----------------------------------------------------
+// <math.h> provides fmaxf, fminf, fmax, fmin, isnan, isinf, INFINITY, NAN, ...
+// CUDA's min/max: like fminf/fmaxf for floating point (a NaN operand loses).
+template <class A, class B,
+          std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
+static inline std::common_type_t<A, B> min(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point_v<C>) {
+    return ::fmin(static_cast<C>(a), static_cast<C>(b));
+  } else {
+    return static_cast<C>(b) < static_cast<C>(a) ? static_cast<C>(b) : static_cast<C>(a);
+  }
+}
+template <class A, class B,
+          std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
+static inline std::common_type_t<A, B> max(A a, B b) {
+  using C = std::common_type_t<A, B>;
+  if constexpr (std::is_floating_point_v<C>) {
+    return ::fmax(static_cast<C>(a), static_cast<C>(b));
+  } else {
+    return static_cast<C>(a) < static_cast<C>(b) ? static_cast<C>(b) : static_cast<C>(a);
+  }
+}
+
+static inline float __int_as_float(int v) { return ::aotc_emu::detail::bit_cast<float>(v); }
+static inline int __float_as_int(float v) { return ::aotc_emu::detail::bit_cast<int>(v); }
+static inline float __uint_as_float(unsigned int v) { return ::aotc_emu::detail::bit_cast<float>(v); }
+static inline unsigned int __float_as_uint(float v) { return ::aotc_emu::detail::bit_cast<unsigned int>(v); }
+static inline double __longlong_as_double(long long v) { return ::aotc_emu::detail::bit_cast<double>(v); }
+static inline long long __double_as_longlong(double v) { return ::aotc_emu::detail::bit_cast<long long>(v); }
+static inline int __double2hiint(double v) { return static_cast<int>(__double_as_longlong(v) >> 32); }
+static inline int __double2loint(double v) { return static_cast<int>(__double_as_longlong(v)); }
+static inline double __hiloint2double(int hi, int lo) {
+  return __longlong_as_double(static_cast<long long>((static_cast<unsigned long long>(static_cast<unsigned int>(hi)) << 32) |
+                                                     static_cast<unsigned int>(lo)));
+}
+
+#if !defined(__GLIBC__)  // glibc declares these itself, with the same meaning
+static inline float __expf(float x) { return expf(x); }
+static inline float __exp10f(float x) { return powf(10.0f, x); }
+static inline float __logf(float x) { return logf(x); }
+static inline float __log2f(float x) { return log2f(x); }
+static inline float __log10f(float x) { return log10f(x); }
+static inline float __powf(float x, float y) { return powf(x, y); }
+static inline float __sinf(float x) { return sinf(x); }
+static inline float __cosf(float x) { return cosf(x); }
+static inline float __tanf(float x) { return tanf(x); }
+#endif
+static inline float __fdividef(float x, float y) { return x / y; }
+static inline float fdividef(float x, float y) { return x / y; }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }
+// Only round-to-nearest arithmetic: the host's default rounding mode.
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+static inline float __frcp_rn(float a) { return 1.0f / a; }
+static inline float __fsqrt_rn(float a) { return sqrtf(a); }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+
+#define AOTC_CONVERSIONS(NAME, FROM, TO)                                                     \
+  static inline TO __##NAME##_rn(FROM v) { return static_cast<TO>(nearbyint(v)); }           \
+  static inline TO __##NAME##_rz(FROM v) { return static_cast<TO>(v); }                      \
+  static inline TO __##NAME##_rd(FROM v) { return static_cast<TO>(floor(v)); }               \
+  static inline TO __##NAME##_ru(FROM v) { return static_cast<TO>(ceil(v)); }
+AOTC_CONVERSIONS(float2int, float, int)
+AOTC_CONVERSIONS(float2uint, float, unsigned int)
+AOTC_CONVERSIONS(float2ll, float, long long)
+AOTC_CONVERSIONS(float2ull, float, unsigned long long)
+AOTC_CONVERSIONS(double2int, double, int)
+AOTC_CONVERSIONS(double2uint, double, unsigned int)
+AOTC_CONVERSIONS(double2ll, double, long long)
+AOTC_CONVERSIONS(double2ull, double, unsigned long long)
+#undef AOTC_CONVERSIONS
+static inline float __int2float_rn(int v) { return static_cast<float>(v); }
+static inline float __uint2float_rn(unsigned int v) { return static_cast<float>(v); }
+static inline float __ll2float_rn(long long v) { return static_cast<float>(v); }
+static inline float __ull2float_rn(unsigned long long v) { return static_cast<float>(v); }
+static inline double __int2double_rn(int v) { return static_cast<double>(v); }
+static inline double __ll2double_rn(long long v) { return static_cast<double>(v); }
+static inline float __double2float_rn(double v) { return static_cast<float>(v); }
+
+static inline int __popc(unsigned int v) { return __builtin_popcount(v); }
+static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
+static inline int __clz(int v) { return v == 0 ? 32 : __builtin_clz(static_cast<unsigned int>(v)); }
+static inline int __clzll(long long v) {
+  return v == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(v));
+}
+static inline int __ffs(int v) { return __builtin_ffs(v); }
+static inline int __ffsll(long long v) { return __builtin_ffsll(v); }
+static inline unsigned int __brev(unsigned int v) {
+  v = ((v >> 1) & 0x55555555u) | ((v & 0x55555555u) << 1);
+  v = ((v >> 2) & 0x33333333u) | ((v & 0x33333333u) << 2);
+  v = ((v >> 4) & 0x0F0F0F0Fu) | ((v & 0x0F0F0F0Fu) << 4);
+  return __builtin_bswap32(v);
+}
+static inline unsigned long long __brevll(unsigned long long v) {
+  return (static_cast<unsigned long long>(__brev(static_cast<unsigned int>(v))) << 32) |
+         __brev(static_cast<unsigned int>(v >> 32));
+}
+static inline int __mulhi(int a, int b) {
+  return static_cast<int>((static_cast<long long>(a) * b) >> 32);
+}
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
+  return static_cast<unsigned int>((static_cast<unsigned long long>(a) * b) >> 32);
+}
+static inline long long __mul64hi(long long a, long long b) {
+  return static_cast<long long>((static_cast<__int128>(a) * b) >> 64);
+}
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * b) >> 64);
+}
+static inline int __mul24(int a, int b) {
+  const long long a24 = static_cast<int>(static_cast<unsigned int>(a) << 8) >> 8;
+  const long long b24 = static_cast<int>(static_cast<unsigned int>(b) << 8) >> 8;
+  return static_cast<int>(static_cast<unsigned int>(a24 * b24));
+}
+static inline unsigned int __umul24(unsigned int a, unsigned int b) {
+  return (a & 0xFFFFFFu) * (b & 0xFFFFFFu);
+}
+
+// Cache-hinted loads and stores are plain accesses on the host.
+template <class T> static inline T __ldg(const T* p) { return *p; }
+template <class T> static inline T __ldca(const T* p) { return *p; }
+template <class T> static inline T __ldcg(const T* p) { return *p; }
+template <class T> static inline T __ldcs(const T* p) { return *p; }
+template <class T> static inline T __ldlu(const T* p) { return *p; }
+template <class T> static inline T __ldcv(const T* p) { return *p; }
+template <class T> static inline void __stwb(T* p, T v) { *p = v; }
+template <class T> static inline void __stcg(T* p, T v) { *p = v; }
+template <class T> static inline void __stcs(T* p, T v) { *p = v; }
+template <class T> static inline void __stwt(T* p, T v) { *p = v; }

@@ -1,0 +1,485 @@
+// aotc_emulator_runtime.h: how the emulator runs a grid. Included by
+// aotc_emulator.h after the standard headers and the vector types.
+//
+// Blocks run one after another. The threads of a block run in one of two ways:
+// - fibers (the default): an OpenMP team of W workers (W = the number of
+//   processors, at most the block size) each runs a share of the block's
+//   threads as fibers, switching at __syncthreads(). Threads on different
+//   workers run truly in parallel; switching fibers costs nanoseconds where
+//   waking an OS thread costs microseconds.
+// - OS threads: one OpenMP thread per CUDA thread, blocking in the kernel at
+//   __syncthreads(). Faithful to preemption, slow with hundreds of threads on
+//   a few cores.
+// Either way __syncthreads() is a barrier over the block's threads that have
+// not returned: a thread that returns early stops counting, as on the GPU.
+#pragma once
+
+// The system headers it needs (sys/mman.h, ucontext.h) and the choice of
+// AOTC_EMU_ASM_SWITCH come from aotc_emulator.h, before any CUDA macro.
+
+namespace aotc_emu {
+
+enum LaunchStatus : int {
+  kLaunchOk = 0,
+  kBadBlock = 1,
+  kTooManyThreads = 2,
+  kOverLaunchBounds = 3,
+  kBadGrid = 4,
+  kTooMuchSharedMemory = 5,
+  kThreadsUnavailable = 6,
+  kNullArguments = 7,
+  kOutOfMemory = 8,
+};
+
+enum Threading : int { kFibers = 0, kOsThreads = 1 };
+
+// The largest opt-in dynamic shared memory of current GPUs (sm_90, sm_100).
+constexpr unsigned long long kMaxDynamicSharedBytes = 232448;
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr unsigned long kFiberStackBytes = 256 * 1024;
+constexpr unsigned long kFiberGuardBytes = 64 * 1024;  // a multiple of any page size
+
+namespace detail {
+
+struct Phase {
+  int arrived_true;  // threads that arrived with a nonzero predicate
+  int arrived;       // threads that arrived (returned ones excluded)
+};
+
+// A barrier whose participants can retire (leave for good). Participants are
+// CUDA threads (OS-thread mode) or workers (fiber mode, each arriving for its
+// waiting fibers). Waiting sleeps in the kernel at once: spinning measured
+// slower even with one worker per core, and far slower with more.
+class BlockBarrier {
+ public:
+  void reset(int participants) {
+    participants_ = participants;
+    live_.store(participants, std::memory_order_relaxed);
+    remaining_.store(participants, std::memory_order_relaxed);
+    arrived_true_.store(0, std::memory_order_relaxed);
+    arrived_.store(0, std::memory_order_relaxed);
+  }
+
+  __attribute__((noinline)) Phase arrive_and_wait(int arrived_true, int arrived) {
+    arrived_true_.fetch_add(arrived_true, std::memory_order_relaxed);
+    arrived_.fetch_add(arrived, std::memory_order_relaxed);
+    const unsigned gen = generation_.load(std::memory_order_acquire);
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      open_next_phase();
+    } else {
+      wait_while_generation_is(gen);
+    }
+    return last_phase();
+  }
+
+  __attribute__((noinline)) void retire() {
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) open_next_phase();
+  }
+
+  // Valid until the caller arrives again: the next phase cannot open before.
+  Phase last_phase() const { return Phase{result_true_, result_arrived_}; }
+
+ private:
+  void open_next_phase() {
+    const int live = live_.load(std::memory_order_relaxed);
+    result_true_ = arrived_true_.exchange(0, std::memory_order_relaxed);
+    result_arrived_ = arrived_.exchange(0, std::memory_order_relaxed);
+    if (live == 0) {
+      // Everyone returned: re-arm for the next block. Nobody waits here, and
+      // the launch loop's OpenMP barrier orders this before the next block.
+      live_.store(participants_, std::memory_order_relaxed);
+      remaining_.store(participants_, std::memory_order_relaxed);
+      return;
+    }
+    remaining_.store(live, std::memory_order_relaxed);
+#if defined(__linux__)
+    generation_.fetch_add(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<unsigned*>(&generation_), FUTEX_WAKE_PRIVATE, INT_MAX,
+            nullptr, nullptr, 0);
+#else
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+#endif
+  }
+
+  void wait_while_generation_is(unsigned gen) {
+#if defined(__linux__)
+    while (generation_.load(std::memory_order_acquire) == gen) {
+      syscall(SYS_futex, reinterpret_cast<unsigned*>(&generation_), FUTEX_WAIT_PRIVATE, gen,
+              nullptr, nullptr, 0);
+    }
+#else
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != gen; });
+#endif
+  }
+
+  int participants_ = 0;
+  std::atomic<int> live_{0};
+  std::atomic<int> remaining_{0};
+  std::atomic<int> arrived_true_{0};
+  std::atomic<int> arrived_{0};
+  std::atomic<unsigned> generation_{0};
+  int result_true_ = 0;
+  int result_arrived_ = 0;
+#if !defined(__linux__)
+  std::mutex mutex_;
+  std::condition_variable cv_;
+#endif
+};
+
+struct Fiber {
+  uint3 thread_idx;
+  int predicate;
+  bool finished;
+#if AOTC_EMU_ASM_SWITCH
+  void* sp;  // saved stack pointer while suspended
+#else
+  ucontext_t context;
+#endif
+};
+
+// What a launch runs; set by the launching thread before the parallel region.
+struct Grid {
+  void (*body)(const void*);
+  const void* invocation;
+  unsigned block_x, block_y, grid_x, grid_y;
+  int threads;
+  unsigned long long blocks;
+};
+
+static BlockBarrier block_barrier;
+static std::mutex launch_mutex;  // launches of one library run one at a time
+static Grid grid;
+static int threading = kFibers;
+static int worker_limit = 0;  // 0: the number of processors
+static thread_local uint3 thread_idx;
+static thread_local uint3 block_idx;
+static thread_local Fiber* current_fiber;  // null outside fibers
+static dim3 block_dim;
+static dim3 grid_dim;
+alignas(128) static unsigned char dynamic_shared[kMaxDynamicSharedBytes];
+static Fiber fibers[kMaxThreadsPerBlock];
+static unsigned char* fiber_stacks[kMaxThreadsPerBlock];  // lowest usable byte of each
+
+inline const uint3& thread_index() { return thread_idx; }
+inline const uint3& block_index() { return block_idx; }
+inline const dim3& block_dimension() { return block_dim; }
+inline const dim3& grid_dimension() { return grid_dim; }
+
+inline bool ensure_fiber_stacks(int count) {
+  for (int i = 0; i < count; ++i) {
+    if (fiber_stacks[i] != nullptr) continue;
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#if defined(MAP_NORESERVE)
+    flags |= MAP_NORESERVE;
+#endif
+    void* base = mmap(nullptr, kFiberGuardBytes + kFiberStackBytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (base == MAP_FAILED) return false;
+    // An overflow hits the guard and faults instead of corrupting a neighbour.
+    mprotect(base, kFiberGuardBytes, PROT_NONE);
+    fiber_stacks[i] = static_cast<unsigned char*>(base) + kFiberGuardBytes;
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace aotc_emu
+
+#if AOTC_EMU_ASM_SWITCH
+// Saves the callee-saved registers on the current stack, stores the stack
+// pointer in *save_sp, and resumes the context whose stack pointer is load_sp.
+extern "C" __attribute__((visibility("hidden"))) void aotc_emu_switch_context(void** save_sp, void* load_sp);
+asm(R"(
+  .pushsection .text
+  .p2align 4
+  .globl aotc_emu_switch_context
+  .hidden aotc_emu_switch_context
+  .type aotc_emu_switch_context, @function
+aotc_emu_switch_context:
+  endbr64
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size aotc_emu_switch_context, .-aotc_emu_switch_context
+  .popsection
+)");
+#endif
+
+namespace aotc_emu::detail {
+
+#if AOTC_EMU_ASM_SWITCH
+static thread_local void* scheduler_sp;
+#else
+static thread_local ucontext_t scheduler_context;
+#endif
+
+[[noreturn]] static void fiber_main() {
+  Fiber* const self = current_fiber;
+  grid.body(grid.invocation);
+  self->finished = true;
+#if AOTC_EMU_ASM_SWITCH
+  aotc_emu_switch_context(&self->sp, scheduler_sp);
+#else
+  swapcontext(&self->context, &scheduler_context);
+#endif
+  __builtin_unreachable();
+}
+
+inline void start_fiber(Fiber& fiber, unsigned char* stack) {
+  fiber.finished = false;
+  fiber.predicate = 0;
+#if AOTC_EMU_ASM_SWITCH
+  // The frame aotc_emu_switch_context pops: six registers, then the return
+  // address fiber_main, above which sits a null "return address" so that
+  // fiber_main starts with the stack alignment of a called function.
+  void** top = reinterpret_cast<void**>(stack + kFiberStackBytes);
+  top[-1] = nullptr;
+  top[-2] = reinterpret_cast<void*>(&fiber_main);
+  for (int i = 3; i <= 8; ++i) top[-i] = nullptr;
+  fiber.sp = top - 8;
+#else
+  getcontext(&fiber.context);
+  fiber.context.uc_stack.ss_sp = stack;
+  fiber.context.uc_stack.ss_size = kFiberStackBytes;
+  fiber.context.uc_link = nullptr;
+  makecontext(&fiber.context, reinterpret_cast<void (*)()>(&fiber_main), 0);
+#endif
+}
+
+inline void resume_fiber(Fiber& fiber) {
+  current_fiber = &fiber;
+  thread_idx = fiber.thread_idx;
+#if AOTC_EMU_ASM_SWITCH
+  aotc_emu_switch_context(&scheduler_sp, fiber.sp);
+#else
+  swapcontext(&scheduler_context, &fiber.context);
+#endif
+}
+
+inline void suspend_fiber(Fiber& fiber) {
+#if AOTC_EMU_ASM_SWITCH
+  aotc_emu_switch_context(&fiber.sp, scheduler_sp);
+#else
+  swapcontext(&fiber.context, &scheduler_context);
+#endif
+}
+
+// __syncthreads() and its counting variants.
+inline Phase sync_block(bool predicate) {
+  Fiber* const fiber = current_fiber;
+  if (fiber == nullptr) return block_barrier.arrive_and_wait(predicate ? 1 : 0, 1);
+  fiber->predicate = predicate ? 1 : 0;
+  suspend_fiber(*fiber);  // the worker resumes us once the whole block has arrived
+  return block_barrier.last_phase();
+}
+
+inline void enter_block(unsigned long long b) {
+  block_idx = uint3{static_cast<unsigned>(b % grid.grid_x), static_cast<unsigned>((b / grid.grid_x) % grid.grid_y),
+                    static_cast<unsigned>(b / (1ull * grid.grid_x * grid.grid_y))};
+}
+
+inline uint3 thread_coordinates(int tid) {
+  const unsigned t = static_cast<unsigned>(tid);
+  return uint3{t % grid.block_x, (t / grid.block_x) % grid.block_y, t / (grid.block_x * grid.block_y)};
+}
+
+inline void run_as_os_thread(int tid) {
+  current_fiber = nullptr;
+  thread_idx = thread_coordinates(tid);
+  for (unsigned long long b = 0; b < grid.blocks; ++b) {
+    enter_block(b);
+    grid.body(grid.invocation);
+    block_barrier.retire();
+#pragma omp barrier
+  }
+}
+
+inline void run_as_worker(int worker, int workers) {
+  const int first = static_cast<int>(1ll * grid.threads * worker / workers);
+  const int last = static_cast<int>(1ll * grid.threads * (worker + 1) / workers);
+  for (int t = first; t < last; ++t) fibers[t].thread_idx = thread_coordinates(t);
+  for (unsigned long long b = 0; b < grid.blocks; ++b) {
+    enter_block(b);
+    for (int t = first; t < last; ++t) start_fiber(fibers[t], fiber_stacks[t]);
+    for (;;) {
+      int waiting = 0, waiting_true = 0;
+      for (int t = first; t < last; ++t) {
+        if (fibers[t].finished) continue;
+        resume_fiber(fibers[t]);
+        if (!fibers[t].finished) {
+          ++waiting;
+          waiting_true += fibers[t].predicate;
+        }
+      }
+      current_fiber = nullptr;
+      if (waiting == 0) break;
+      block_barrier.arrive_and_wait(waiting_true, waiting);
+    }
+    block_barrier.retire();
+#pragma omp barrier
+  }
+}
+
+template <class T>
+inline T load_argument(const void* address) {
+  static_assert(std::is_trivially_copyable_v<T>, "kernel parameters must be trivially copyable");
+  T value;
+  __builtin_memcpy(&value, address, sizeof(T));
+  return value;
+}
+
+template <class T>
+constexpr char parameter_kind() {
+  if constexpr (std::is_pointer_v<T>) return 'p';
+  else if constexpr (std::is_floating_point_v<T>) return 'f';
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return 'i';
+  else if constexpr (std::is_integral_v<T>) return 'u';
+  else return 'o';
+}
+
+// A kernel and its argument values, copied once as cuLaunchKernel copies
+// kernelParams; each thread's call gets its own by-value copy.
+template <class... P>
+struct Invocation {
+  void (*kernel)(P...);
+  std::tuple<std::remove_cv_t<P>...> values;
+
+  static void run(const void* self) {
+    const auto* invocation = static_cast<const Invocation*>(self);
+    std::apply(invocation->kernel, invocation->values);
+  }
+};
+
+inline int check_geometry(const unsigned* grid_size, const unsigned* block,
+                          unsigned long long shared_bytes, unsigned max_threads) {
+  for (int i = 0; i < 3; ++i) {
+    if (block[i] == 0) return kBadBlock;
+    if (grid_size[i] == 0) return kBadGrid;
+  }
+  if (block[0] > 1024 || block[1] > 1024 || block[2] > 64) return kBadBlock;
+  if (grid_size[0] > 2147483647u || grid_size[1] > 65535u || grid_size[2] > 65535u) return kBadGrid;
+  const unsigned long long threads = 1ull * block[0] * block[1] * block[2];
+  if (threads > static_cast<unsigned long long>(kMaxThreadsPerBlock)) return kTooManyThreads;
+  if (threads > max_threads) return kOverLaunchBounds;
+  if (shared_bytes > kMaxDynamicSharedBytes) return kTooMuchSharedMemory;
+  return kLaunchOk;
+}
+
+inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned long long shared_bytes) {
+  const int threads = static_cast<int>(block[0] * block[1] * block[2]);
+  const bool use_fibers = threading == kFibers;
+  int team = threads;
+  if (use_fibers) {
+    team = worker_limit > 0 ? worker_limit : omp_get_num_procs();
+    team = team < 1 ? 1 : (team > threads ? threads : team);
+    if (!ensure_fiber_stacks(threads)) return kOutOfMemory;
+  }
+  grid.block_x = block[0];
+  grid.block_y = block[1];
+  grid.grid_x = grid_size[0];
+  grid.grid_y = grid_size[1];
+  grid.threads = threads;
+  grid.blocks = 1ull * grid_size[0] * grid_size[1] * grid_size[2];
+  block_dim = dim3(block[0], block[1], block[2]);
+  grid_dim = dim3(grid_size[0], grid_size[1], grid_size[2]);
+  // Shared memory is uninitialised on a GPU: poison it so that reading it
+  // before writing shows up (NaN, huge values) instead of passing by luck.
+  __builtin_memset(dynamic_shared, 0xFF, shared_bytes);
+
+  std::atomic<bool> team_complete{true};
+  omp_set_dynamic(0);
+#pragma omp parallel num_threads(team)
+  {
+    // Fibers work with any number of workers, so a smaller team (an
+    // OMP_THREAD_LIMIT, a launch from inside a parallel region) only slows
+    // them down. One OS thread per CUDA thread needs exactly the block size.
+    const int workers = omp_get_num_threads();
+#pragma omp single
+    block_barrier.reset(workers);
+    if (use_fibers) {
+      run_as_worker(omp_get_thread_num(), workers);
+    } else if (workers == threads) {
+      run_as_os_thread(omp_get_thread_num());
+    } else {
+      team_complete.store(false, std::memory_order_relaxed);
+    }
+  }
+  return team_complete.load() ? kLaunchOk : kThreadsUnavailable;
+}
+
+template <class... P, std::size_t... I>
+int launch_unpacked(void (*kernel)(P...), const unsigned* grid_size, const unsigned* block,
+                    unsigned long long shared_bytes, void** args, unsigned max_threads,
+                    std::index_sequence<I...>) {
+  const int status = check_geometry(grid_size, block, shared_bytes, max_threads);
+  if (status != kLaunchOk) return status;
+  if (sizeof...(P) > 0 && args == nullptr) return kNullArguments;
+  const Invocation<P...> invocation{kernel, {load_argument<std::remove_cv_t<P>>(args[I])...}};
+  std::lock_guard<std::mutex> lock(launch_mutex);
+  grid.body = &Invocation<P...>::run;
+  grid.invocation = &invocation;
+  return run_grid(grid_size, block, shared_bytes);
+}
+
+}  // namespace aotc_emu::detail
+
+namespace aotc_emu {
+
+// Runs kernel over the grid. args[i] points at the i-th argument's value, as
+// cuLaunchKernel's kernelParams do. Returns a LaunchStatus.
+template <class... P>
+int launch(void (*kernel)(P...), const unsigned* grid_size, const unsigned* block,
+           unsigned long long shared_bytes, void** args, unsigned max_threads) {
+  return detail::launch_unpacked(kernel, grid_size, block, shared_bytes, args, max_threads,
+                                 std::index_sequence_for<P...>{});
+}
+
+// Fills up to `capacity` parameter sizes and kinds ('p' pointer, 'i' signed
+// integer, 'u' unsigned integer, 'f' floating point, 'o' other) and returns
+// the parameter count.
+template <class... P>
+int describe(void (*)(P...), unsigned long long* sizes, char* kinds, int capacity) {
+  const unsigned long long all_sizes[] = {sizeof(std::remove_cv_t<P>)..., 0};
+  const char all_kinds[] = {detail::parameter_kind<std::remove_cv_t<P>>()..., 0};
+  for (int i = 0; i < static_cast<int>(sizeof...(P)) && i < capacity; ++i) {
+    sizes[i] = all_sizes[i];
+    kinds[i] = all_kinds[i];
+  }
+  return static_cast<int>(sizeof...(P));
+}
+
+}  // namespace aotc_emu
+
+// The loader refuses a library built against another launch ABI.
+extern "C" __attribute__((visibility("default"))) int aotc_emu_abi_version() { return 1; }
+
+extern "C" __attribute__((visibility("default"))) unsigned long long aotc_emu_max_dynamic_shared_bytes() {
+  return ::aotc_emu::kMaxDynamicSharedBytes;
+}
+
+// threading: 0 fibers, 1 OS threads; workers: fiber workers, 0 for one per
+// processor. Returns 0, or 1 for a bad value. Takes effect at the next launch.
+extern "C" __attribute__((visibility("default"))) int aotc_emu_configure(int threading, int workers) {
+  if ((threading != ::aotc_emu::kFibers && threading != ::aotc_emu::kOsThreads) || workers < 0) return 1;
+  std::lock_guard<std::mutex> lock(::aotc_emu::detail::launch_mutex);
+  ::aotc_emu::detail::threading = threading;
+  ::aotc_emu::detail::worker_limit = workers;
+  return 0;
+}
