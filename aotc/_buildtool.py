@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
+from aotc._resources import parse_resource_report
 from aotc.archs import ArchError, parse_arch_list
 from aotc.codegen import generate, source_name, write_if_changed
 from aotc.errors import AotcError, ManifestError
@@ -81,7 +83,9 @@ def _index(args: argparse.Namespace) -> None:
             raise AotcError(msg)
         fatbin = objects[kernel.name].read_bytes()
         source = (gen_dir / source_name(kernel)).read_bytes()
-        entry = kernel_entry(kernel, manifest, fatbin, source)
+        report = gen_dir / f"{kernel.name}.resources.txt"
+        resources = parse_resource_report(report.read_text(errors="replace"), kernel.symbol) if report.is_file() else {}
+        entry = kernel_entry(kernel, manifest, fatbin, source, resources)
         write_if_changed(stage / entry["fatbin"]["file"], fatbin)
         write_if_changed(stage / entry["source"]["file"], source)
         entries[kernel.name] = entry
@@ -96,9 +100,22 @@ def _index(args: argparse.Namespace) -> None:
         os.utime(index_path)
 
 
+def _record_resources(args: argparse.Namespace) -> int:
+    """Run the compiler, keeping its stderr (the ptxas report) in a file too."""
+    command = [c for c in args.command if c != "--"]
+    result = subprocess.run(command, stderr=subprocess.PIPE, check=False)
+    Path(args.out).write_bytes(result.stderr)
+    sys.stderr.buffer.write(result.stderr)
+    return result.returncode
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m aotc._buildtool")
     steps = parser.add_subparsers(dest="step", required=True)
+    record = steps.add_parser("record-resources")
+    record.add_argument("--out", required=True)
+    record.add_argument("command", nargs=argparse.REMAINDER)
+    record.set_defaults(func=_record_resources)
     for name, func in (("plan", _plan), ("generate", _generate), ("index", _index)):
         step = steps.add_parser(name)
         step.set_defaults(func=func)
@@ -123,6 +140,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.step == "record-resources":
+        return args.func(args)
     try:
         args.func(args)
     except AotcError as exc:

@@ -45,8 +45,10 @@ def _file_entry(name: str, data: bytes) -> dict[str, Any]:
     return {"file": name, "sha256": sha256_bytes(data), "size": len(data)}
 
 
-def kernel_entry(kernel: KernelSpec, manifest: Manifest, fatbin: bytes, source: bytes) -> dict[str, Any]:
-    """The index entry of one compiled kernel."""
+def kernel_entry(
+    kernel: KernelSpec, manifest: Manifest, fatbin: bytes, source: bytes, resources: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """The index entry of one compiled kernel; ``resources`` is ptxas' report per SASS arch."""
     return {
         "symbol": kernel.symbol,
         "family": kernel.family,
@@ -60,6 +62,7 @@ def kernel_entry(kernel: KernelSpec, manifest: Manifest, fatbin: bytes, source: 
         "sass": list(manifest.archs.sass),
         "ptx": list(manifest.archs.ptx),
         "source": _file_entry(f"{SOURCE_DIR}/{kernel.name}.cu", source),
+        "resources": resources,
     }
 
 

@@ -28,6 +28,8 @@ class KernelReport:
     ptx: tuple[str, ...]
     size: int
     problems: tuple[str, ...]
+    max_registers: int | None = None
+    spill_stores: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,13 @@ def _report(where: str, index_bytes: bytes, read: Callable[[str], bytes | None])
             size, problems = _check_file(read, where, entry["fatbin"])
             _, source_problems = _check_file(read, where, entry["source"])
             sass, ptx = tuple(entry["sass"]), tuple(entry["ptx"])
+            usage = list(entry.get("resources", {}).values())
+            registers = max((u["registers"] for u in usage), default=None)
+            spills = max((u["spill_stores"] for u in usage), default=None)
         except (KeyError, TypeError) as exc:
             msg = f"{where}/{INDEX_NAME}: kernel {name}: malformed entry ({exc})"
             raise AotcError(msg) from None
-        kernels.append(KernelReport(name, sass, ptx, size, (*problems, *source_problems)))
+        kernels.append(KernelReport(name, sass, ptx, size, (*problems, *source_problems), registers, spills))
     return LibraryReport(where, index, tuple(kernels))
 
 

@@ -61,6 +61,15 @@ def test_every_fatbin_holds_sass_and_ptx_for_the_listed_archs() -> None:
         assert sorted(re.findall(r"\.sm_(\w+)\.ptx", ptx)) == sorted(entry["ptx"]), f"{name}: {ptx}"
 
 
+def test_resource_report_is_kept_for_every_sass_arch() -> None:
+    for name, entry in _index()["kernels"].items():
+        assert sorted(entry["resources"]) == sorted(entry["sass"]), name
+    # Register tiling must not spill where the issue rate matters most.
+    for name in ("gemm_maxplus_f32_forward", "gemm_maxplus_f32_argmax", "gemm_minplus_f32_argmax", "gemm_maxmul_f32_argmax"):
+        usage = _index()["kernels"][name]["resources"]["90"]
+        assert usage["spill_stores"] == 0 and usage["spill_loads"] == 0, (name, usage)
+
+
 def test_inspect_installed_library(run_aotc: RunAotc) -> None:
     result = run_aotc("inspect", "tropical")
     assert result.returncode == 0, result.stderr

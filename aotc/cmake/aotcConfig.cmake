@@ -52,6 +52,8 @@ function(_aotc_arch_override var arg_value out_value out_source)
     set(value "")
     set(source "manifest")
   endif()
+  # Commas, because a ';' would split the value into several CMake list items.
+  string(REPLACE ";" "," value "${value}")
   set(${out_value} "${value}" PARENT_SCOPE)
   set(${out_source} "${source}" PARENT_SCOPE)
 endfunction()
@@ -145,8 +147,11 @@ function(aotc_add_kernel_library name)
     set_target_properties(${target} PROPERTIES
       CUDA_FATBIN_COMPILATION ON
       CUDA_ARCHITECTURES "${cuda_archs}")
-    # Keep the ptxas resource report (registers, spills, shared memory) in the build log.
+    # Keep the ptxas resource report (registers, spills, shared memory): it is
+    # printed in the build log and saved beside the source for the index.
     target_compile_options(${target} PRIVATE --resource-usage)
+    _aotc_python_command(launcher record-resources --out "${gen_dir}/${kernel}.resources.txt" --)
+    set_target_properties(${target} PROPERTIES CUDA_COMPILER_LAUNCHER "${launcher}")
     if(arg_WARNINGS_AS_ERRORS)
       target_compile_options(${target} PRIVATE "SHELL:-Werror all-warnings")
     endif()
