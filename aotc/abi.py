@@ -92,7 +92,9 @@ def kernel_params(pass_name: str, variant: str, dtype: DType) -> tuple[Param, ..
 
     Matrices are row-major with a leading dimension (row stride in elements);
     batched kernels add a batch count and per-operand batch strides, where a
-    stride of 0 broadcasts one matrix over the batch.
+    stride of 0 broadcasts one matrix over the batch. Strides count elements:
+    for a counting semiring an element is a (value, count) pair, so they count
+    pairs, though the pointers are typed as the scalar.
     """
     t = dtype.ctype
     sizes = (Param("M", "int", "i32"), Param("N", "int", "i32"), Param("K", "int", "i32"))
