@@ -8,11 +8,13 @@ line and no traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Sequence
 
 from aotc._version import __version__
-from aotc.errors import AotcError, ManifestError
+from aotc.errors import AotcError, ConfigurationError, ManifestError
 
 __all__ = ["main"]
 
@@ -23,6 +25,8 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
 
 
 def _size(n: int) -> str:
+    if n >= 1024**3:
+        return f"{n / 1024**3:.2f} GiB"
     return f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.2f} MiB"
 
 
@@ -65,13 +69,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             f"(aotc {index.get('aotc_version', '?')}, nvcc {index.get('nvcc_version', '?')})"
         )
         archs = report.archs()
-        rows = [("kernel", *(f"sm_{a}" for a in archs), "size", "check")]
+        rows = [("kernel", *(f"sm_{a}" for a in archs), "regs", "spill", "size", "check")]
         for k in report.kernels:
             cells = []
             for arch in archs:
                 kinds = [kind for kind, present in (("SASS", arch in k.sass), ("PTX", arch in k.ptx)) if present]
                 cells.append("+".join(kinds) or "missing")
-            rows.append((k.name, *cells, _size(k.size), "FAILED" if k.problems else "ok"))
+            usage = ["-" if v is None else str(v) for v in (k.max_registers, k.spill_stores)]
+            rows.append((k.name, *cells, *usage, _size(k.size), "FAILED" if k.problems else "ok"))
         print(_table(rows))
         total = sum(k.size for k in report.kernels)
         for problem in report.problems:
@@ -82,6 +87,71 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         else:
             print(f"{len(report.kernels)} kernels, {_size(total)}; every fatbin and source matches its sha256")
     return 1 if failed else 0
+
+
+def _capability(text: str) -> tuple[int, int]:
+    """``--arch 8.7``: a compute capability, written the way NVIDIA writes it."""
+    major, dot, minor = text.strip().partition(".")
+    if not (dot and major.isdigit() and minor.isdigit() and len(minor) == 1 and int(major) >= 1):
+        msg = f"{text!r} is not a compute capability; write it as X.Y, e.g. 8.7"
+        raise argparse.ArgumentTypeError(msg)
+    return int(major), int(minor)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from aotc.runtime.doctor import diagnose
+
+    report = diagnose(arch=args.arch, driver=args.driver, libraries=args.library)
+    print("\n".join(report.lines))
+    return 1 if report.problems else 0
+
+
+def _cmd_warm(args: argparse.Namespace) -> int:
+    from aotc.runtime.cache import default_cache
+    from aotc.runtime.select import jit_policy_from_env
+    from aotc.runtime.warm import COMPILED, FAILED, HIT, NOT_NEEDED, plan_warm, run_warm
+
+    plan = plan_warm(args.library, args.arch, kernels=args.kernel, policy=jit_policy_from_env(os.environ))
+    cache = default_cache()
+    arch = f"sm_{args.arch[0]}{args.arch[1]}"
+    print(
+        f"warming {plan.library} ({plan.directory}) for {arch} with NVRTC "
+        f"{plan.nvrtc.version[0]}.{plan.nvrtc.version[1]} into {cache.directory}"
+    )
+    start = time.perf_counter()
+    counts = dict.fromkeys((COMPILED, HIT, NOT_NEEDED, FAILED), 0)
+    width = max(map(len, plan.order), default=0)
+    for result in run_warm(plan, cache=cache, jobs=args.jobs):
+        counts[result.outcome] += 1
+        detail = f"{result.seconds:.2f} s" if result.outcome == COMPILED else result.detail
+        line = f"  {result.outcome:<10}  {result.kernel:<{width}}  {detail}".rstrip()
+        print(line, file=sys.stderr if result.outcome == FAILED else sys.stdout, flush=True)
+    summary = ", ".join(f"{n} {'hits' if outcome == HIT else outcome}" for outcome, n in counts.items())
+    noun = "kernel" if len(plan.order) == 1 else "kernels"
+    print(f"{len(plan.order)} {noun}: {summary} ({time.perf_counter() - start:.1f} s)")
+    return 1 if counts[FAILED] else 0
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    import warnings
+
+    from aotc.runtime.cache import CacheWarning, default_cache
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWarning)  # info prints the state and its reason itself
+        cache = default_cache()
+        if args.action == "info":
+            info = cache.info()
+            print(f"directory: {info.directory}")
+            print(f"state:     {info.state}" + (f" ({info.reason})" if info.reason else ""))
+            print(f"entries:   {info.entries}, {_size(info.total_bytes)} of {_size(info.max_bytes)} (AOTC_CACHE_MAX_BYTES)")
+        elif args.action == "clear":
+            print(f"{cache.directory}: removed {cache.clear()} entries")
+        else:
+            removed = cache.prune(args.max_bytes)
+            info = cache.info()
+            print(f"{cache.directory}: removed {removed} entries; {info.entries} entries, {_size(info.total_bytes)} remain")
+    return 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -103,6 +173,33 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect_cmd.add_argument("target", help="a wheel, a library folder, an index.json, or an installed library name")
     inspect_cmd.set_defaults(func=_cmd_inspect)
+
+    doctor_cmd = commands.add_parser(
+        "doctor", help="print the backend, device, NVRTC, cache, and which image every kernel would load"
+    )
+    doctor_cmd.add_argument("--arch", type=_capability, metavar="X.Y", help="decide for a device of this compute capability")
+    doctor_cmd.add_argument("--driver", type=_capability, metavar="X.Y", help="the CUDA version of that device's driver")
+    doctor_cmd.add_argument(
+        "--library", action="append", default=[], metavar="NAME", help="an installed library or a folder (repeatable)"
+    )
+    doctor_cmd.set_defaults(func=_cmd_doctor)
+
+    warm_cmd = commands.add_parser(
+        "warm", help="NVRTC-compile into the cache what a device of --arch would JIT, ahead of time"
+    )
+    warm_cmd.add_argument("--arch", type=_capability, required=True, metavar="X.Y", help="the target compute capability")
+    warm_cmd.add_argument("--kernel", action="append", default=[], metavar="NAME", help="only this kernel (repeatable)")
+    warm_cmd.add_argument("--library", default="tropical", metavar="NAME", help="an installed library or a folder")
+    warm_cmd.add_argument("-j", "--jobs", type=int, default=None, help="compiler processes (default: one per CPU)")
+    warm_cmd.set_defaults(func=_cmd_warm)
+
+    cache_cmd = commands.add_parser("cache", help="the disk cache of JIT products (AOTC_CACHE_DIR)")
+    cache_actions = cache_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
+    cache_actions.add_parser("info", help="where it is, its state, entries and size")
+    cache_actions.add_parser("clear", help="remove every entry")
+    prune_cmd = cache_actions.add_parser("prune", help="evict least recently used entries down to the size cap")
+    prune_cmd.add_argument("--max-bytes", type=int, default=None, help="the cap to prune to (default: AOTC_CACHE_MAX_BYTES)")
+    cache_cmd.set_defaults(func=_cmd_cache)
     return parser
 
 
@@ -110,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
-    except ManifestError as exc:
+    except (ManifestError, ConfigurationError) as exc:
         print(f"aotc: error: {exc}", file=sys.stderr)
         return 2
     except AotcError as exc:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 __all__ = [
     "AotcError",
+    "BackendError",
     "BuildError",
     "CacheError",
+    "ConfigurationError",
     "ManifestError",
+    "NoDeviceError",
     "NoKernelImageError",
 ]
 
@@ -34,3 +37,15 @@ class NoKernelImageError(AotcError):
 
 class CacheError(AotcError):
     """The disk cache cannot be used as configured."""
+
+
+class ConfigurationError(AotcError):
+    """An environment variable or option has a value aotc cannot use; the message names it."""
+
+
+class BackendError(AotcError):
+    """A backend is not installed, or the driver refused an operation."""
+
+
+class NoDeviceError(BackendError):
+    """No usable GPU here: no driver, no device, or the device is unavailable."""

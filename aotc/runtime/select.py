@@ -11,9 +11,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from aotc.errors import AotcError, NoKernelImageError
+from aotc.archs import MIN_ARCH
+from aotc.errors import AotcError, ConfigurationError, NoKernelImageError
 
 __all__ = [
+    "INTEGRATED_ARCHS",
     "Arch",
     "ImageChoice",
     "ImageKind",
@@ -29,6 +31,13 @@ _ARCH_RE = re.compile(r"([1-9][0-9]*)([0-9])([af]?)")
 # Among builds for the same (major, minor), the more specific one wins: an
 # 'a' build may use features that the family and plain builds leave out.
 _VARIANT_RANK = {"": 0, "f": 1, "a": 2}
+# Jetson (integrated, "Tegra") architectures. NVIDIA supports running a cubin
+# on a newer minor revision only on desktop GPUs: not on Tegra, and not
+# between Tegra and desktop. So sm_86 SASS does not run on an 8.7 Orin, and
+# sm_87 SASS does not run on an 8.9 desktop GPU. (11.0 is Thor, which CUDA 12
+# called 10.1.) PTX is unaffected: the driver JITs it onto any of them.
+INTEGRATED_ARCHS = frozenset({(7, 2), (8, 7), (10, 1), (11, 0)})
+_OLDEST = divmod(MIN_ARCH, 10)
 
 
 class JitPolicy(str, Enum):
@@ -150,7 +159,7 @@ def jit_policy_from_env(environ: Mapping[str, str]) -> JitPolicy:
     except ValueError:
         known = ", ".join(policy.value for policy in JitPolicy)
         msg = f"AOTC_JIT={environ['AOTC_JIT']!r} is not one of: {known}"
-        raise AotcError(msg) from None
+        raise ConfigurationError(msg) from None
 
 
 def select_image(
@@ -181,6 +190,8 @@ def explain_selection(
 
     failures: list[str] = []
     fixes: list[str] = []
+    if _crosses_integrated(kernel.sass_archs, major, minor):
+        failures.append(f"SASS of other minor revisions never runs across Jetson (integrated) GPUs such as {device}")
     if policy is JitPolicy.OFF:
         failures.append("JIT is disabled")
         fixes.append("set AOTC_JIT=auto")
@@ -207,25 +218,44 @@ def explain_selection(
             reason = f"no SASS for {device}; driver (CUDA {driver}) JITs PTX compute_{ptx} from CUDA {toolkit}"
             return ImageChoice(ImageKind.DRIVER_JIT, str(ptx), reason)
     fixes.append(f"rebuild with AOTC_ARCHS={major}{minor}")
+    remedy = f"fix: {' or '.join(fixes)}"
+    if (major, minor) < _OLDEST:
+        # Neither nvcc 13 nor NVRTC 13 targets it, and aotc refuses such builds:
+        # suggesting a rebuild or the JIT extra would send people in circles.
+        oldest = f"sm_{MIN_ARCH}"
+        failures.append(f"{device} is older than {oldest}, the oldest architecture CUDA 13 compiles for")
+        remedy = f"no fix in aotc: it builds and JIT-compiles for {oldest} and newer only; use a newer GPU"
 
     held = f"SASS [{', '.join(kernel.sass)}] and PTX [{', '.join(kernel.ptx)}]"
     subject = f"kernel {kernel.name!r}" if kernel.name else "this kernel"
     override = "" if policy is JitPolicy.AUTO else f"AOTC_JIT={policy.value}: "
-    reason = (
-        f"{override}no image of {subject} runs on {device}: the library holds {held}; "
-        f"{'; '.join(failures)}; fix: {' or '.join(fixes)}"
-    )
+    reason = f"{override}no image of {subject} runs on {device}: the library holds {held}; {'; '.join(failures)}; {remedy}"
     return ImageChoice(ImageKind.UNAVAILABLE, "", reason)
 
 
 def _best_sass(archs: tuple[Arch, ...], major: int, minor: int) -> Arch | None:
-    # SASS never crosses a major; an 'a' build runs on its exact arch only.
-    usable = [
-        arch
+    return max((arch for arch in archs if _sass_runs(arch, major, minor)), key=_rank, default=None)
+
+
+def _sass_runs(arch: Arch, major: int, minor: int) -> bool:
+    if arch.major != major:  # SASS never crosses a major
+        return False
+    if arch.minor == minor:
+        return True
+    # An older minor: never an 'a' build (its exact arch only), and never on or onto a Jetson.
+    return arch.minor < minor and arch.variant != "a" and not _jetson_pair(arch, major, minor)
+
+
+def _jetson_pair(arch: Arch, major: int, minor: int) -> bool:
+    return (major, minor) in INTEGRATED_ARCHS or (arch.major, arch.minor) in INTEGRATED_ARCHS
+
+
+def _crosses_integrated(archs: tuple[Arch, ...], major: int, minor: int) -> bool:
+    """Whether older same-major SASS exists that only the Jetson rule refuses."""
+    return _best_sass(archs, major, minor) is None and any(
+        arch.major == major and arch.minor < minor and arch.variant != "a" and _jetson_pair(arch, major, minor)
         for arch in archs
-        if arch.major == major and (arch.minor == minor or (arch.minor < minor and arch.variant != "a"))
-    ]
-    return max(usable, key=_rank, default=None)
+    )
 
 
 def _best_ptx(archs: tuple[Arch, ...], major: int, minor: int) -> Arch | None:

@@ -49,6 +49,11 @@ CHOICES = [
     ("driver-jit-90a-ptx-not-on-100", (), ("86", "90a"), (13, 0), (10, 0), (13, 0), None, "auto", DRIVER, "86"),
     ("driver-jit-100f-ptx-in-family", (), ("90", "100f"), (13, 0), (10, 3), (13, 0), None, "auto", DRIVER, "100f"),
     ("driver-jit-100f-ptx-not-on-120", (), ("90", "100f"), (13, 0), (12, 0), (13, 0), None, "auto", DRIVER, "90"),
+    ("jetson-87-exact", ("80", "86", "87"), (), (13, 0), (8, 7), (13, 0), None, "auto", EXACT, "87"),
+    ("jetson-87-nvrtc-not-86-sass", MATRIX, ("120",), (13, 0), (8, 7), (13, 0), NVRTC_13 | {(8, 7)}, "auto", NVRTC, "87"),
+    ("jetson-87-driver-jits-80-ptx", ("80", "86"), ("80",), (13, 0), (8, 7), (13, 0), None, "auto", DRIVER, "80"),
+    ("thor-110-not-100-sass", ("100",), ("100",), (13, 0), (11, 0), (13, 0), None, "auto", DRIVER, "100"),
+    ("desktop-89-skips-jetson-87-sass", ("80", "87"), (), (13, 0), (8, 9), (13, 0), None, "auto", COMPATIBLE, "80"),
     ("off-still-uses-sass", MATRIX, ("120",), (13, 0), (12, 1), (13, 0), NVRTC_13, "off", COMPATIBLE, "120"),
     ("nvrtc-policy-still-uses-sass", MATRIX, ("120",), (13, 0), (8, 6), (13, 0), NVRTC_13, "nvrtc", EXACT, "86"),
     ("nvrtc-policy-skips-driver", MATRIX, ("120",), (13, 0), (13, 0), (13, 1), NVRTC_NEXT, "nvrtc", NVRTC, "130"),
@@ -73,12 +78,22 @@ FAILURES = [
     (
         "device-older-than-everything",
         ("75", "80", "86"), ("120",), (13, 0), (7, 0), (13, 0), None, "auto",
-        ["sm_70", "SASS [75, 80, 86]", "PTX [120]", "NVRTC is not installed", "pip install 'aotc[jit]'", "AOTC_ARCHS=70"],
+        ["sm_70", "SASS [75, 80, 86]", "PTX [120]", "NVRTC is not installed", "older than sm_75", "no fix in aotc"],
     ),
     (
         "nvrtc-cannot-target-70",
         ("75", "80"), ("75",), (13, 0), (7, 0), (13, 0), NVRTC_13, "auto",
-        ["sm_70", "cannot compile for sm_70", "aotc[jit]", "AOTC_ARCHS=70"],
+        ["sm_70", "cannot compile for sm_70", "older than sm_75", "use a newer GPU"],
+    ),
+    (
+        "jetson-87-never-runs-86-sass",
+        ("80", "86"), (), (13, 0), (8, 7), (13, 0), None, "auto",
+        ["sm_87", "Jetson", "aotc[jit]", "AOTC_ARCHS=87"],
+    ),
+    (
+        "desktop-89-never-runs-jetson-87-sass",
+        ("87",), (), (13, 0), (8, 9), (13, 0), None, "auto",
+        ["sm_89", "Jetson", "AOTC_ARCHS=89"],
     ),
     (
         "90a-never-compatible-on-91",
@@ -138,6 +153,17 @@ def test_no_image(sass, ptx, toolkit, capability, driver, nvrtc, policy, fragmen
     for fragment in fragments:
         assert fragment in message
     assert explain_selection(kernel, platform, policy) == ImageChoice(ImageKind.UNAVAILABLE, "", message)
+
+
+@pytest.mark.parametrize("capability", [(7, 0), (7, 2), (6, 1)])
+def test_devices_older_than_cuda_13_get_no_impossible_fix(capability) -> None:
+    # CUDA 13 neither builds nor JIT-compiles for them: no rebuild, no JIT extra helps.
+    kernel = KernelImages(("75", "80"), ("75",), (13, 0))
+    for nvrtc in (None, NVRTC_13):
+        message = explain_selection(kernel, Platform(capability, (13, 0), nvrtc)).reason
+        assert "AOTC_ARCHS" not in message
+        assert "aotc[jit]" not in message
+        assert "older than sm_75" in message
 
 
 def test_nvrtc_fix_only_when_nvrtc_could_help() -> None:

@@ -1,0 +1,106 @@
+"""Which backend runs kernels: ``AOTC_BACKEND``, or chosen automatically.
+
+Backends are named here as ``module:class`` strings, so importing this
+package imports none of them; one is imported when it is first asked for,
+and then kept for the life of the process (it holds the device's context).
+
+Automatic choice, when ``AOTC_BACKEND`` is unset: the first of cuda-python
+and pycuda that is installed and finds a GPU; else the first installed one,
+whose ``device()`` then says plainly that there is no GPU. The emulator and
+noop backends are never chosen automatically: their pointers are host
+memory, so quietly falling back to them would turn device pointers into
+crashes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+from collections.abc import Mapping
+
+from aotc.errors import BackendError, ConfigurationError, NoDeviceError
+from aotc.runtime.backends.base import Backend, DeviceInfo
+
+__all__ = ["BACKENDS", "Backend", "DeviceInfo", "backend_name_from_env", "get_backend"]
+
+BACKENDS = {
+    "cuda-python": "aotc.runtime.backends.cuda_python:CudaPythonBackend",
+    "pycuda": "aotc.runtime.backends.pycuda:PyCudaBackend",
+    "emulator": "aotc.runtime.emulator.backend:EmulatorBackend",
+    "noop": "aotc.runtime.backends.noop:NoopBackend",
+}
+# What must be importable for an automatic candidate to be worth trying.
+_AUTO = (("cuda-python", "cuda.bindings"), ("pycuda", "pycuda"))
+
+_lock = threading.Lock()
+_instances: dict[str, Backend] = {}
+
+
+def backend_name_from_env(environ: Mapping[str, str] | None = None) -> str | None:
+    """The backend ``AOTC_BACKEND`` names, or None for automatic."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("AOTC_BACKEND", "").strip().lower()
+    if not value or value == "auto":
+        return None
+    if value not in BACKENDS:
+        msg = f"AOTC_BACKEND={environ['AOTC_BACKEND']!r} is not one of: auto, {', '.join(BACKENDS)}"
+        raise ConfigurationError(msg)
+    return value
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """The process's backend called ``name``; None: ``AOTC_BACKEND`` or the automatic choice."""
+    if name is None:
+        name = backend_name_from_env()
+        if name is None:
+            return _automatic()
+    if name not in BACKENDS:
+        msg = f"unknown backend {name!r} (known: {', '.join(BACKENDS)})"
+        raise ConfigurationError(msg)
+    with _lock:
+        backend = _instances.get(name)
+        if backend is None:
+            backend = _instances[name] = _create(name)
+        return backend
+
+
+def _create(name: str) -> Backend:
+    module_name, _, class_name = BACKENDS[name].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            msg = f"the {name} backend is not part of this aotc installation ({module_name} is missing)"
+            raise BackendError(msg) from None
+        raise
+    return getattr(module, class_name)()
+
+
+def _automatic() -> Backend:
+    fallback: Backend | None = None
+    for name, needs in _AUTO:
+        if not _has_module(needs):
+            continue
+        backend = get_backend(name)
+        try:
+            backend.device()
+        except NoDeviceError:
+            fallback = fallback or backend
+            continue
+        return backend
+    if fallback is not None:
+        return fallback
+    msg = (
+        "no CUDA backend is installed: pip install cuda-bindings (or 'aotc[pycuda]'); "
+        "AOTC_BACKEND=emulator runs kernels on the CPU"
+    )
+    raise BackendError(msg)
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False

@@ -1,0 +1,221 @@
+"""The cuda-python backend (``cuda.bindings.driver``), the default.
+
+It works in the device's primary context, the one the CUDA runtime, PyTorch
+and CuPy use, so kernels and memory are shared with them. A thread that has
+no current context gets the primary context made current on its first call;
+a thread where some other context is current gets ours pushed and popped
+around each call, so its own stack is left as it was.
+
+The parameter block goes to ``cuLaunchKernel`` through ``extra``
+(``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``): one packed buffer instead of
+one boxed pointer per argument.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, ClassVar
+
+from aotc.errors import BackendError, NoDeviceError
+from aotc.runtime.backends.base import DeviceInfo
+
+__all__ = ["CudaPythonBackend"]
+
+# cuLaunchKernel's `extra` markers are small integers cast to void*.
+_PARAM_END = 0
+_PARAM_BUFFER_POINTER = 1
+_PARAM_BUFFER_SIZE = 2
+_Extra = ctypes.c_void_p * 5
+
+
+class CudaPythonBackend:
+    """Device ``ordinal`` through cuda-python; nothing touches the driver until first use."""
+
+    name: ClassVar[str] = "cuda-python"
+    image_format: ClassVar[str] = "fatbin"
+
+    def __init__(self, ordinal: int = 0, *, driver: Any = None) -> None:
+        if driver is None:
+            try:
+                from cuda.bindings import driver
+            except ImportError:
+                msg = "the cuda-python backend needs cuda-bindings: pip install cuda-bindings"
+                raise BackendError(msg) from None
+        self._driver = driver
+        self._ordinal = ordinal
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._context: Any = None
+        self._context_handle = 0
+        self._device: DeviceInfo | None = None
+        self._problem: NoDeviceError | None = None
+
+    # -- device and context --------------------------------------------------
+
+    def device(self) -> DeviceInfo:
+        with self._lock:
+            if self._device is None and self._problem is None:
+                try:
+                    self._device = self._open()
+                except NoDeviceError as exc:
+                    self._problem = exc  # asked again, the answer is the same
+            if self._problem is not None:
+                raise NoDeviceError(str(self._problem))
+            return self._device  # type: ignore[return-value]
+
+    def _open(self) -> DeviceInfo:
+        cu = self._driver
+        try:
+            (err,) = cu.cuInit(0)
+        except Exception as exc:  # noqa: BLE001 - no libcuda raises a loader error, not a CUresult
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = f"no CUDA GPU: the NVIDIA driver (libcuda) cannot be loaded ({text})"
+            raise NoDeviceError(msg) from None
+        if err != cu.CUresult.CUDA_SUCCESS:
+            msg = f"no CUDA GPU: cuInit failed with {self._error_name(err)}"
+            raise NoDeviceError(msg)
+        count = self._call("cuDeviceGetCount", cu.cuDeviceGetCount())
+        if self._ordinal >= count:
+            msg = f"no CUDA GPU {self._ordinal}: the driver sees {count} device(s)"
+            raise NoDeviceError(msg)
+        device = self._call("cuDeviceGet", cu.cuDeviceGet(self._ordinal))
+        self._context = self._call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device))
+        self._context_handle = int(self._context)
+        raw_name = self._call("cuDeviceGetName", cu.cuDeviceGetName(256, device))
+        attribute = cu.CUdevice_attribute
+        driver = self._call("cuDriverGetVersion", cu.cuDriverGetVersion())
+        return DeviceInfo(
+            name=bytes(raw_name).split(b"\0", 1)[0].decode(errors="replace"),
+            capability=(
+                self._attribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                self._attribute(attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+            ),
+            driver_version=(driver // 1000, driver % 1000 // 10),
+            sm_count=self._attribute(attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+            clock_khz=self._attribute(attribute.CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device),
+            ordinal=self._ordinal,
+        )
+
+    def _attribute(self, attribute: Any, device: Any) -> int:
+        return int(self._call("cuDeviceGetAttribute", self._driver.cuDeviceGetAttribute(attribute, device)))
+
+    def _enter(self) -> bool:
+        """Make our context current in this thread; True if it was pushed and must be popped."""
+        if getattr(self._local, "bound", False):
+            return False
+        self.device()
+        cu = self._driver
+        current = int(self._call("cuCtxGetCurrent", cu.cuCtxGetCurrent()))
+        if current in (0, self._context_handle):
+            self._call("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._context))
+            self._local.bound = True
+            return False
+        self._call("cuCtxPushCurrent", cu.cuCtxPushCurrent(self._context))
+        return True
+
+    def _leave(self, pushed: bool) -> None:
+        if pushed:
+            self._call("cuCtxPopCurrent", self._driver.cuCtxPopCurrent())
+
+    # -- modules and launches ------------------------------------------------
+
+    def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
+        pushed = self._enter()
+        try:
+            return self._call(f"loading {name}: cuModuleLoadData", self._driver.cuModuleLoadData(bytes(image)))
+        finally:
+            self._leave(pushed)
+
+    def get_function(self, module: Any, symbol: str) -> Any:
+        return self._call(f"cuModuleGetFunction({symbol})", self._driver.cuModuleGetFunction(module, symbol.encode()))
+
+    def launch(
+        self,
+        function: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        stream: Any,
+        params: bytes,
+    ) -> None:
+        pushed = False if getattr(self._local, "bound", False) else self._enter()
+        # c_char_p points into the bytes object itself; the driver copies the
+        # block before cuLaunchKernel returns, and `params` outlives the call.
+        size = ctypes.c_size_t(len(params))
+        pointer = ctypes.cast(ctypes.c_char_p(params), ctypes.c_void_p).value
+        extra = _Extra(_PARAM_BUFFER_POINTER, pointer, _PARAM_BUFFER_SIZE, ctypes.addressof(size), _PARAM_END)
+        try:
+            (err,) = self._driver.cuLaunchKernel(
+                function, *grid, *block, shared_bytes, stream, None, ctypes.addressof(extra)
+            )
+        finally:
+            self._leave(pushed)
+        if err != self._driver.CUresult.CUDA_SUCCESS:
+            msg = f"cuLaunchKernel(grid={grid}, block={block}, shared={shared_bytes}) failed: {self._error_name(err)}"
+            raise BackendError(msg)
+
+    # -- memory ----------------------------------------------------------------
+
+    def alloc(self, nbytes: int) -> int:
+        pushed = self._enter()
+        try:
+            return int(self._call("cuMemAlloc", self._driver.cuMemAlloc(max(int(nbytes), 1))))
+        finally:
+            self._leave(pushed)
+
+    def free(self, pointer: int) -> None:
+        pushed = self._enter()
+        try:
+            self._call("cuMemFree", self._driver.cuMemFree(self._driver.CUdeviceptr(pointer)))
+        finally:
+            self._leave(pushed)
+
+    def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
+        view = memoryview(host)
+        if not view.nbytes:  # nothing to copy, and a zero-sized view cannot be cast
+            return
+        view = view.cast("B")
+        pushed = self._enter()
+        try:
+            dst = self._driver.CUdeviceptr(pointer)
+            self._call("cuMemcpyHtoD", self._driver.cuMemcpyHtoD(dst, view, view.nbytes))
+        finally:
+            self._leave(pushed)
+
+    def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
+        view = memoryview(host)
+        if not view.nbytes:
+            return
+        view = view.cast("B")
+        pushed = self._enter()
+        try:
+            src = self._driver.CUdeviceptr(pointer)
+            self._call("cuMemcpyDtoH", self._driver.cuMemcpyDtoH(view, src, view.nbytes))
+        finally:
+            self._leave(pushed)
+
+    def synchronize(self) -> None:
+        pushed = self._enter()
+        try:
+            self._call("cuCtxSynchronize", self._driver.cuCtxSynchronize())
+        finally:
+            self._leave(pushed)
+
+    # -- errors ----------------------------------------------------------------
+
+    def _call(self, what: str, result: tuple[Any, ...]) -> Any:
+        """Unwrap cuda-python's ``(CUresult, value...)`` tuples, raising one line on failure."""
+        err, *values = result
+        if err != self._driver.CUresult.CUDA_SUCCESS:
+            msg = f"{what} failed: {self._error_name(err)}"
+            raise BackendError(msg)
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def _error_name(self, err: Any) -> str:
+        try:
+            _, name = self._driver.cuGetErrorName(err)
+            _, text = self._driver.cuGetErrorString(err)
+            return f"{name.decode()} ({text.decode()})"
+        except Exception:  # noqa: BLE001 - only for a message
+            return str(err)

@@ -1,0 +1,159 @@
+"""The pycuda backend (``aotc[pycuda]``), for code that already lives in pycuda.
+
+It uses the device's primary context, retained with
+``Device(n).retain_primary_context()``, never ``pycuda.autoinit`` (which
+creates a private context that PyTorch or CuPy in the same process could not
+see). Where the calling thread already has our context current, as pycuda
+code that pushed it does, calls run as they are; otherwise the context is
+pushed and popped around each call, so pycuda's per-thread context stack is
+left exactly as found. Streams are pycuda ``Stream`` objects, or 0/None.
+
+Launches go through ``Function._launch_kernel``, the method pycuda's own
+``Function.__call__`` ends in: it takes one packed parameter buffer and
+passes it to ``cuLaunchKernel`` as ``CU_LAUNCH_PARAM_BUFFER_POINTER``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from typing import Any, ClassVar
+
+from aotc.errors import BackendError, NoDeviceError
+from aotc.runtime.backends.base import DeviceInfo
+
+__all__ = ["PyCudaBackend"]
+
+
+class PyCudaBackend:
+    """Device ``ordinal`` through pycuda; nothing touches the driver until first use."""
+
+    name: ClassVar[str] = "pycuda"
+    image_format: ClassVar[str] = "fatbin"
+
+    def __init__(self, ordinal: int = 0) -> None:
+        if importlib.util.find_spec("pycuda") is None:
+            msg = "the pycuda backend needs pycuda: pip install 'aotc[pycuda]'"
+            raise BackendError(msg)
+        self._ordinal = ordinal
+        self._lock = threading.Lock()
+        self._cuda: Any = None
+        self._context: Any = None
+        self._device: DeviceInfo | None = None
+        self._problem: NoDeviceError | None = None
+        self._allocations: dict[int, Any] = {}
+
+    def device(self) -> DeviceInfo:
+        with self._lock:
+            if self._device is None and self._problem is None:
+                try:
+                    self._device = self._open()
+                except NoDeviceError as exc:
+                    self._problem = exc
+            if self._problem is not None:
+                raise NoDeviceError(str(self._problem))
+            return self._device  # type: ignore[return-value]
+
+    def _open(self) -> DeviceInfo:
+        try:
+            import pycuda.driver as cuda
+        except ImportError as exc:  # pycuda links libcuda: no driver fails here
+            msg = f"no CUDA GPU: pycuda cannot load the NVIDIA driver ({exc})"
+            raise NoDeviceError(msg) from None
+        try:
+            cuda.init()
+            count = cuda.Device.count()
+            if self._ordinal >= count:
+                msg = f"no CUDA GPU {self._ordinal}: the driver sees {count} device(s)"
+                raise NoDeviceError(msg)
+            device = cuda.Device(self._ordinal)
+            self._context = device.retain_primary_context()
+            attribute = cuda.device_attribute
+            driver = cuda.get_driver_version()
+            info = DeviceInfo(
+                name=device.name(),
+                capability=device.compute_capability(),
+                driver_version=(driver // 1000, driver % 1000 // 10),
+                sm_count=device.get_attribute(attribute.MULTIPROCESSOR_COUNT),
+                clock_khz=device.get_attribute(attribute.CLOCK_RATE),
+                ordinal=self._ordinal,
+            )
+        except cuda.Error as exc:
+            msg = f"no CUDA GPU: {_one_line(exc)}"
+            raise NoDeviceError(msg) from None
+        self._cuda = cuda
+        return info
+
+    def _enter(self) -> bool:
+        """Make our context current; True if it was pushed and must be popped."""
+        if self._cuda is None:
+            self.device()
+        current = self._cuda.Context.get_current()
+        if current is not None and current.handle == self._context.handle:
+            return False
+        self._context.push()
+        return True
+
+    def _leave(self, pushed: bool) -> None:
+        if pushed:
+            self._cuda.Context.pop()
+
+    def _guard(self, what: str, call: Any, *args: Any) -> Any:
+        pushed = self._enter()
+        try:
+            return call(*args)
+        except self._cuda.Error as exc:
+            msg = f"{what} failed: {_one_line(exc)}"
+            raise BackendError(msg) from None
+        finally:
+            self._leave(pushed)
+
+    def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
+        return self._guard(f"loading {name}", self._cuda.module_from_buffer, bytes(image))
+
+    def get_function(self, module: Any, symbol: str) -> Any:
+        return self._guard(f"get_function({symbol})", module.get_function, symbol)
+
+    def launch(
+        self,
+        function: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        stream: Any,
+        params: bytes,
+    ) -> None:
+        self._guard("launch", function._launch_kernel, grid, block, params, shared_bytes, stream or None)  # noqa: SLF001
+
+    def alloc(self, nbytes: int) -> int:
+        allocation = self._guard("mem_alloc", self._cuda.mem_alloc, max(int(nbytes), 1))
+        pointer = int(allocation)
+        with self._lock:
+            self._allocations[pointer] = allocation  # pycuda frees on garbage collection
+        return pointer
+
+    def free(self, pointer: int) -> None:
+        with self._lock:
+            allocation = self._allocations.pop(pointer, None)
+        if allocation is None:
+            msg = f"pycuda backend: free of {pointer:#x}, which alloc() did not return"
+            raise BackendError(msg)
+        self._guard("free", allocation.free)
+
+    def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
+        view = memoryview(host)
+        if view.nbytes:  # nothing to copy, and a zero-sized view cannot be cast
+            self._guard("memcpy_htod", self._cuda.memcpy_htod, pointer, view.cast("B"))
+
+    def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
+        view = memoryview(host)
+        if view.nbytes:
+            self._guard("memcpy_dtoh", self._cuda.memcpy_dtoh, view.cast("B"), pointer)
+
+    def synchronize(self) -> None:
+        self._guard("synchronize", self._cuda.Context.synchronize)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,228 @@
+"""``aotc doctor``: what the runtime would do here, and why.
+
+Reports the backend, the device (or plainly that there is none), NVRTC, the
+JIT policy, the disk cache, and for every kernel of every library the image
+``select_image`` picks. Each part is gathered on its own, so a missing GPU or
+NVRTC costs only its own line. ``--arch`` answers for a device that is not
+here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aotc._version import __version__
+from aotc.errors import AotcError, NoDeviceError
+from aotc.index import INDEX_NAME, load_index_file
+from aotc.runtime.backends import backend_name_from_env, get_backend
+from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.cache import DiskCache, default_cache
+from aotc.runtime.library import installed_libraries, kernel_images, resolve_library, toolkit_version
+from aotc.runtime.select import ImageChoice, ImageKind, JitPolicy, Platform, explain_selection, jit_policy_from_env
+
+__all__ = ["Diagnosis", "diagnose"]
+
+
+@dataclass
+class Diagnosis:
+    """Lines to print, and whether a problem (bad configuration, damaged index) was found."""
+
+    lines: list[str] = field(default_factory=list)
+    problems: int = 0
+
+    def add(self, line: str = "") -> None:
+        self.lines.append(line)
+
+    def problem(self, line: str) -> None:
+        self.problems += 1
+        self.lines.append(line)
+
+
+def diagnose(
+    *,
+    arch: tuple[int, int] | None = None,
+    driver: tuple[int, int] | None = None,
+    libraries: Sequence[str] = (),
+    cache: DiskCache | None = None,
+) -> Diagnosis:
+    report = Diagnosis()
+    report.add(f"aotc {__version__} at {Path(__file__).resolve().parents[1]} (Python {sys.version.split()[0]})")
+    device, source_backend = _backend_and_device(report)
+    nvrtc_archs = _nvrtc(report)
+    policy = _policy(report)
+    cache = _cache(report, cache)
+
+    platform, what = None, ""
+    if source_backend and arch is None:
+        what = f"the {source_backend} backend, which compiles each kernel's source itself"
+    elif arch is not None:
+        platform = (arch, driver or (device.driver_version if device else None))
+        what = f"a hypothetical sm_{arch[0]}{arch[1]} device (--arch)"
+    elif device is not None:
+        platform = (device.capability, driver or device.driver_version)
+        what = f"this device, {device.arch}"
+    names = list(libraries) or installed_libraries()
+    if not names:
+        report.add("libraries: none installed with aotc (pass --library NAME_OR_FOLDER)")
+    for name in names:
+        report.add()
+        _library(report, name, platform, what, nvrtc_archs, policy, cache)
+    return report
+
+
+def _backend_and_device(report: Diagnosis) -> tuple[DeviceInfo | None, str]:
+    """The device, and the backend's name where it compiles sources itself (else "")."""
+    try:
+        chosen = backend_name_from_env()
+    except AotcError as exc:
+        report.problem(f"backend: {exc}")
+        return None, ""
+    how = f"AOTC_BACKEND={chosen}" if chosen else "chosen automatically (AOTC_BACKEND unset)"
+    try:
+        backend = get_backend(chosen)
+    except AotcError as exc:
+        report.add(f"backend: none ({exc})")
+        report.add("device: unknown without a backend")
+        return None, ""
+    report.add(f"backend: {backend.name}, {how}")
+    try:
+        device = backend.device()
+    except NoDeviceError as exc:
+        report.add(f"device: {exc}")
+        return None, ""
+    except AotcError as exc:
+        report.add(f"device: none ({exc})")
+        return None, ""
+    if backend.image_format == "source":
+        report.add(f"device: {device.name}")
+        return None, backend.name
+    report.add(device.describe())
+    return device, ""
+
+
+def _nvrtc(report: Diagnosis) -> frozenset[tuple[int, int]] | None:
+    from aotc.runtime.jit import nvrtc_info, nvrtc_problem
+
+    info = nvrtc_info()
+    if info is None:
+        report.add(f"NVRTC: not available ({nvrtc_problem()})")
+        return None
+    report.add(f"NVRTC: {info.describe()}")
+    return info.archs
+
+
+def _policy(report: Diagnosis) -> JitPolicy:
+    try:
+        policy = jit_policy_from_env(os.environ)
+    except AotcError as exc:
+        report.problem(f"JIT policy: {exc}")
+        return JitPolicy.AUTO
+    source = "AOTC_JIT" if os.environ.get("AOTC_JIT", "").strip() else "AOTC_JIT unset"
+    report.add(f"JIT policy: {policy.value} ({source})")
+    return policy
+
+
+def _cache(report: Diagnosis, cache: DiskCache | None) -> DiskCache | None:
+    try:
+        cache = cache if cache is not None else default_cache()
+        info = cache.info()
+    except AotcError as exc:
+        report.problem(f"cache: {exc}")
+        return None
+    state = info.state + (f" ({info.reason})" if info.reason else "")
+    report.add(
+        f"cache: {info.directory}: {state}; {info.entries} entries, "
+        f"{_size(info.total_bytes)} of {_size(info.max_bytes)}"
+    )
+    return cache
+
+
+def _library(
+    report: Diagnosis,
+    name: str,
+    platform: tuple[tuple[int, int], tuple[int, int] | None] | None,
+    what: str,
+    nvrtc_archs: frozenset[tuple[int, int]] | None,
+    policy: JitPolicy,
+    cache: DiskCache | None,
+) -> None:
+    directory = resolve_library(name)
+    try:
+        index = load_index_file(directory / INDEX_NAME)
+        where = str(directory / INDEX_NAME)
+        toolkit = toolkit_version(index, where)
+    except (AotcError, OSError) as exc:
+        report.problem(f"library {name}: cannot read {directory / INDEX_NAME}: {exc}")
+        return
+    kernels = list(index["kernels"])
+    sass = sorted({a for k in index["kernels"].values() for a in k.get("sass", ())})
+    ptx = sorted({a for k in index["kernels"].values() for a in k.get("ptx", ())})
+    report.add(
+        f"library {index.get('library', name)}: {directory}, {len(kernels)} kernels, "
+        f"nvcc {index.get('nvcc_version', '?')}; SASS {', '.join(sass) or '-'}; PTX {', '.join(ptx) or '-'}"
+    )
+    if platform is None:
+        if what:
+            report.add(f"  decisions: none to make on {what}; `aotc doctor --arch X.Y` shows them for a GPU")
+        else:
+            report.add("  decisions: no GPU to decide for; `aotc doctor --arch X.Y` shows them for a device of that arch")
+        return
+    capability, driver = platform
+    assumed = "" if driver else f", driver assumed new enough (CUDA {toolkit[0]}.{toolkit[1]}; --driver X.Y to change)"
+    platform_value = Platform(capability, driver or toolkit, nvrtc_archs)
+    report.add(f"  decisions for {what}{assumed}:")
+    choices = {k: explain_selection(kernel_images(index, k, where), platform_value, policy) for k in kernels}
+    rows = [("kernel", "decision", "image", "cache")]
+    for kernel, choice in choices.items():
+        cached = ""
+        if choice.kind is ImageKind.NVRTC_JIT:
+            cached = _cached(directory, index["kernels"][kernel], capability, cache)
+        rows.append((kernel, choice.kind.value, _image(choice), cached))
+    report.lines.extend("  " + line for line in _table(rows))
+    counts = Counter(c.kind.value for c in choices.values())
+    order = [kind.value for kind in ImageKind if counts[kind.value]]
+    report.add("  summary: " + ", ".join(f"{counts[kind]} {kind}" for kind in order))
+    for reason, count in Counter(c.reason for c in choices.values()).most_common():
+        report.add(f"  - {count} x {reason}")
+
+
+def _cached(directory: Path, entry: dict, capability: tuple[int, int], cache: DiskCache | None) -> str:
+    """Whether the NVRTC cubin this kernel would need is in the cache already."""
+    from aotc.runtime.jit import jit_key, nvrtc_info
+
+    info = nvrtc_info()
+    if cache is None or info is None:
+        return "?"
+    try:
+        source = (directory / entry["source"]["file"]).read_bytes()
+    except (OSError, KeyError, TypeError):
+        return "no source"
+    return "cached" if cache.load(jit_key(source, capability, info)) is not None else "not cached"
+
+
+def _image(choice: ImageChoice) -> str:
+    if choice.kind in (ImageKind.SASS_EXACT, ImageKind.SASS_COMPATIBLE):
+        return f"SASS sm_{choice.arch}"
+    if choice.kind is ImageKind.NVRTC_JIT:
+        return f"NVRTC -> sm_{choice.arch}"
+    if choice.kind is ImageKind.DRIVER_JIT:
+        return f"PTX compute_{choice.arch}"
+    return "-"
+
+
+def _table(rows: list[tuple[str, ...]]) -> Iterator[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"

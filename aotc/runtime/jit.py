@@ -1,0 +1,189 @@
+"""NVRTC: compile one kernel's shipped ``.cu`` for exactly one architecture.
+
+Used only where ``select_image`` chose NVRTC_JIT (no usable SASS on the
+device) and by ``aotc warm``. The product is a CUBIN for the exact device
+arch, kept in the disk cache under a key over every input: the source bytes,
+the options, the target, NVRTC's version and aotc's version. NVRTC needs no
+GPU, so all of this runs (and is tested) on machines without one.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from aotc.errors import BuildError
+from aotc.runtime.cache import CacheKey, DiskCache, default_cache
+
+__all__ = [
+    "JitResult",
+    "NvrtcInfo",
+    "compile_cubin",
+    "jit_cubin",
+    "jit_key",
+    "nvrtc_info",
+    "nvrtc_options",
+    "nvrtc_problem",
+]
+
+# Generated kernels are self-contained: no include paths, no host headers.
+# -default-device lets their helper functions omit __device__.
+_BASE_OPTIONS = ("-default-device",)
+
+
+@dataclass(frozen=True)
+class NvrtcInfo:
+    """The NVRTC this process can use."""
+
+    version: tuple[int, int]
+    archs: frozenset[tuple[int, int]]  # compute capabilities it compiles SASS for
+
+    @property
+    def compiler(self) -> str:
+        """The compiler identity that goes into cache keys."""
+        return f"nvrtc {self.version[0]}.{self.version[1]}"
+
+    def describe(self) -> str:
+        archs = ", ".join(f"{major}{minor}" for major, minor in sorted(self.archs))
+        return f"NVRTC {self.version[0]}.{self.version[1]} (targets {archs})"
+
+
+_probe_lock = threading.Lock()
+_probe: tuple[NvrtcInfo | None, str] | None = None
+
+
+def _probe_nvrtc() -> tuple[NvrtcInfo | None, str]:
+    global _probe
+    with _probe_lock:
+        if _probe is None:
+            _probe = _ask_nvrtc()
+        return _probe
+
+
+def _ask_nvrtc() -> tuple[NvrtcInfo | None, str]:
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return None, "cuda-bindings is not installed (pip install 'aotc[jit]')"
+    try:
+        err, major, minor = nvrtc.nvrtcVersion()
+        _check(nvrtc, err, "nvrtcVersion")
+        err, archs = nvrtc.nvrtcGetSupportedArchs()
+        _check(nvrtc, err, "nvrtcGetSupportedArchs")
+    except Exception as exc:  # noqa: BLE001 - a missing libnvrtc surfaces as various loader errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return None, f"libnvrtc cannot be loaded ({first}); pip install 'aotc[jit]'"
+    return NvrtcInfo((major, minor), frozenset(divmod(int(arch), 10) for arch in archs)), ""
+
+
+def nvrtc_info() -> NvrtcInfo | None:
+    """NVRTC's version and targets, or None where it is unavailable (probed once)."""
+    return _probe_nvrtc()[0]
+
+
+def nvrtc_problem() -> str:
+    """Why NVRTC is unavailable; empty when it is available."""
+    return _probe_nvrtc()[1]
+
+
+def _require_nvrtc() -> NvrtcInfo:
+    info, problem = _probe_nvrtc()
+    if info is None:
+        msg = f"NVRTC is not available: {problem}"
+        raise BuildError(msg)
+    return info
+
+
+def nvrtc_options(capability: tuple[int, int]) -> tuple[str, ...]:
+    major, minor = capability
+    # sm_XY (not compute_XY) makes NVRTC emit SASS, so the driver JITs nothing.
+    return (f"--gpu-architecture=sm_{major}{minor}", *_BASE_OPTIONS)
+
+
+def jit_key(source: bytes, capability: tuple[int, int], nvrtc: NvrtcInfo | None = None) -> CacheKey:
+    """The cache key of ``source`` compiled for ``capability`` by this NVRTC."""
+    nvrtc = nvrtc or _require_nvrtc()
+    major, minor = capability
+    return CacheKey.for_source(
+        source, options=nvrtc_options(capability), target=f"sm_{major}{minor}", compiler=nvrtc.compiler
+    )
+
+
+def compile_cubin(source: bytes, name: str, capability: tuple[int, int]) -> bytes:
+    """Compile ``source`` (one self-contained kernel file) to a CUBIN; no cache."""
+    info = _require_nvrtc()
+    if tuple(capability) not in info.archs:
+        msg = f"{info.describe()} cannot compile {name} for sm_{capability[0]}{capability[1]}"
+        raise BuildError(msg)
+    from cuda.bindings import nvrtc
+
+    err, program = nvrtc.nvrtcCreateProgram(bytes(source), name.encode(), 0, [], [])
+    _check(nvrtc, err, "nvrtcCreateProgram")
+    try:
+        options = [option.encode() for option in nvrtc_options(capability)]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            msg = f"NVRTC failed to compile {name} for sm_{capability[0]}{capability[1]}: {_first_error(nvrtc, program)}"
+            raise BuildError(msg)
+        err, size = nvrtc.nvrtcGetCUBINSize(program)
+        _check(nvrtc, err, "nvrtcGetCUBINSize")
+        cubin = bytearray(size)
+        (err,) = nvrtc.nvrtcGetCUBIN(program, cubin)
+        _check(nvrtc, err, "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return bytes(cubin)
+
+
+@dataclass(frozen=True)
+class JitResult:
+    """A CUBIN, and whether this call compiled it (False: a disk cache hit)."""
+
+    cubin: bytes
+    compiled: bool
+    key: CacheKey
+
+
+def jit_cubin(
+    source: bytes, name: str, capability: tuple[int, int], cache: DiskCache | None = None
+) -> JitResult:
+    """The CUBIN for ``source`` on ``capability``, from the disk cache or compiled into it.
+
+    Concurrent callers, threads or processes, compile a key once (the cache's
+    per-key lock); the others get the entry.
+    """
+    key = jit_key(source, capability)
+    cache = cache if cache is not None else default_cache()
+    compiled = []
+
+    def build() -> bytes:
+        compiled.append(True)
+        return compile_cubin(source, name, capability)
+
+    cubin = cache.get_or_create(key, build)
+    return JitResult(cubin, bool(compiled), key)
+
+
+def _check(nvrtc: object, err: object, what: str) -> None:
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:  # type: ignore[attr-defined]
+        msg = f"{what} failed: {_error_name(nvrtc, err)}"
+        raise BuildError(msg)
+
+
+def _error_name(nvrtc: object, err: object) -> str:
+    try:
+        _, text = nvrtc.nvrtcGetErrorString(err)  # type: ignore[attr-defined]
+        return text.decode() if isinstance(text, bytes) else str(text)
+    except Exception:  # noqa: BLE001 - only for a message
+        return str(err)
+
+
+def _first_error(nvrtc: object, program: object) -> str:
+    """The first diagnostic line that says 'error', else the last line of the log."""
+    err, size = nvrtc.nvrtcGetProgramLogSize(program)  # type: ignore[attr-defined]
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS or size <= 1:  # type: ignore[attr-defined]
+        return "no log"
+    log = bytearray(size)
+    nvrtc.nvrtcGetProgramLog(program, log)  # type: ignore[attr-defined]
+    lines = [line.strip() for line in log.rstrip(b"\0").decode(errors="replace").splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line), lines[-1] if lines else "no log")

@@ -1,0 +1,163 @@
+"""A kernel prepared for launching: everything known before the first call, kept.
+
+Per call, a Launcher computes the grid from the size arguments, packs every
+argument into one parameter block with a ``struct.Struct`` built once, and
+hands both to the backend. Nothing else: no lookups in the index, no hashing,
+no objects beyond the packed bytes and the grid tuple.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aotc.errors import AotcError
+from aotc.runtime.select import ImageChoice
+
+__all__ = ["KernelSignature", "Launcher"]
+
+_KINDS = {"ptr": "Q", "i32": "i", "i64": "q"}  # the index's pack codes, checked against its kinds
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """A kernel's parameters and launch geometry, as the index describes them."""
+
+    name: str
+    symbol: str
+    params: tuple[str, ...]
+    kinds: tuple[str, ...]
+    format: str  # struct format, native alignment: the C layout of the parameter list
+    block: tuple[int, int, int]
+    grid: tuple[tuple[str, int], tuple[str, int], tuple[str, int]]  # (extent, tile) per axis
+    shared_bytes_dynamic: int
+
+    @classmethod
+    def from_index(cls, name: str, entry: Mapping[str, Any], where: str) -> KernelSignature:
+        """Read and check one ``kernels`` entry; errors name ``where`` and the kernel."""
+        try:
+            params = tuple(str(p["name"]) for p in entry["params"])
+            kinds = tuple(str(p["kind"]) for p in entry["params"])
+            codes = tuple(str(p["pack"]) for p in entry["params"])
+            launch = entry["launch"]
+            block = tuple(int(b) for b in launch["block"])
+            grid = tuple((str(axis["extent"]), int(axis["tile"])) for axis in launch["grid"])
+            dynamic = int(launch.get("shared_bytes_dynamic", 0))
+            symbol = str(entry["symbol"])
+        except (KeyError, TypeError, ValueError) as exc:
+            msg = f"{where}: kernel {name!r} has a malformed entry ({type(exc).__name__}: {exc})"
+            raise AotcError(msg) from None
+        problems = []
+        for param, kind, code in zip(params, kinds, codes):
+            if _KINDS.get(kind) != code:
+                problems.append(f"parameter {param!r} has kind {kind!r} and pack code {code!r}")
+        if len(block) != 3 or len(grid) != 3 or min(block) < 1:
+            problems.append(f"launch needs 3 block and 3 grid axes, got block {block} and {len(grid)} grid axes")
+        for extent, tile in grid:
+            if tile < 1 or not (extent.isdigit() or (extent in params and kinds[params.index(extent)] != "ptr")):
+                problems.append(f"grid extent {extent!r} / tile {tile} is neither a size parameter nor a number")
+        if problems:
+            msg = f"{where}: kernel {name!r}: {'; '.join(problems)}"
+            raise AotcError(msg)
+        return cls(name, symbol, params, kinds, "@" + "".join(codes), block, grid, dynamic)  # type: ignore[arg-type]
+
+
+class Launcher:
+    """Call it with the kernel's arguments, in the index's order, as ints:
+    device pointers as addresses, sizes and strides as Python ints.
+
+    ``launcher(A, B, C, M, N, K, lda, ldb, ldc, stream=0)``
+    """
+
+    __slots__ = (
+        "_axes",
+        "_block",
+        "_function",
+        "_launch",
+        "_module",
+        "_pack",
+        "_shared",
+        "choice",
+        "image",
+        "signature",
+    )
+
+    def __init__(
+        self,
+        signature: KernelSignature,
+        backend: Any,
+        module: Any,
+        function: Any,
+        *,
+        choice: ImageChoice | None,
+        image: str,
+    ) -> None:
+        self.signature = signature
+        self.choice = choice  # None where a source backend compiled the .cu itself
+        self.image = image  # one line for people: which image runs, from where
+        self._module = module  # some backends unload a module when it is collected
+        self._function = function
+        self._launch = backend.launch
+        self._pack = struct.Struct(signature.format).pack
+        self._block = signature.block
+        self._shared = signature.shared_bytes_dynamic
+        # Per axis (argument index, tile, constant): index -1 means a fixed extent.
+        axes = []
+        for extent, tile in signature.grid:
+            if extent.isdigit():
+                axes.append((-1, tile, -(-int(extent) // tile)))
+            else:
+                axes.append((signature.params.index(extent), tile, 0))
+        self._axes = tuple(axes)
+
+    @property
+    def name(self) -> str:
+        return self.signature.name
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return self.signature.params
+
+    def __repr__(self) -> str:
+        return f"<Launcher {self.signature.name}({', '.join(self.signature.params)}): {self.image}>"
+
+    def __call__(self, *args: int, stream: Any = 0) -> None:
+        try:
+            params = self._pack(*args)
+        except struct.error:
+            raise self._argument_error(args) from None
+        (i0, t0, c0), (i1, t1, c1), (i2, t2, c2) = self._axes
+        gx = c0 if i0 < 0 else (args[i0] + t0 - 1) // t0
+        gy = c1 if i1 < 0 else (args[i1] + t1 - 1) // t1
+        gz = c2 if i2 < 0 else (args[i2] + t2 - 1) // t2
+        if gx > 0 and gy > 0 and gz > 0:
+            self._launch(self._function, (gx, gy, gz), self._block, self._shared, stream, params)
+        else:
+            self._check_empty(args)  # a size of 0 has nothing to compute: no launch
+
+    def grid(self, *args: int) -> tuple[int, int, int]:
+        """The grid a call with ``args`` launches (for tests and tools)."""
+        return tuple(c if i < 0 else (args[i] + t - 1) // t for i, t, c in self._axes)  # type: ignore[return-value]
+
+    def _argument_error(self, args: Sequence[object]) -> Exception:
+        sig = self.signature
+        if len(args) != len(sig.params):
+            msg = f"{sig.name} takes {len(sig.params)} arguments ({', '.join(sig.params)}), got {len(args)}"
+            return TypeError(msg)
+        for name, kind, code, value in zip(sig.params, sig.kinds, sig.format[1:], args):
+            try:
+                struct.pack("@" + code, value)
+            except struct.error:
+                what = "a device pointer (int)" if kind == "ptr" else f"an {kind} int"
+                msg = f"{sig.name}: argument {name} must be {what}, got {value!r}"
+                return (TypeError if not isinstance(value, int) else ValueError)(msg)
+        return TypeError(f"{sig.name}: arguments do not pack")  # pragma: no cover - struct agreed per field
+
+    def _check_empty(self, args: Sequence[int]) -> None:
+        sizes = [(extent, args[i]) for (extent, _), (i, _, _) in zip(self.signature.grid, self._axes) if i >= 0]
+        if any(value < 0 for _, value in sizes):
+            listed = ", ".join(f"{extent}={value}" for extent, value in sizes)
+            msg = f"{self.signature.name}: a size is negative ({listed})"
+            raise ValueError(msg)

@@ -1,0 +1,170 @@
+"""``aotc warm``: fill the disk cache ahead of time for a GPU that is not here.
+
+Warm compiles exactly what the runtime would compile with NVRTC on a device
+of the given compute capability, and nothing else: for every kernel it asks
+``select_image`` (with this machine's NVRTC and the ``AOTC_JIT`` policy)
+what a device of that arch would load. Kernels that the wheel's SASS serves
+need nothing, and are reported as such; kernels that would be NVRTC-compiled
+are compiled into the cache, or reported as hits when they already are.
+
+Misses compile in a pool of processes (``-j``, default one per CPU). NVRTC
+does release the GIL, but whether two threads then compile concurrently is up
+to NVRTC's internals; processes run in parallel regardless, for about 0.3 s of
+start-up each. Everything else (hashing, cache hits) stays in this process,
+so a fully cached run starts no workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+from aotc.errors import AotcError, BuildError, CacheError
+from aotc.index import INDEX_NAME, load_index_file
+from aotc.runtime.cache import DiskCache, default_cache
+from aotc.runtime.jit import NvrtcInfo, jit_cubin, jit_key, nvrtc_info, nvrtc_problem
+from aotc.runtime.library import kernel_images, resolve_library, toolkit_version
+from aotc.runtime.select import ImageKind, JitPolicy, Platform, explain_selection
+
+__all__ = ["WarmPlan", "WarmResult", "plan_warm", "run_warm"]
+
+COMPILED = "compiled"
+HIT = "hit"
+NOT_NEEDED = "not needed"
+FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class WarmResult:
+    """What warm did for one kernel; ``detail`` is one line for people."""
+
+    kernel: str
+    outcome: str  # compiled, hit, not needed, failed
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class WarmPlan:
+    """The kernels of one library and what a device of ``capability`` would do with each."""
+
+    library: str
+    directory: Path
+    capability: tuple[int, int]
+    nvrtc: NvrtcInfo
+    policy: JitPolicy
+    to_compile: tuple[str, ...]  # in index order
+    not_needed: tuple[tuple[str, str], ...]  # (kernel, why)
+    order: tuple[str, ...]
+
+
+def plan_warm(
+    library: str | os.PathLike[str],
+    capability: tuple[int, int],
+    *,
+    kernels: Sequence[str] = (),
+    policy: JitPolicy = JitPolicy.AUTO,
+) -> WarmPlan:
+    """Decide, without compiling, which kernels a device of ``capability`` would NVRTC-compile."""
+    nvrtc = nvrtc_info()
+    if nvrtc is None:
+        msg = f"cannot warm: NVRTC is not available: {nvrtc_problem()}"
+        raise BuildError(msg)
+    arch = f"sm_{capability[0]}{capability[1]}"
+    if capability not in nvrtc.archs:
+        msg = f"cannot warm for {arch}: {nvrtc.describe()} cannot compile for it"
+        raise BuildError(msg)
+    directory = resolve_library(library)
+    index_path = directory / INDEX_NAME
+    if not index_path.is_file():
+        msg = f"no kernel library at {directory} ({INDEX_NAME} not found)"
+        raise AotcError(msg)
+    index = load_index_file(index_path)
+    names = list(index["kernels"])
+    unknown = [k for k in kernels if k not in index["kernels"]]
+    if unknown:
+        msg = f"library {index.get('library')!r} has no kernel {', '.join(map(repr, unknown))}"
+        raise AotcError(msg)
+    order = tuple(k for k in names if not kernels or k in kernels)
+    # The driver version only matters where NVRTC is not used; assume one new
+    # enough for the library's PTX so that the answer is about the images.
+    platform = Platform(capability, toolkit_version(index, str(index_path)), nvrtc.archs)
+    to_compile, not_needed = [], []
+    for name in order:
+        choice = explain_selection(kernel_images(index, name, str(index_path)), platform, policy)
+        if choice.kind is ImageKind.NVRTC_JIT:
+            to_compile.append(name)
+        else:
+            not_needed.append((name, choice.reason))
+    return WarmPlan(
+        str(index.get("library", directory.name)), directory, capability, nvrtc, policy,
+        tuple(to_compile), tuple(not_needed), order,
+    )  # fmt: skip
+
+
+def run_warm(plan: WarmPlan, *, cache: DiskCache | None = None, jobs: int | None = None) -> Iterator[WarmResult]:
+    """Compile the plan's kernels into the cache; yields one result per kernel, in index order."""
+    cache = cache if cache is not None else default_cache()
+    if cache.state != "ok":
+        msg = f"cannot warm: the cache at {cache.directory} is {cache.state}: {cache.info().reason}"
+        raise CacheError(msg)
+    index = load_index_file(plan.directory / INDEX_NAME)
+    results: dict[str, WarmResult] = {name: WarmResult(name, NOT_NEEDED, why) for name, why in plan.not_needed}
+    misses: list[tuple[str, str, str]] = []
+    for name in plan.to_compile:
+        source_entry = index["kernels"][name]["source"]
+        path = plan.directory / source_entry["file"]
+        try:
+            source = path.read_bytes()
+        except OSError as exc:
+            results[name] = WarmResult(name, FAILED, f"{path}: {exc.strerror}")
+            continue
+        if hashlib.sha256(source).hexdigest() != source_entry["sha256"]:
+            results[name] = WarmResult(name, FAILED, f"{path}: sha256 does not match {INDEX_NAME}")
+        elif cache.load(jit_key(source, plan.capability, plan.nvrtc)) is not None:
+            results[name] = WarmResult(name, HIT, "already in the cache")
+        else:
+            misses.append((name, str(path), source_entry["file"]))
+
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(misses)))
+    pending = _compile(misses, plan.capability, cache, jobs)
+    for name in plan.order:
+        while name not in results:
+            done = next(pending)
+            results[done.kernel] = done
+        yield results[name]
+
+
+def _compile(
+    misses: list[tuple[str, str, str]], capability: tuple[int, int], cache: DiskCache, jobs: int
+) -> Iterator[WarmResult]:
+    if jobs <= 1:
+        for miss in misses:
+            yield _compile_one(*miss, capability, str(cache.directory), cache.max_bytes)
+        return
+    # spawn, not fork: a forked child of a process that touched CUDA is undefined.
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        futures = [
+            pool.submit(_compile_one, *miss, capability, str(cache.directory), cache.max_bytes) for miss in misses
+        ]
+        for future in futures:
+            yield future.result()
+
+
+def _compile_one(
+    name: str, path: str, file: str, capability: tuple[int, int], cache_dir: str, max_bytes: int
+) -> WarmResult:
+    """Runs in a worker process: one kernel through the cache (its flock makes racing fills safe)."""
+    start = time.perf_counter()
+    try:
+        result = jit_cubin(Path(path).read_bytes(), file, capability, DiskCache(cache_dir, max_bytes=max_bytes))
+    except (AotcError, OSError) as exc:
+        return WarmResult(name, FAILED, str(exc), time.perf_counter() - start)
+    outcome = COMPILED if result.compiled else HIT
+    return WarmResult(name, outcome, "" if result.compiled else "filled by another process", time.perf_counter() - start)

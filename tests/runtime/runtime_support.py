@@ -1,0 +1,102 @@
+"""Kernel libraries for the runtime tests, and a backend that records launches.
+
+``make_library`` renders the fixture manifest (tests/packages/runtime) with
+the real templates and indexes it with stand-in fatbins: the sources are real
+(NVRTC compiles them), the fatbins are bytes that only the noop backend
+accepts. No nvcc is needed. ``build_library`` builds the same project with
+CMake and nvcc, for the tests that need real fatbins.
+
+Not a conftest.py: tests/conftest.py is imported as ``conftest`` by other test
+modules, and a second conftest here would shadow it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aotc
+from aotc.runtime.backends.noop import NoopBackend
+
+__all__ = ["FIXTURE", "RecordingBackend", "build_library", "make_library", "rewrite_index"]
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "packages" / "runtime"
+
+
+def _project(root: Path) -> Path:
+    shutil.copytree(FIXTURE, root)
+    shutil.copytree(REPO / "kernels" / "templates", root / "kernels" / "templates", dirs_exist_ok=True)
+    return root
+
+
+def make_library(root: Path, *, sass: tuple[str, ...] = ("80",), ptx: tuple[str, ...] = ("80",)) -> Path:
+    """A library folder (index.json, stand-in fatbins, real sources) under ``root``; returns it."""
+    from aotc.codegen import generate, source_name
+    from aotc.index import INDEX_NAME, build_index, dumps, kernel_entry
+    from aotc.manifest import load_manifest
+
+    project = _project(root / "project")
+    manifest = load_manifest(project / "kernels" / "manifest.yaml").with_archs(sass=sass, ptx=ptx)
+    gen = root / "gen"
+    generate(manifest, gen)
+    lib = root / "lib"
+    entries = {}
+    for kernel in manifest.kernels:
+        fatbin = f"stand-in fatbin of {kernel.name}\n".encode()
+        source = (gen / source_name(kernel)).read_bytes()
+        entry = kernel_entry(kernel, manifest, fatbin, source, {})  # no ptxas report for stand-ins
+        for part, data in (("fatbin", fatbin), ("source", source)):
+            path = lib / entry[part]["file"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        entries[kernel.name] = entry
+    (lib / INDEX_NAME).write_bytes(dumps(build_index(manifest, entries, "13.0.88")))
+    return lib
+
+
+def rewrite_index(lib: Path, change: Any) -> None:
+    """Apply ``change(index)`` to ``lib``'s index.json in place."""
+    path = lib / "index.json"
+    index = json.loads(path.read_text())
+    change(index)
+    path.write_text(json.dumps(index, indent=1))
+
+
+def build_library(root: Path, arch: str = "80") -> Path:
+    """The fixture project built with CMake and nvcc for ``arch`` (SASS and PTX); returns the staged library."""
+    project = _project(root / "project")
+    build = root / "build"
+    configure = [
+        "cmake", "-S", str(project), "-B", str(build), "-G", "Ninja",
+        f"-Daotc_DIR={aotc.cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}",
+        f"-DAOTC_ARCHS={arch}", f"-DAOTC_PTX_ARCHS={arch}",
+    ]  # fmt: skip
+    for command in (configure, ["cmake", "--build", str(build)]):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return build / "aotc" / "rt" / "lib"
+
+
+class RecordingBackend(NoopBackend):
+    """The noop backend, remembering what was loaded and launched."""
+
+    name = "recording"
+
+    def __init__(self, capability: tuple[int, int] = (8, 0), driver_version: tuple[int, int] = (13, 0)) -> None:
+        super().__init__(capability, driver_version)
+        self.modules: list[tuple[str, str]] = []  # (name, sha256 of the image)
+        self.launches: list[tuple[Any, ...]] = []
+
+    def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
+        assert symbols == (name,)  # generated kernels are extern "C": the symbol is the name
+        self.modules.append((name, hashlib.sha256(image).hexdigest()))
+        return super().load_module(image, name=name, symbols=symbols)
+
+    def launch(self, function: Any, grid: Any, block: Any, shared_bytes: int, stream: Any, params: bytes) -> None:
+        self.launches.append((function, grid, block, shared_bytes, stream, params))

@@ -1,0 +1,274 @@
+"""Backend choice and the backends' host-side logic, without a GPU.
+
+The cuda-python backend runs here against a stand-in ``driver`` module that
+records calls, so its launch path (the packed block passed through
+``extra``), context handling and error reporting are checked without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import struct
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aotc.errors import BackendError, ConfigurationError, NoDeviceError
+from aotc.runtime import backends
+from aotc.runtime.backends import backend_name_from_env, get_backend
+from aotc.runtime.backends.base import Backend, DeviceInfo
+from aotc.runtime.backends.cuda_python import CudaPythonBackend
+from aotc.runtime.backends.noop import NoopBackend
+
+driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is a default dependency")
+SUCCESS = driver.CUresult.CUDA_SUCCESS
+
+
+# -- choosing a backend ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "name"),
+    [("", None), ("auto", None), ("noop", "noop"), (" Cuda-Python ", "cuda-python"), ("pycuda", "pycuda")],
+)
+def test_aotc_backend_names(value: str, name: str | None) -> None:
+    assert backend_name_from_env({"AOTC_BACKEND": value}) == name
+
+
+def test_an_unknown_aotc_backend_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="AOTC_BACKEND='cuda' is not one of: auto, cuda-python, pycuda, emulator, noop"):
+        backend_name_from_env({"AOTC_BACKEND": "cuda"})
+
+
+def test_backends_are_process_singletons_and_satisfy_the_protocol() -> None:
+    noop = get_backend("noop")
+    assert get_backend("noop") is noop
+    assert isinstance(noop, Backend)
+    assert noop.image_format == "fatbin"
+
+
+def test_a_backend_missing_from_the_installation_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(backends.BACKENDS, "ghost", "aotc.runtime.backends.ghost:GhostBackend")
+    with pytest.raises(BackendError, match=r"the ghost backend is not part of this aotc installation"):
+        get_backend("ghost")
+
+
+def test_environment_picks_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AOTC_BACKEND", "noop")
+    assert get_backend().name == "noop"
+
+
+def test_automatic_choice_prefers_a_backend_with_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoGpu(NoopBackend):
+        name = "cuda-python"
+
+        def device(self) -> DeviceInfo:
+            raise NoDeviceError("no CUDA GPU: test")
+
+    class Gpu(NoopBackend):
+        name = "pycuda"
+
+    monkeypatch.delenv("AOTC_BACKEND", raising=False)
+    monkeypatch.setattr(backends, "_has_module", lambda name: True)
+    monkeypatch.setattr(backends, "_instances", {"cuda-python": NoGpu(), "pycuda": Gpu()})
+    assert get_backend().name == "pycuda"
+    # Without any GPU the first installed backend is kept, and says so on use.
+    monkeypatch.setattr(backends, "_instances", {"cuda-python": NoGpu(), "pycuda": NoGpu()})
+    with pytest.raises(NoDeviceError, match="no CUDA GPU"):
+        get_backend().device()
+    monkeypatch.setattr(backends, "_has_module", lambda name: False)
+    with pytest.raises(BackendError, match="no CUDA backend is installed: pip install cuda-bindings"):
+        get_backend()
+
+
+def test_pycuda_backend_without_pycuda_says_how_to_install() -> None:
+    if importlib.util.find_spec("pycuda") is not None:
+        pytest.skip("pycuda is installed here; the GPU tests exercise it")
+    with pytest.raises(BackendError, match=r"pip install 'aotc\[pycuda\]'"):
+        get_backend("pycuda")
+
+
+# -- noop ------------------------------------------------------------------------------
+
+
+def test_noop_memory_round_trips() -> None:
+    backend = NoopBackend()
+    pointer = backend.alloc(16)
+    backend.copy_to_device(pointer, struct.pack("4f", 1, 2, 3, 4))
+    backend.copy_to_device(pointer + 8, struct.pack("f", 9))  # pointers are addresses: arithmetic works
+    out = bytearray(16)
+    backend.copy_to_host(out, pointer)
+    assert struct.unpack("4f", out) == (1, 2, 9, 4)
+    empty = np.zeros((5, 0), np.float32)  # K = 0: nothing to copy, and not an error
+    backend.copy_to_device(pointer, empty)
+    backend.copy_to_host(empty, pointer)
+    backend.free(pointer)
+    with pytest.raises(BackendError, match="free of"):
+        backend.free(pointer)
+
+
+# -- cuda-python against a stand-in driver --------------------------------------------
+
+
+class FakeDriver:
+    """The slice of cuda.bindings.driver the backend uses, recording calls."""
+
+    CUresult = driver.CUresult
+    CUdevice_attribute = driver.CUdevice_attribute
+    CUdeviceptr = driver.CUdeviceptr
+
+    def __init__(self, init: Any = SUCCESS, current: int = 0) -> None:
+        self.init = init
+        self.current = current
+        self.calls: list[str] = []
+        self.launches: list[dict[str, Any]] = []
+        self.attributes = {
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: 8,
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: 6,
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 84,
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CLOCK_RATE: 1_695_000,
+        }
+
+    def cuInit(self, flags: int) -> tuple[Any]:  # noqa: N802 - the driver's names
+        if isinstance(self.init, Exception):
+            raise self.init
+        return (self.init,)
+
+    def cuDeviceGetCount(self) -> tuple[Any, int]:  # noqa: N802
+        return SUCCESS, 1
+
+    def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:  # noqa: N802
+        return SUCCESS, ordinal
+
+    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, int]:  # noqa: N802
+        return SUCCESS, 0xC0FFEE
+
+    def cuDeviceGetName(self, length: int, device: int) -> tuple[Any, bytes]:  # noqa: N802
+        return SUCCESS, b"Stand-in GPU\0\0\0"
+
+    def cuDeviceGetAttribute(self, attribute: Any, device: int) -> tuple[Any, int]:  # noqa: N802
+        return SUCCESS, self.attributes[attribute]
+
+    def cuDriverGetVersion(self) -> tuple[Any, int]:  # noqa: N802
+        return SUCCESS, 13010
+
+    def cuCtxGetCurrent(self) -> tuple[Any, int]:  # noqa: N802
+        self.calls.append("get")
+        return SUCCESS, self.current
+
+    def cuCtxSetCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
+        self.calls.append("set")
+        self.current = context
+        return (SUCCESS,)
+
+    def cuCtxPushCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
+        self.calls.append("push")
+        return (SUCCESS,)
+
+    def cuCtxPopCurrent(self) -> tuple[Any, int]:  # noqa: N802
+        self.calls.append("pop")
+        return SUCCESS, 0xC0FFEE
+
+    def cuModuleLoadData(self, image: bytes) -> tuple[Any, str]:  # noqa: N802
+        return (SUCCESS, "module") if image.startswith(b"good") else (driver.CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU, None)
+
+    def cuModuleGetFunction(self, module: str, symbol: bytes) -> tuple[Any, str]:  # noqa: N802
+        return SUCCESS, f"{module}:{symbol.decode()}"
+
+    def cuLaunchKernel(self, function: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: Any, params: Any, extra: int) -> tuple[Any]:  # noqa: N802, E501
+        # Read `extra` while it is alive, as the driver does.
+        words = (ctypes.c_void_p * 5).from_address(extra)
+        size = ctypes.c_size_t.from_address(words[3]).value
+        self.launches.append({
+            "function": function, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream,
+            "params": params, "markers": (words[0], words[2], words[4]), "block_bytes": ctypes.string_at(words[1], size),
+        })  # fmt: skip
+        return (SUCCESS,)
+
+    def cuGetErrorName(self, err: Any) -> tuple[Any, bytes]:  # noqa: N802
+        return SUCCESS, err.name.encode()
+
+    def cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:  # noqa: N802
+        return SUCCESS, b"described"
+
+
+def test_cuda_python_device_info() -> None:
+    info = CudaPythonBackend(driver=FakeDriver()).device()
+    assert info == DeviceInfo("Stand-in GPU", (8, 6), (13, 1), 84, 1_695_000, 0)
+    assert info.arch == "sm_86"
+    assert "compute capability 8.6 (sm_86), 84 SMs at 1695 MHz; driver supports CUDA 13.1" in info.describe()
+
+
+def test_cuda_python_without_a_driver_says_no_gpu_plainly() -> None:
+    missing = RuntimeError('"cuda" is an NVIDIA driver library and can only be found via system search.\nmore')
+    backend = CudaPythonBackend(driver=FakeDriver(init=missing))
+    for _ in range(2):  # asked again, the same answer
+        with pytest.raises(NoDeviceError) as info:
+            backend.device()
+        message = str(info.value)
+        assert message.startswith("no CUDA GPU: the NVIDIA driver (libcuda) cannot be loaded")
+        assert "\n" not in message
+
+
+def test_cuda_python_with_no_device() -> None:
+    backend = CudaPythonBackend(driver=FakeDriver(init=driver.CUresult.CUDA_ERROR_NO_DEVICE))
+    with pytest.raises(NoDeviceError, match="no CUDA GPU: cuInit failed with CUDA_ERROR_NO_DEVICE"):
+        backend.device()
+
+
+def test_the_real_driver_without_a_gpu_is_no_device() -> None:
+    backend = CudaPythonBackend()
+    try:
+        info = backend.device()
+    except NoDeviceError as exc:
+        assert str(exc).startswith("no CUDA GPU")
+        assert "\n" not in str(exc)
+    else:
+        assert info.capability >= (7, 5)
+
+
+def test_cuda_python_launch_passes_one_packed_block_through_extra() -> None:
+    fake = FakeDriver()
+    backend = CudaPythonBackend(driver=fake)
+    function = backend.get_function(backend.load_module(b"good image", name="k"), "k")
+    params = struct.pack("@QQQiiiqqq", 1, 2, 3, 4, 5, 6, 7, 8, 9)
+    backend.launch(function, (3, 2, 1), (16, 16, 1), 0, 0, params)
+    (launch,) = fake.launches
+    assert launch["function"] == "module:k"
+    assert (launch["grid"], launch["block"], launch["shared"], launch["stream"]) == ((3, 2, 1), (16, 16, 1), 0, 0)
+    assert launch["params"] is None  # kernelParams and extra are exclusive
+    assert launch["markers"] == (1, 2, None)  # BUFFER_POINTER, BUFFER_SIZE, END
+    assert launch["block_bytes"] == params
+
+
+def test_cuda_python_binds_the_primary_context_once_per_thread() -> None:
+    fake = FakeDriver(current=0)
+    backend = CudaPythonBackend(driver=fake)
+    function = backend.get_function(backend.load_module(b"good", name="k"), "k")
+    for _ in range(3):
+        backend.launch(function, (1, 1, 1), (1, 1, 1), 0, 0, b"")
+    assert fake.calls == ["get", "set"]
+
+    other = threading.Thread(target=backend.launch, args=(function, (1, 1, 1), (1, 1, 1), 0, 0, b""))
+    fake.current = 0
+    other.start()
+    other.join()
+    assert fake.calls == ["get", "set", "get", "set"]
+
+
+def test_cuda_python_leaves_a_foreign_context_as_it_was() -> None:
+    fake = FakeDriver(current=0xBEEF)  # some other context is current in this thread
+    backend = CudaPythonBackend(driver=fake)
+    function = backend.get_function(backend.load_module(b"good", name="k"), "k")
+    fake.calls.clear()
+    backend.launch(function, (1, 1, 1), (1, 1, 1), 0, 0, b"")
+    assert fake.calls == ["get", "push", "pop"]
+
+
+def test_cuda_python_errors_are_one_line() -> None:
+    backend = CudaPythonBackend(driver=FakeDriver())
+    with pytest.raises(BackendError, match=r"loading k\.fatbin: cuModuleLoadData failed: CUDA_ERROR_NO_BINARY_FOR_GPU \(described\)"):
+        backend.load_module(b"bad image", name="k.fatbin")

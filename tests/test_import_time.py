@@ -1,0 +1,32 @@
+"""``import aotc`` stays cheap: no backend, NumPy, Jinja2, PyYAML or CUDA module."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from conftest import aotc_env
+
+FORBIDDEN = ("aotc.runtime", "aotc.manifest", "aotc.codegen", "cuda", "pycuda", "numpy", "jinja2", "yaml", "ctypes")
+
+
+def imported_by(code: str) -> list[str]:
+    """Every module ``code`` imports, from ``-X importtime`` (``-S``: no site-packages noise)."""
+    result = subprocess.run(
+        [sys.executable, "-S", "-X", "importtime", "-c", code], capture_output=True, text=True, env=aotc_env(), timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", result.stderr, re.MULTILINE)
+
+
+def test_import_aotc_imports_nothing_heavy() -> None:
+    modules = imported_by("import aotc")
+    assert "aotc" in modules and "aotc._locations" in modules
+    heavy = [m for m in modules if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    assert heavy == []
+
+
+def test_aotc_load_is_there_without_importing_the_runtime() -> None:
+    modules = imported_by("import aotc; assert callable(aotc.load)")
+    assert not [m for m in modules if m.startswith("aotc.runtime")]
