@@ -53,8 +53,18 @@ def _environment(templates_dir: Path) -> jinja2.Environment:
     return env
 
 
+def _vector_width(element_size: int, loads_per_thread: int, extent: int) -> int:
+    """Elements per 16-byte (or narrower) vector load that tile the loads evenly."""
+    width = max(1, 16 // element_size)
+    while width > 1 and (loads_per_thread % width or extent % width):
+        width //= 2
+    return width
+
+
 def _context(manifest: Manifest, kernel: KernelSpec) -> dict[str, object]:
     launch = kernel.launch
+    tile = kernel.tile
+    element = kernel.semiring.element_size(kernel.dtype)
     return {
         "library": manifest.library,
         "kernel": kernel,
@@ -68,6 +78,8 @@ def _context(manifest: Manifest, kernel: KernelSpec) -> dict[str, object]:
         "params_decl": ", ".join(p.declaration() for p in kernel.params),
         "shared_bytes": launch.shared_bytes_static,
         "block": launch.block,
+        "vector_a": _vector_width(element, tile.block_m * tile.block_k // tile.threads, tile.block_k),
+        "vector_b": _vector_width(element, tile.block_n * tile.block_k // tile.threads, tile.block_n),
     }
 
 
