@@ -1,0 +1,143 @@
+"""The emulator as a runtime backend: ``AOTC_BACKEND=emulator``.
+
+It consumes the kernel's shipped ``.cu`` (``image_format = "source"``): the
+loader hands over the source bytes, this compiles them as host C++ through
+the disk cache (keyed on the source, the symbols and the host toolchain), and
+launches them on host memory. Pointers are host addresses, so NumPy arrays
+and CPU tensors can be passed in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import threading
+from typing import Any, ClassVar
+
+from aotc.errors import BackendError, BuildError
+from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.cache import CacheKey, DiskCache, default_cache
+from aotc.runtime.emulator.compile import compile_library_bytes, toolchain
+from aotc.runtime.emulator.launch import EmulatorKernel, load_library_bytes
+
+__all__ = ["EmulatorBackend", "EmulatorFunction", "kernel_symbols"]
+
+# Generated kernels are declared `extern "C" __global__ void [__launch_bounds__(...)] name(`.
+_KERNEL_RE = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?P<name>[A-Za-z_]\w*)\s*\('
+)
+
+
+def kernel_symbols(source: bytes) -> tuple[str, ...]:
+    """The ``extern "C"`` kernels a source defines, in order."""
+    text = source.decode("utf-8", errors="replace")
+    return tuple(dict.fromkeys(m["name"] for m in _KERNEL_RE.finditer(text)))
+
+
+class EmulatorFunction:
+    """A kernel plus the offsets of its parameters in a packed parameter block."""
+
+    __slots__ = ("kernel", "offsets")
+
+    def __init__(self, kernel: EmulatorKernel) -> None:
+        self.kernel = kernel
+        # Natural alignment, as struct.Struct("@...") and a C compiler lay them out.
+        offsets, position = [], 0
+        for size in kernel.sizes:
+            position = (position + size - 1) // size * size
+            offsets.append(position)
+            position += size
+        self.offsets = tuple(offsets)
+
+
+class EmulatorBackend:
+    """Runs kernels on the CPU; see the module docstring."""
+
+    name: ClassVar[str] = "emulator"
+    image_format: ClassVar[str] = "source"
+
+    def __init__(self, cache: DiskCache | None = None) -> None:
+        self._cache = cache
+        self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
+        self._lock = threading.Lock()
+        self.compiles = 0  # how many sources this process compiled (cache misses)
+
+    @property
+    def cache(self) -> DiskCache:
+        if self._cache is None:
+            self._cache = default_cache()
+        return self._cache
+
+    def device(self) -> DeviceInfo:
+        tools = toolchain()
+        return DeviceInfo(f"CPU emulator ({tools.version})", (0, 0), (0, 0), os.cpu_count() or 1, 0)
+
+    def cache_key(self, source: bytes, symbols: tuple[str, ...]) -> CacheKey:
+        tools = toolchain()
+        return CacheKey.for_source(source, options=(*tools.flags, *symbols), target=tools.target, compiler=tools.identity)
+
+    def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] | None = None) -> Any:
+        """Compile (or find in the cache) a library with launchers for ``symbols``,
+        by default every ``extern "C"`` kernel the source defines."""
+        symbols = tuple(symbols) if symbols else kernel_symbols(image)
+        if not symbols:
+            msg = f"{name}: no extern \"C\" __global__ kernel to run on the emulator"
+            raise BuildError(msg)
+
+        def build() -> bytes:
+            self.compiles += 1
+            return compile_library_bytes(image, symbols, source_name=name)
+
+        payload = self.cache.get_or_create(self.cache_key(image, symbols), build)
+        return load_library_bytes(payload)
+
+    def get_function(self, module: Any, symbol: str) -> EmulatorFunction:
+        try:
+            return EmulatorFunction(module.kernel(symbol))
+        except KeyError as exc:
+            raise BackendError(str(exc.args[0])) from None
+
+    def launch(
+        self,
+        function: EmulatorFunction,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared_bytes: int,
+        stream: Any,
+        params: bytes,
+    ) -> None:
+        # The emulator is synchronous, so a stream has nothing to order.
+        block_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 1))
+        base = ctypes.addressof(block_buffer)
+        pointers = (ctypes.c_void_p * max(len(function.offsets), 1))(*(base + o for o in function.offsets))
+        try:
+            function.kernel.launch_params(grid, block, shared_bytes, pointers)
+        except (ValueError, RuntimeError) as exc:
+            msg = f"{function.kernel.symbol}: {exc}"
+            raise BackendError(msg) from None
+
+    # Host memory stands in for device memory.
+    def alloc(self, nbytes: int) -> int:
+        buffer = ctypes.create_string_buffer(max(int(nbytes), 1))
+        pointer = ctypes.addressof(buffer)
+        with self._lock:
+            self._buffers[pointer] = buffer
+        return pointer
+
+    def free(self, pointer: int) -> None:
+        with self._lock:
+            self._buffers.pop(pointer, None)
+
+    def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
+        view = memoryview(host)
+        if view.nbytes:  # an empty array (K = 0) has nothing to copy, and can't be cast
+            ctypes.memmove(pointer, (ctypes.c_char * view.nbytes).from_buffer_copy(view.cast("B")), view.nbytes)
+
+    def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
+        view = memoryview(host)
+        if view.nbytes:
+            ctypes.memmove((ctypes.c_char * view.nbytes).from_buffer(view.cast("B")), pointer, view.nbytes)
+
+    def synchronize(self) -> None:
+        return None
