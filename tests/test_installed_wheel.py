@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -17,17 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import aotc
 from aotc.manifest import load_manifest
-from conftest import REPO, RunAotc
+from conftest import REPO, RunAotc, installed_library
 
-LIBRARY = aotc.library_dir("tropical")
-
-if not (LIBRARY / "index.json").is_file():
-    reason = f"aotc at {Path(aotc.__file__).parent} has no installed tropical library; run through tox or pip install ."
-    if os.environ.get("AOTC_REQUIRE_INSTALLED") == "1":
-        raise RuntimeError(reason)
-    pytest.skip(reason, allow_module_level=True)
+# The wheel itself is under test here, never a build folder.
+LIBRARY = installed_library(allow_override=False)
 
 
 def _cuobjdump() -> str:

@@ -59,6 +59,9 @@ class Backend(Protocol):
 
     name: ClassVar[str]
     image_format: ClassVar[str]  # one of IMAGE_FORMATS
+    # "device": pointers are GPU memory; "host": host memory (emulator, noop),
+    # so host arrays are passed in place rather than copied.
+    memory: ClassVar[str]
 
     def device(self) -> DeviceInfo: ...
 

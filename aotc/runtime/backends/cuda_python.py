@@ -34,6 +34,7 @@ class CudaPythonBackend:
 
     name: ClassVar[str] = "cuda-python"
     image_format: ClassVar[str] = "fatbin"
+    memory: ClassVar[str] = "device"
 
     def __init__(self, ordinal: int = 0, *, driver: Any = None) -> None:
         if driver is None:

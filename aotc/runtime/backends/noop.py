@@ -23,6 +23,7 @@ class NoopBackend:
 
     name: ClassVar[str] = "noop"
     image_format: ClassVar[str] = "fatbin"
+    memory: ClassVar[str] = "host"
 
     def __init__(self, capability: tuple[int, int] = (8, 0), driver_version: tuple[int, int] = (13, 0)) -> None:
         major, minor = capability

@@ -30,6 +30,7 @@ class PyCudaBackend:
 
     name: ClassVar[str] = "pycuda"
     image_format: ClassVar[str] = "fatbin"
+    memory: ClassVar[str] = "device"
 
     def __init__(self, ordinal: int = 0) -> None:
         if importlib.util.find_spec("pycuda") is None:

@@ -56,6 +56,7 @@ class EmulatorBackend:
 
     name: ClassVar[str] = "emulator"
     image_format: ClassVar[str] = "source"
+    memory: ClassVar[str] = "host"
 
     def __init__(self, cache: DiskCache | None = None) -> None:
         self._cache = cache

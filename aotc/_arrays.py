@@ -1,0 +1,225 @@
+"""Arrays users pass in, seen uniformly: pointer, dtype, shape, strides, device.
+
+Supported: NumPy arrays; PyTorch tensors (CPU or CUDA); anything with
+``__cuda_array_interface__`` (CuPy arrays, pycuda GPUArrays, Numba arrays).
+Strides are kept in elements; an operand that is not row-major with
+contiguous rows is copied by its own library, never read wrongly.
+
+Nothing here imports NumPy or PyTorch: an array's type tells which it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from typing import Any
+
+__all__ = ["Operand", "as_operand", "contiguous", "empty_like_kind", "is_row_major", "zeros_like_kind"]
+
+DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool"}
+# NumPy's dtype.name is computed in Python and costs microseconds: dtypes are
+# looked up by the dtype object itself, which hashes in C.
+_NUMPY_KINDS = {("f", 4): "f32", ("f", 8): "f64", ("i", 4): "i32", ("i", 8): "i64", ("b", 1): "bool"}
+_numpy_dtypes: dict[Any, str] = {}
+_TYPESTR = {"<f4": "float32", "<f8": "float64", "<i4": "int32", "<i8": "int64", "|b1": "bool"}
+_ITEMSIZE = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "bool": 1}
+
+
+class Operand:
+    """One array argument. ``device`` is "cpu" or "cuda:N"; ``kind`` says which
+    library made it ("numpy", "torch" or "cai"). A plain slotted class: one is
+    made per argument per call, so it must cost next to nothing."""
+
+    __slots__ = ("device", "dtype", "kind", "obj", "pointer", "shape", "strides")
+
+    def __init__(
+        self, obj: Any, kind: str, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...], pointer: int, device: str
+    ) -> None:
+        self.obj = obj
+        self.kind = kind
+        self.dtype = dtype  # aotc's dtype name ("f32"), or the foreign name when unsupported
+        self.shape = shape
+        self.strides = strides  # in elements
+        self.pointer = pointer
+        self.device = device
+
+    @property
+    def on_host(self) -> bool:
+        return self.device == "cpu"
+
+
+_torch_names: dict[Any, str] = {}  # torch dtypes and devices -> names; formatting them costs microseconds
+
+
+def _torch_name(key: Any) -> str:
+    name = _torch_names.get(key)
+    if name is None:
+        if hasattr(key, "is_floating_point"):  # a dtype
+            text = str(key).removeprefix("torch.")
+            name = DTYPE_NAMES.get(text, text)
+        else:
+            name = "cpu" if key.type == "cpu" else f"{key.type}:{key.index or 0}"
+        _torch_names[key] = name
+    return name
+
+
+def _torch_operand(tensor: Any, name: str) -> Operand:
+    return Operand(
+        tensor, "torch", _torch_name(tensor.dtype), tuple(tensor.shape), tensor.stride(), tensor.data_ptr(),
+        _torch_name(tensor.device),
+    )  # fmt: skip
+
+
+def _numpy_dtype(dt: Any) -> str:
+    name = _numpy_dtypes.get(dt)
+    if name is None:
+        name = _numpy_dtypes[dt] = _NUMPY_KINDS.get((dt.kind, dt.itemsize)) or dt.name
+    return name
+
+
+# ``array.ctypes.data`` builds a helper object on every access (about 2 us on
+# a slow host). The data pointer is PyArrayObject's first field after the
+# object header, part of NumPy's C ABI; it is read directly once a probe has
+# shown the offset right for this interpreter and NumPy, else never.
+_DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)
+_direct_pointer: bool | None = None
+
+
+def _numpy_pointer(array: Any) -> int:
+    global _direct_pointer  # noqa: PLW0603 - decided once per process
+    if _direct_pointer is None:
+        import numpy as np
+
+        probe = np.arange(3.0)[1:]
+        _direct_pointer = ctypes.c_void_p.from_address(id(probe) + _DATA_OFFSET).value == probe.ctypes.data
+    if _direct_pointer:
+        return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value or 0
+    return array.ctypes.data
+
+
+def _numpy_operand(array: Any, name: str) -> Operand:
+    dt = array.dtype
+    itemsize = dt.itemsize
+    strides = array.strides
+    if not array.flags.c_contiguous and any(s % itemsize for s in strides):
+        array = array.copy()  # strides of part-elements (a record array's field): copy
+        strides = array.strides
+    if len(strides) == 2:  # the common case, spelled out: a comprehension costs more than the rest
+        elements = (strides[0] // itemsize, strides[1] // itemsize)
+    else:
+        elements = tuple([s // itemsize for s in strides])
+    return Operand(array, "numpy", _numpy_dtype(dt), array.shape, elements, _numpy_pointer(array), "cpu")
+
+
+def _cai_operand(obj: Any, name: str) -> Operand:
+    interface = obj.__cuda_array_interface__
+    shape = tuple(interface["shape"])
+    typestr = interface["typestr"]
+    dtype = _TYPESTR.get(typestr, typestr)
+    itemsize = int(typestr[2:]) if typestr[2:].isdigit() else 1
+    strides = interface.get("strides")
+    if strides is None:  # C-contiguous
+        strides, step = [], 1
+        for extent in reversed(shape):
+            strides.append(step)
+            step *= extent
+        strides = tuple(reversed(strides))
+    else:
+        if any(s % itemsize for s in strides):
+            msg = f"{name}: strides {tuple(strides)} are not whole elements"
+            raise ValueError(msg)
+        strides = tuple(s // itemsize for s in strides)
+    pointer = interface["data"][0] or 0
+    device = f"cuda:{_cai_device(obj)}"
+    return Operand(obj, "cai", DTYPE_NAMES.get(dtype, dtype), shape, strides, pointer, device)
+
+
+def _cai_device(obj: Any) -> int:
+    device = getattr(obj, "device", None)
+    for attribute in ("id", "index"):
+        value = getattr(device, attribute, None)
+        if isinstance(value, int):
+            return value
+    return 0
+
+
+_READERS: dict[type, Any] = {}  # array type -> its reader, learnt on first sight
+
+
+def as_operand(obj: Any, name: str) -> Operand:
+    """The operand view of ``obj``; ``name`` is the argument's name for errors."""
+    reader = _READERS.get(type(obj))
+    if reader is not None:
+        return reader(obj, name)
+    module = type(obj).__module__.partition(".")[0]
+    if module in ("torch", "numpy") and hasattr(obj, "shape"):
+        reader = _READERS[type(obj)] = _torch_operand if module == "torch" else _numpy_operand
+        return reader(obj, name)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _cai_operand(obj, name)
+    if hasattr(obj, "__array_interface__") or isinstance(obj, (list, tuple)):
+        import numpy as np
+
+        return _numpy_operand(np.asarray(obj), name)
+    msg = f"{name}: expected a NumPy array, a PyTorch tensor or a CUDA array, got {type(obj).__name__}"
+    raise TypeError(msg)
+
+
+def contiguous(operand: Operand, name: str) -> Operand:
+    """A row-major contiguous copy, made by the operand's own library."""
+    obj = operand.obj
+    if operand.kind == "numpy":
+        import numpy as np
+
+        return _numpy_operand(np.ascontiguousarray(obj), name)
+    if operand.kind == "torch":
+        return _torch_operand(obj.contiguous(), name)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(obj, cupy.ndarray):
+        return _cai_operand(cupy.ascontiguousarray(obj), name)
+    msg = f"{name}: a strided {type(obj).__name__} cannot be copied here; pass a contiguous array"
+    raise ValueError(msg)
+
+
+def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool) -> Any:
+    numpy_name = next(k for k, v in DTYPE_NAMES.items() if v == dtype)
+    if like.kind == "numpy":
+        import numpy as np
+
+        return (np.zeros if zero else np.empty)(shape, numpy_name)
+    if like.kind == "torch":
+        import torch
+
+        return (torch.zeros if zero else torch.empty)(shape, dtype=getattr(torch, numpy_name), device=like.obj.device)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(like.obj, cupy.ndarray):
+        with cupy.cuda.Device(_cai_device(like.obj)):
+            return (cupy.zeros if zero else cupy.empty)(shape, numpy_name)
+    gpuarray = sys.modules.get("pycuda.gpuarray")
+    if gpuarray is not None and isinstance(like.obj, gpuarray.GPUArray):
+        return (gpuarray.zeros if zero else gpuarray.empty)(shape, numpy_name)
+    msg = f"out: cannot allocate a result like {type(like.obj).__name__}; pass out="
+    raise TypeError(msg)
+
+
+def empty_like_kind(like: Operand, shape: tuple[int, ...], dtype: str) -> Any:
+    """A new uninitialised array of the same library and device as ``like``."""
+    return _allocate(like, shape, dtype, zero=False)
+
+
+def zeros_like_kind(like: Operand, shape: tuple[int, ...], dtype: str) -> Any:
+    return _allocate(like, shape, dtype, zero=True)
+
+
+def itemsize(dtype: str) -> int:
+    return _ITEMSIZE[dtype]
+
+
+def is_row_major(op: Operand) -> bool:
+    """Whether ``op`` is contiguous in C order (extents of 1 may have any stride)."""
+    step = 1
+    for extent, stride in zip(reversed(op.shape), reversed(op.strides)):
+        if extent > 1 and stride != step:
+            return False
+        step *= extent
+    return True

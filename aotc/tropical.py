@@ -1,0 +1,345 @@
+"""Tropical matrix products on the arrays you already have.
+
+    from aotc import tropical
+    c = tropical.matmul(a, b, "maxplus")              # C[i,j] = max_k A[i,k] + B[k,j]
+    c, k = tropical.matmul_argmax(a, b, "minplus")    # and the k that won
+    ga, gb = tropical.matmul_backward(gc, k, a, b, "maxplus")
+
+Inputs are NumPy arrays, PyTorch tensors (CPU or CUDA), or anything with
+``__cuda_array_interface__`` (CuPy, pycuda); the result is the same kind, on
+the same device. 3-D inputs run batched, and a 2-D operand broadcasts over the
+batch. The dtype comes from the inputs; a counting semiring takes and returns
+a trailing axis of length 2 (value, count). PyTorch tensors that require
+gradients get a ``torch.autograd.Function`` (see ``aotc._torch_autograd``).
+
+Host arrays are used in place on host-memory backends (the CPU emulator) and
+copied to the device and back on GPU backends. Strided or transposed inputs
+are copied to row-major first. Errors are one line naming the argument.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+import threading
+from typing import Any
+
+from aotc._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, zeros_like_kind
+
+__all__ = ["matmul", "matmul_argmax", "matmul_backward", "semirings", "set_library"]
+
+_shared: dict[str, Any] = {"library": None}
+_lock = threading.Lock()
+# (semiring, dtype, pass, variant) -> (launcher, picks its arguments from _ARGUMENTS' order)
+_plans: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+_counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
+_ARGUMENTS = (
+    "A", "B", "C", "Kstar", "M", "N", "K", "lda", "ldb", "ldc", "ldk", "batch",
+    "batch_stride_A", "batch_stride_B", "batch_stride_C", "batch_stride_Kstar",
+)  # fmt: skip
+
+
+def set_library(library: Any = None, *, backend: Any = None) -> Any:
+    """Use ``library`` (a Library, an installed name or a folder) for every call;
+    None goes back to the installed tropical library. Returns the Library."""
+    if isinstance(library, (str, os.PathLike)):
+        from aotc.runtime.library import load
+
+        library = load(library, backend=backend)
+    with _lock:
+        _shared["library"] = library
+        _plans.clear()
+        _counting.clear()
+    return library
+
+
+def _library() -> Any:
+    library = _shared["library"]
+    if library is None:
+        with _lock:
+            if _shared["library"] is None:
+                from aotc.runtime.library import load
+
+                _shared["library"] = load("tropical")
+            library = _shared["library"]
+    return library
+
+
+def semirings() -> tuple[str, ...]:
+    """The semiring names the library has kernels for."""
+    return tuple(_library().index["semirings"])
+
+
+def _semiring(library: Any, semiring: str) -> dict[str, Any]:
+    table = library.index["semirings"]
+    spec = table.get(semiring) if isinstance(semiring, str) else None
+    if spec is None:
+        msg = f"semiring: unknown {semiring!r} (known: {', '.join(table)})"
+        raise ValueError(msg)
+    return spec
+
+
+# --- operand checks ------------------------------------------------------------
+
+
+def _matrix(op: Operand, name: str, counting: bool) -> tuple[Operand, int, int, int, int, int]:
+    """(operand, batch or 0, rows, cols, batch stride, row stride), in elements
+    (pairs for counting), copying the operand when its rows aren't contiguous."""
+    shape, strides = op.shape, op.strides
+    if counting:
+        if not shape or shape[-1] != 2:
+            msg = f"{name}: a counting semiring needs a trailing axis of length 2 (value, count), got shape {shape}"
+            raise ValueError(msg)
+        if strides[-1] != 1 or any(s % 2 for s in strides[:-1]):
+            op = contiguous(op, name)
+            shape, strides = op.shape, op.strides
+        shape, strides = shape[:-1], tuple(s // 2 for s in strides[:-1])
+    if len(shape) not in (2, 3):
+        what = "(..., 2) " if counting else ""
+        msg = f"{name}: expected a 2-D or 3-D {what}array, got shape {op.shape}"
+        raise ValueError(msg)
+    rows, cols = shape[-2], shape[-1]
+    row_stride, col_stride = strides[-2], strides[-1]
+    if (col_stride != 1 and cols > 1) or row_stride < 0 or (len(shape) == 3 and strides[0] < 0):
+        return _matrix(contiguous(op, name), name, counting)
+    batch = shape[0] if len(shape) == 3 else 0
+    batch_stride = strides[0] if len(shape) == 3 else 0
+    # A single row's stride is arbitrary; a stride of 0 (a broadcast row) is kept.
+    return op, batch, rows, cols, batch_stride, row_stride if rows > 1 else cols
+
+
+def _same(a: Operand, other: Operand, name: str) -> None:
+    if other.dtype != a.dtype:
+        msg = f"{name}: dtype {other.dtype} does not match a's {a.dtype}"
+        raise ValueError(msg)
+    if other.device != a.device:
+        msg = f"{name}: on {other.device}, but a is on {a.device}"
+        raise ValueError(msg)
+
+
+def _launcher(library: Any, semiring: str, dtype: str, pass_name: str, variant: str) -> Any:
+    try:
+        return library.find(semiring, dtype, pass_name, variant)
+    except LookupError:
+        pass
+    except Exception as exc:  # the library's own one-line error, unless it is ours to word
+        if "no kernel" not in str(exc):
+            raise
+    have = sorted({e["dtype"] for e in library.index["kernels"].values() if e["semiring"] == semiring and e["pass"] == pass_name})
+    msg = f"a: no {pass_name} kernel for semiring {semiring!r} and dtype {dtype} (dtypes with one: {', '.join(have) or 'none'})"
+    raise ValueError(msg)
+
+
+def _plan(library: Any, semiring: str, dtype: str, pass_name: str, variant: str) -> tuple[Any, Any]:
+    """The product kernel's launcher and argument picker, prepared once."""
+    key = (semiring, dtype, pass_name, variant)
+    plan = _plans.get(key)
+    if plan is None:
+        launcher = _launcher(library, semiring, dtype, pass_name, variant)
+        picker = operator.itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
+        plan = _plans[key] = (launcher, picker)
+    return plan
+
+
+def _stream(stream: Any, op: Operand) -> Any:
+    if stream is not None or op.kind == "numpy":
+        return stream or 0
+    if op.kind == "torch" and not op.on_host:
+        return sys.modules["torch"].cuda.current_stream(op.obj.device).cuda_stream
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(op.obj, cupy.ndarray):
+        return cupy.cuda.get_current_stream().ptr
+    return 0
+
+
+# --- running a kernel on host or device memory -----------------------------------
+
+
+class _Memory:
+    """Pointers the kernel can use: operands in place, or staged device copies of
+    host arrays when the backend runs on a GPU."""
+
+    def __init__(self, backend: Any, host_backend: bool) -> None:
+        self.backend = backend
+        self.host_backend = host_backend
+        self.staged: list[tuple[int, Any, bool]] = []  # (device pointer, host array, copy back)
+
+    def check(self, op: Operand, name: str) -> None:
+        """Refuse, before anything is allocated, arrays this backend cannot reach."""
+        if self.host_backend and not op.on_host:
+            msg = f"{name}: a {op.device} array, but the {self.backend.name} backend runs on host memory"
+            raise ValueError(msg)
+
+    def pointer(self, op: Operand, name: str, *, result: bool = False, zeroed: bool = False) -> int:
+        self.check(op, name)
+        if self.host_backend:
+            return op.pointer
+        if not op.on_host:
+            return op.pointer
+        host = op.obj.numpy() if op.kind == "torch" else op.obj
+        size = host.nbytes
+        device = self.backend.alloc(max(size, 1))
+        self.staged.append((device, host, result))
+        if size and (not result or zeroed):
+            self.backend.copy_to_device(device, host)
+        return device
+
+    def finish(self) -> None:
+        try:
+            if self.staged:
+                self.backend.synchronize()
+            for device, host, result in self.staged:
+                if result and host.nbytes:
+                    self.backend.copy_to_host(memoryview(host.reshape(-1).view("uint8")), device)
+        finally:
+            for device, _, _ in self.staged:
+                self.backend.free(device)
+
+
+def _host_backend(backend: Any) -> bool:
+    return getattr(backend, "memory", "device") == "host"
+
+
+def _output(out: Any, name: str, like: Operand, shape: tuple[int, ...], dtype: str) -> Operand:
+    if out is None:
+        return as_operand(empty_like_kind(like, shape, dtype), name)
+    op = as_operand(out, name)
+    if op.shape != shape or op.dtype != dtype:
+        msg = f"{name}: expected shape {shape} and dtype {dtype}, got {op.shape} and {op.dtype}"
+        raise ValueError(msg)
+    if op.device != like.device:
+        msg = f"{name}: on {op.device}, but a is on {like.device}"
+        raise ValueError(msg)
+    if not (op.obj.flags.c_contiguous if op.kind == "numpy" else is_row_major(op)):
+        msg = f"{name}: must be a contiguous row-major array"
+        raise ValueError(msg)
+    return op
+
+
+def _product(pass_name: str, a: Any, b: Any, semiring: str, out: Any, k_out: Any, stream: Any) -> tuple[Any, Any]:
+    library = _shared["library"] or _library()
+    counting = _counting.get(semiring)
+    if counting is None:
+        counting = _counting[semiring] = bool(_semiring(library, semiring).get("counting", False))
+    A, B = as_operand(a, "a"), as_operand(b, "b")
+    if B.dtype != A.dtype or B.device != A.device:
+        _same(A, B, "b")
+    A, batch_a, m, k, sa, lda = _matrix(A, "a", counting)
+    B, batch_b, k2, n, sb, ldb = _matrix(B, "b", counting)
+    if k2 != k:
+        msg = f"b: shape {B.shape} does not fit a's {A.shape}: a has {k} columns, b has {k2} rows"
+        raise ValueError(msg)
+    if batch_a and batch_b and batch_a != batch_b:
+        msg = f"b: batch of {batch_b} does not match a's batch of {batch_a}"
+        raise ValueError(msg)
+    batch = batch_a or batch_b
+    launcher, pick = _plan(library, semiring, A.dtype, pass_name, "batched" if batch else "single")
+    host_backend = _host_backend(library.backend)
+    if host_backend and A.device != "cpu":
+        _Memory(library.backend, host_backend).check(A, "a")  # raises: this backend can't reach it
+
+    lead = (batch,) if batch else ()
+    C = _output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype)
+    K_op = _output(k_out, "k_out", A, (*lead, m, n), "i32") if pass_name == "argmax" else None
+    sizes = (m, n, k, lda, ldb, n, n, batch, sa if batch_a else 0, sb if batch_b else 0, m * n, m * n)
+    if host_backend:
+        # Everything is host memory: the operands are used in place.
+        pointers = (A.pointer, B.pointer, C.pointer, K_op.pointer if K_op is not None else 0)
+        launcher(*pick(pointers + sizes), stream=_stream(stream, A))
+        return C.obj, (K_op.obj if K_op is not None else None)
+    memory = _Memory(library.backend, host_backend)
+    try:
+        pointers = (
+            memory.pointer(A, "a"), memory.pointer(B, "b"), memory.pointer(C, "out", result=True),
+            memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
+        )  # fmt: skip
+        launcher(*pick(pointers + sizes), stream=_stream(stream, A))  # in _ARGUMENTS' order
+    finally:
+        memory.finish()
+    return C.obj, (K_op.obj if K_op is not None else None)
+
+
+def _wants_autograd(a: Any, b: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return (
+        torch is not None
+        and isinstance(a, torch.Tensor)
+        and torch.is_grad_enabled()
+        and (a.requires_grad or (isinstance(b, torch.Tensor) and b.requires_grad))
+    )
+
+
+def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
+    """``C = A (x) B`` under ``semiring``; see the module docstring."""
+    if _wants_autograd(a, b):
+        if out is not None:
+            msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
+            raise ValueError(msg)
+        from aotc._torch_autograd import tropical_matmul
+
+        return tropical_matmul(a, b, semiring)
+    return _product("forward", a, b, semiring, out, None, stream)[0]
+
+
+def matmul_argmax(
+    a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None
+) -> tuple[Any, Any]:
+    """``(C, k)``: the product and, per element, the k of its best term (ties
+    to the smallest k; -1 where no term beats the semiring zero)."""
+    return _product("argmax", a, b, semiring, out, k_out, stream)
+
+
+def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None) -> tuple[Any, Any]:
+    """``(grad_a, grad_b)`` from ``grad_c`` and the ``k`` that ``matmul_argmax`` returned.
+
+    max-plus, min-plus: ``grad_a[i, k*] += grad_c[i, j]``, ``grad_b[k*, j] += grad_c[i, j]``;
+    max-times multiplies each by the other operand. A 2-D operand that was
+    broadcast over a batch gets the sum over the batch.
+    """
+    library = _library()
+    spec = _semiring(library, semiring)
+    if spec.get("counting") or spec["add"] not in ("max", "min") or spec["mul"] not in ("add", "mul"):
+        msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
+        raise ValueError(msg)
+    A, B = as_operand(a, "a"), as_operand(b, "b")
+    G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
+    _same(A, B, "b")
+    _same(A, G, "grad_c")
+    A, batch_a, m, kk, sa, lda = _matrix(A, "a", False)
+    B, batch_b, k2, n, sb, ldb = _matrix(B, "b", False)
+    if k2 != kk:
+        msg = f"b: shape {B.shape} does not fit a's {A.shape}: a has {kk} columns, b has {k2} rows"
+        raise ValueError(msg)
+    batch = batch_a or batch_b
+    lead = (batch,) if batch else ()
+    G, batch_g, gm, gn, sg, ldgc = _matrix(G, "grad_c", False)
+    if (gm, gn) != (m, n) or batch_g != batch:
+        msg = f"grad_c: shape {G.shape} does not match the product's {(*lead, m, n)}"
+        raise ValueError(msg)
+    if Kop.dtype != "i32" or Kop.shape != (*lead, m, n) or Kop.device != A.device:
+        msg = f"k: expected the int32 {(*lead, m, n)} array matmul_argmax returned on {A.device}, got {Kop.dtype} {Kop.shape} on {Kop.device}"
+        raise ValueError(msg)
+    Kop, _, _, _, sk, ldk = _matrix(Kop, "k", False)
+    variant = "batched" if batch else "single"
+    _Memory(library.backend, _host_backend(library.backend)).check(A, "a")
+    grads = []
+    for pass_name, target, target_op, stride in (("backward_a", "grad_A", A, sa), ("backward_b", "grad_B", B, sb)):
+        launcher = _launcher(library, semiring, A.dtype, pass_name, variant)
+        grad = as_operand(zeros_like_kind(target_op, target_op.shape, A.dtype), target)
+        memory = _Memory(library.backend, _host_backend(library.backend))
+        values = {"M": m, "N": n, "K": kk, "lda": lda, "ldb": ldb, "ldgc": ldgc, "ldk": ldk, "batch": batch}
+        values.update(ldga=kk, ldgb=n, batch_stride_grad_C=sg, batch_stride_Kstar=sk)
+        values.update(batch_stride_A=sa if batch_a else 0, batch_stride_B=sb if batch_b else 0)
+        values.update(batch_stride_grad_A=m * kk if batch_a else 0, batch_stride_grad_B=kk * n if batch_b else 0)
+        try:
+            values["grad_C"] = memory.pointer(G, "grad_c")
+            values["Kstar"] = memory.pointer(Kop, "k")
+            values["A"] = memory.pointer(A, "a")
+            values["B"] = memory.pointer(B, "b")
+            values[target] = memory.pointer(grad, target, result=True, zeroed=True)
+            launcher(*[values[p] for p in launcher.params], stream=_stream(stream, A))
+        finally:
+            memory.finish()
+        grads.append(grad.obj)
+    return grads[0], grads[1]

@@ -1,0 +1,185 @@
+"""The user API, aotc.tropical, on the CPU emulator against the NumPy reference."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aotc import reference, tropical
+from conftest import installed_library
+from kernel_harness import Case, operands
+
+LIBRARY = installed_library()
+
+
+@pytest.fixture(autouse=True)
+def use_emulator(emulated_tropical: Any) -> Iterator[None]:
+    tropical.set_library(emulated_tropical)
+    yield
+    tropical.set_library(None)
+
+
+def _kinds() -> list[tuple[str, str]]:
+    import json
+
+    kernels = json.loads((LIBRARY / "index.json").read_text())["kernels"].values()
+    return sorted({(k["semiring"], k["dtype"]) for k in kernels})
+
+
+def _has_gradient(semiring: str, dtype: str) -> bool:
+    return semiring in ("maxplus", "minplus", "maxmul") and dtype in ("f32", "f64")
+
+
+CASES = [Case(19, 23, 17), Case(4, 6, 9, batch=3), Case(5, 7, 8, batch=2, a_batched=False), Case(6, 5, 4, batch=2, b_batched=False)]
+
+
+@pytest.mark.parametrize(("semiring", "dtype"), _kinds(), ids=[f"{s}-{d}" for s, d in _kinds()])
+def test_api_reproduces_the_reference(semiring: str, dtype: str) -> None:
+    rng = np.random.default_rng()  # fresh inputs every run; the seed is printed on failure
+    for case in CASES:
+        seed = int(rng.integers(2**31))
+        a, b = operands(case, dtype, semiring == "counting", seed)
+        np.testing.assert_array_equal(tropical.matmul(a, b, semiring), reference.matmul(a, b, semiring), err_msg=f"seed {seed}")
+        c, k = tropical.matmul_argmax(a, b, semiring)
+        want_c, want_k = reference.matmul_argmax(a, b, semiring)
+        np.testing.assert_array_equal(c, want_c, err_msg=f"seed {seed}")
+        np.testing.assert_array_equal(k, want_k, err_msg=f"seed {seed}")
+        assert k.dtype == np.int32
+        if _has_gradient(semiring, dtype):
+            grad_c = np.random.default_rng(seed).standard_normal(want_c.shape).astype(a.dtype)
+            grad_a, grad_b = tropical.matmul_backward(grad_c, k, a, b, semiring)
+            want_a, want_b = reference.matmul_backward(grad_c, want_k, a, b, semiring)
+            tolerance = 1e-5 if dtype == "f32" else 1e-12
+            np.testing.assert_allclose(grad_a, want_a, rtol=tolerance, atol=tolerance, err_msg=f"seed {seed}")
+            np.testing.assert_allclose(grad_b, want_b, rtol=tolerance, atol=tolerance, err_msg=f"seed {seed}")
+            assert grad_a.shape == a.shape and grad_b.shape == b.shape
+
+
+def test_strided_and_transposed_inputs_are_handled() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((12, 20)).astype(np.float32)
+    b = rng.standard_normal((20, 9)).astype(np.float32)
+    want = reference.matmul(a, b, "maxplus")
+    variants = {
+        "fortran": (np.asfortranarray(a), b),
+        "transposed view": (np.ascontiguousarray(a.T).T, b),
+        "column slice": (np.repeat(a, 2, axis=1)[:, ::2], b),
+        "row slice": (np.repeat(a, 2, axis=0)[::2], b),
+        "negative stride": (a[::-1].copy()[::-1], b[::-1].copy()[::-1]),
+        "padded rows": (np.pad(a, ((0, 0), (0, 3)))[:, :20], b),
+    }
+    for name, (x, y) in variants.items():
+        np.testing.assert_array_equal(tropical.matmul(x, y), want, err_msg=name)
+
+
+def test_broadcast_batch_views_are_read_in_place() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((5, 6))
+    b = rng.standard_normal((3, 6, 4))
+    stacked = np.broadcast_to(a, (3, 5, 6))  # batch stride 0
+    np.testing.assert_array_equal(tropical.matmul(stacked, b, "minplus"), reference.matmul(a, b, "minplus"))
+
+
+def test_out_is_filled_and_returned() -> None:
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    b = np.arange(8, dtype=np.float64).reshape(4, 2)
+    out = np.full((3, 2), np.nan)
+    assert tropical.matmul(a, b, out=out) is out
+    np.testing.assert_array_equal(out, reference.matmul(a, b, "maxplus"))
+    c, k = np.empty((3, 2)), np.empty((3, 2), np.int32)
+    assert tropical.matmul_argmax(a, b, out=c, k_out=k) == (c, k)
+
+
+class FakeCudaArray:
+    """Quacks like a CuPy array on cuda:0 (its memory is host memory)."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.__cuda_array_interface__ = {
+            "shape": array.shape,
+            "typestr": array.dtype.str,
+            "data": (array.ctypes.data, False),
+            "strides": None,
+            "version": 3,
+        }
+
+
+ERRORS = {
+    "mixed-dtypes": (lambda: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2))), "b: dtype f64 does not match a's f32"),
+    "no-kernel-for-dtype": (
+        lambda: tropical.matmul(np.ones((2, 3), np.int16), np.ones((3, 2), np.int16)),
+        "a: no forward kernel for semiring 'maxplus' and dtype int16 (dtypes with one: f32, f64, i32, i64)",
+    ),
+    "bool-needs-andor": (lambda: tropical.matmul(np.ones((2, 3), bool), np.ones((3, 2), bool), "maxplus"), "dtype bool"),
+    "unknown-semiring": (lambda: tropical.matmul(np.ones((2, 3)), np.ones((3, 2)), "maxplux"), "semiring: unknown 'maxplux' (known: maxplus"),
+    "wrong-ndim": (lambda: tropical.matmul(np.ones(3), np.ones((3, 2))), "a: expected a 2-D or 3-D array, got shape (3,)"),
+    "four-dims": (lambda: tropical.matmul(np.ones((1, 2, 2, 3)), np.ones((3, 2))), "a: expected a 2-D or 3-D array"),
+    "inner-mismatch": (lambda: tropical.matmul(np.ones((2, 3)), np.ones((4, 2))), "b: shape (4, 2) does not fit a's (2, 3): a has 3 columns, b has 4 rows"),
+    "batch-mismatch": (lambda: tropical.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 2))), "b: batch of 3 does not match a's batch of 2"),
+    "counting-needs-pairs": (lambda: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), "counting"), "a: a counting semiring needs a trailing axis of length 2"),
+    "different-devices": (lambda: tropical.matmul(np.ones((2, 3)), FakeCudaArray(np.ones((3, 2)))), "b: on cuda:0, but a is on cpu"),
+    "device-array-on-host-backend": (
+        lambda: tropical.matmul(FakeCudaArray(np.ones((2, 3))), FakeCudaArray(np.ones((3, 2)))),
+        "a: a cuda:0 array, but the emulator backend runs on host memory",
+    ),
+    "out-shape": (lambda: tropical.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.empty((2, 3))), "out: expected shape (2, 2) and dtype f64"),
+    "out-strided": (lambda: tropical.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.empty((2, 4))[:, ::2]), "out: must be a contiguous row-major array"),
+    "not-an-array": (lambda: tropical.matmul("a", np.ones((3, 2))), "a: expected a NumPy array"),
+    "no-gradient": (lambda: tropical.matmul_backward(np.ones((2, 2), bool), np.zeros((2, 2), np.int32), np.ones((2, 3), bool), np.ones((3, 2), bool), "andor"), "semiring: 'andor' has no gradient"),
+    "bad-k": (lambda: tropical.matmul_backward(np.ones((2, 2)), np.zeros((2, 2)), np.ones((2, 3)), np.ones((3, 2))), "k: expected the int32 (2, 2) array"),
+}
+
+
+@pytest.mark.parametrize("call", list(ERRORS.values()), ids=list(ERRORS))
+def test_errors_are_one_line_naming_the_argument(call: tuple[Any, str]) -> None:
+    function, message = call
+    with pytest.raises((ValueError, TypeError)) as info:
+        function()
+    text = str(info.value)
+    assert message in text and "\n" not in text, text
+
+
+# --- PyTorch: CPU tensors run on the emulator, autograd included ------------------
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
+
+
+def test_torch_tensors_in_torch_tensors_out() -> None:
+    a = torch.randn(6, 5)
+    b = torch.randn(3, 5, 4)
+    c = tropical.matmul(a, b, "minplus")
+    assert isinstance(c, torch.Tensor) and c.shape == (3, 6, 4) and c.dtype == torch.float32
+    np.testing.assert_array_equal(c.numpy(), reference.matmul(a.numpy(), b.numpy(), "minplus"))
+    c, k = tropical.matmul_argmax(a.double(), b.double())
+    assert k.dtype == torch.int32
+
+
+@pytest.mark.parametrize("semiring", ["maxplus", "minplus", "maxmul"])
+@pytest.mark.parametrize("batched", [False, True])
+def test_autograd_matches_finite_differences(semiring: str, batched: bool) -> None:
+    # Distinct values keep every argmax away from ties, where the product is smooth.
+    generator = torch.Generator().manual_seed(5)
+    shape_a, shape_b = ((2, 6, 7), (7, 5)) if batched else ((6, 7), (7, 5))
+    a = (torch.randperm(int(np.prod(shape_a)), generator=generator).double() / 7 + 1).reshape(shape_a).requires_grad_()
+    b = (torch.randperm(int(np.prod(shape_b)), generator=generator).double() / 5 + 1).reshape(shape_b).requires_grad_()
+    assert torch.autograd.gradcheck(lambda x, y: tropical.matmul(x, y, semiring), (a, b), eps=1e-6, atol=1e-6)
+
+
+def test_loss_backward_reaches_the_winning_entries() -> None:
+    a = torch.tensor([[0.0, 5.0], [1.0, -1.0]], requires_grad=True)
+    b = torch.tensor([[0.0, 0.0], [1.0, -9.0]], requires_grad=True)
+    c = tropical.matmul(a, b)  # max-plus
+    c.sum().backward()
+    # c = [[6, 0], [1, 1]] with k* = [[1, 0], [0, 0]]: c00 takes a[0,1] and
+    # b[1,0]; c01 takes a[0,0] and b[0,1]; c10 and c11 take a[1,0], and b[0,0], b[0,1].
+    assert a.grad.tolist() == [[1.0, 1.0], [2.0, 0.0]]
+    assert b.grad.tolist() == [[1.0, 2.0], [1.0, 0.0]]
+
+
+def test_autograd_refuses_out() -> None:
+    a = torch.ones(2, 3, requires_grad=True)
+    with pytest.raises(ValueError, match="out: not supported while autograd records"):
+        tropical.matmul(a, torch.ones(3, 2), out=torch.empty(2, 2))
