@@ -41,13 +41,14 @@ the argument's name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable
 
 import numpy as np
 
-from aotc.semiring import ADD_OPS, CONSTANTS, IDENTITY_OF_ADD, IDENTITY_OF_MUL, MUL_OPS
+# One semiring type for the manifest, the index and the reference: the reference
+# accepts exactly what kernels can be built for.
+from aotc.semiring import Semiring
 
 __all__ = [
     "DTYPES",
@@ -65,12 +66,6 @@ __all__ = [
 DTYPES = ("float32", "float64", "int32", "int64", "bool")
 KSTAR_DTYPE = np.dtype(np.int32)
 
-# The manifest's vocabulary, so the reference accepts exactly what kernels can be built for.
-_ADD_OPS = tuple(ADD_OPS)
-_MUL_OPS = tuple(MUL_OPS)
-_VALUES = tuple(CONSTANTS)
-_IDENTITY_OF_ADD = IDENTITY_OF_ADD
-_IDENTITY_OF_MUL = IDENTITY_OF_MUL
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": np.add,
@@ -81,64 +76,22 @@ _BINARY: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class Semiring:
-    """A semiring described by its operations; ``counting`` pairs each value with a count."""
-
-    name: str
-    add: str
-    mul: str
-    zero: str
-    one: str
-    counting: bool = False
-
-    def __post_init__(self) -> None:
-        if self.add not in _ADD_OPS:
-            msg = f"add: unknown operation {self.add!r} (known: {', '.join(_ADD_OPS)})"
-            raise ValueError(msg)
-        if self.mul not in _MUL_OPS:
-            msg = f"mul: unknown operation {self.mul!r} (known: {', '.join(_MUL_OPS)})"
-            raise ValueError(msg)
-        if (self.add == "or") != (self.mul == "and"):
-            msg = f"mul: {self.mul!r} cannot pair with add {self.add!r} ('or' pairs only with 'and')"
-            raise ValueError(msg)
-        if self.add == self.mul:
-            msg = f"mul: {self.mul!r} cannot equal add: the zero would not absorb"
-            raise ValueError(msg)
-        for field, value, expected in (
-            ("zero", self.zero, _IDENTITY_OF_ADD[self.add]),
-            ("one", self.one, _IDENTITY_OF_MUL[self.mul]),
-        ):
-            if value not in _VALUES:
-                msg = f"{field}: unknown value {value!r} (known: {', '.join(_VALUES)})"
-                raise ValueError(msg)
-            if value != expected:
-                ops = f"{self.add}/{self.mul}"
-                msg = f"{field}: {value!r} is not the identity of {ops}; expected {expected!r}"
-                raise ValueError(msg)
-        if self.counting and (self.add == "or" or self.mul != "add"):
-            msg = "counting: needs add 'max' or 'min' and mul 'add'"
-            raise ValueError(msg)
-
-    @property
-    def is_boolean(self) -> bool:
-        return self.add == "or"
-
-
 def semiring_from_ops(
     add: str, mul: str, zero: str, one: str, *, name: str | None = None, counting: bool = False
 ) -> Semiring:
     """Describe an extra semiring, e.g. ``semiring_from_ops("max", "min", "-inf", "+inf")``."""
-    return Semiring(name or f"{add}-{mul}", add, mul, zero, one, counting)
+    semiring = Semiring(name or f"{add}-{mul}", add, mul, zero, one, counting)
+    semiring.validate()
+    return semiring
 
 
 SEMIRINGS: MappingProxyType[str, Semiring] = MappingProxyType(
     {
-        "maxplus": Semiring("maxplus", "max", "add", "-inf", "0"),
-        "minplus": Semiring("minplus", "min", "add", "+inf", "0"),
-        "maxmul": Semiring("maxmul", "max", "mul", "-inf", "1"),
-        "andor": Semiring("andor", "or", "and", "false", "true"),
-        "counting": Semiring("counting", "max", "add", "-inf", "0", counting=True),
+        "maxplus": semiring_from_ops("max", "add", "-inf", "0", name="maxplus"),
+        "minplus": semiring_from_ops("min", "add", "+inf", "0", name="minplus"),
+        "maxmul": semiring_from_ops("max", "mul", "-inf", "1", name="maxmul"),
+        "andor": semiring_from_ops("or", "and", "false", "true", name="andor"),
+        "counting": semiring_from_ops("max", "add", "-inf", "0", name="counting", counting=True),
     }
 )
 

@@ -92,6 +92,37 @@ class Semiring:
     # (x) multiplies them. Stored as two adjacent values of the dtype.
     counting: bool = False
 
+    def validate(self) -> None:
+        """Raise ValueError("<field>: <why>") for the first rule this declaration
+        breaks; the manifest adds the file and line, the reference raises as is."""
+        for field, op, vocabulary in (("add", self.add, ADD_OPS), ("mul", self.mul, MUL_OPS)):
+            if op not in vocabulary:
+                msg = f"{field}: unknown operation {op!r} (known: {', '.join(vocabulary)})"
+                raise ValueError(msg)
+        if (self.add == "or") != (self.mul == "and"):
+            msg = f"mul: {self.mul!r} cannot pair with add {self.add!r} ('or' pairs only with 'and')"
+            raise ValueError(msg)
+        if self.add == self.mul:
+            msg = f"mul: {self.mul!r} cannot equal add: the zero would not absorb"
+            raise ValueError(msg)
+        for field, value, identity in (
+            ("zero", self.zero, IDENTITY_OF_ADD[self.add]),
+            ("one", self.one, IDENTITY_OF_MUL[self.mul]),
+        ):
+            if value not in CONSTANTS:
+                msg = f"{field}: unknown value {value!r} (known: {', '.join(CONSTANTS)})"
+                raise ValueError(msg)
+            if value != identity:
+                msg = f"{field}: {value!r} is not the identity of {self.add}/{self.mul}; expected {identity!r}"
+                raise ValueError(msg)
+        if self.counting and (self.add == "or" or self.mul != "add"):
+            msg = "counting: needs add 'max' or 'min' and mul 'add'"
+            raise ValueError(msg)
+
+    @property
+    def is_boolean(self) -> bool:
+        return self.add == "or"
+
     def supports(self, dtype: DType) -> bool:
         """Whether every operation and constant is defined for ``dtype``."""
         return (

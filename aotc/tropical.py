@@ -118,6 +118,20 @@ def _same(a: Operand, other: Operand, name: str) -> None:
         raise ValueError(msg)
 
 
+def _pair(A: Operand, B: Operand, counting: bool) -> tuple[Operand, Operand, tuple[int, ...]]:
+    """Check that a and b multiply; return them (row-major where needed) and
+    (batch_a, batch_b, m, k, n, batch stride a, batch stride b, lda, ldb)."""
+    A, batch_a, m, k, sa, lda = _matrix(A, "a", counting)
+    B, batch_b, k2, n, sb, ldb = _matrix(B, "b", counting)
+    if k2 != k:
+        msg = f"b: shape {B.shape} does not fit a's {A.shape}: a has {k} columns, b has {k2} rows"
+        raise ValueError(msg)
+    if batch_a and batch_b and batch_a != batch_b:
+        msg = f"b: batch of {batch_b} does not match a's batch of {batch_a}"
+        raise ValueError(msg)
+    return A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb)
+
+
 def _launcher(library: Any, semiring: str, dtype: str, pass_name: str, variant: str) -> Any:
     try:
         return library.find(semiring, dtype, pass_name, variant)
@@ -225,14 +239,7 @@ def _product(pass_name: str, a: Any, b: Any, semiring: str, out: Any, k_out: Any
     A, B = as_operand(a, "a"), as_operand(b, "b")
     if B.dtype != A.dtype or B.device != A.device:
         _same(A, B, "b")
-    A, batch_a, m, k, sa, lda = _matrix(A, "a", counting)
-    B, batch_b, k2, n, sb, ldb = _matrix(B, "b", counting)
-    if k2 != k:
-        msg = f"b: shape {B.shape} does not fit a's {A.shape}: a has {k} columns, b has {k2} rows"
-        raise ValueError(msg)
-    if batch_a and batch_b and batch_a != batch_b:
-        msg = f"b: batch of {batch_b} does not match a's batch of {batch_a}"
-        raise ValueError(msg)
+    A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = _pair(A, B, counting)
     batch = batch_a or batch_b
     launcher, pick = _plan(library, semiring, A.dtype, pass_name, "batched" if batch else "single")
     host_backend = _host_backend(library.backend)
@@ -306,11 +313,7 @@ def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplu
     G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
     _same(A, B, "b")
     _same(A, G, "grad_c")
-    A, batch_a, m, kk, sa, lda = _matrix(A, "a", False)
-    B, batch_b, k2, n, sb, ldb = _matrix(B, "b", False)
-    if k2 != kk:
-        msg = f"b: shape {B.shape} does not fit a's {A.shape}: a has {kk} columns, b has {k2} rows"
-        raise ValueError(msg)
+    A, B, (batch_a, batch_b, m, kk, n, sa, sb, lda, ldb) = _pair(A, B, False)
     batch = batch_a or batch_b
     lead = (batch,) if batch else ()
     G, batch_g, gm, gn, sg, ldgc = _matrix(G, "grad_c", False)

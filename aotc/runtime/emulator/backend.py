@@ -12,11 +12,11 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import threading
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, BuildError
 from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.host_memory import HostMemory
 from aotc.runtime.cache import CacheKey, DiskCache, default_cache
 from aotc.runtime.emulator.compile import compile_library_bytes, toolchain
 from aotc.runtime.emulator.launch import EmulatorKernel, load_library_bytes
@@ -51,17 +51,15 @@ class EmulatorFunction:
         self.offsets = tuple(offsets)
 
 
-class EmulatorBackend:
+class EmulatorBackend(HostMemory):
     """Runs kernels on the CPU; see the module docstring."""
 
     name: ClassVar[str] = "emulator"
     image_format: ClassVar[str] = "source"
-    memory: ClassVar[str] = "host"
 
     def __init__(self, cache: DiskCache | None = None) -> None:
+        super().__init__()
         self._cache = cache
-        self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
-        self._lock = threading.Lock()
         self.compiles = 0  # how many sources this process compiled (cache misses)
 
     @property
@@ -117,28 +115,3 @@ class EmulatorBackend:
         except (ValueError, RuntimeError) as exc:
             msg = f"{function.kernel.symbol}: {exc}"
             raise BackendError(msg) from None
-
-    # Host memory stands in for device memory.
-    def alloc(self, nbytes: int) -> int:
-        buffer = ctypes.create_string_buffer(max(int(nbytes), 1))
-        pointer = ctypes.addressof(buffer)
-        with self._lock:
-            self._buffers[pointer] = buffer
-        return pointer
-
-    def free(self, pointer: int) -> None:
-        with self._lock:
-            self._buffers.pop(pointer, None)
-
-    def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
-        view = memoryview(host)
-        if view.nbytes:  # an empty array (K = 0) has nothing to copy, and can't be cast
-            ctypes.memmove(pointer, (ctypes.c_char * view.nbytes).from_buffer_copy(view.cast("B")), view.nbytes)
-
-    def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
-        view = memoryview(host)
-        if view.nbytes:
-            ctypes.memmove((ctypes.c_char * view.nbytes).from_buffer(view.cast("B")), pointer, view.nbytes)
-
-    def synchronize(self) -> None:
-        return None

@@ -1,0 +1,53 @@
+"""Host memory standing in for device memory, for backends that run on the CPU.
+
+The noop backend and the emulator share it: pointers are real host addresses
+(ctypes buffers kept alive until freed), so copies round-trip and NumPy arrays
+or CPU tensors can be passed in place.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import ClassVar
+
+from aotc.errors import BackendError
+
+__all__ = ["HostMemory"]
+
+
+class HostMemory:
+    """The protocol's memory helpers over host memory; see the module docstring."""
+
+    name: ClassVar[str]
+    memory: ClassVar[str] = "host"
+
+    def __init__(self) -> None:
+        self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
+        self._buffers_lock = threading.Lock()
+
+    def alloc(self, nbytes: int) -> int:
+        buffer = ctypes.create_string_buffer(max(int(nbytes), 1))
+        pointer = ctypes.addressof(buffer)
+        with self._buffers_lock:
+            self._buffers[pointer] = buffer
+        return pointer
+
+    def free(self, pointer: int) -> None:
+        with self._buffers_lock:
+            if self._buffers.pop(pointer, None) is None:
+                msg = f"{self.name} backend: free of {pointer:#x}, which alloc() did not return"
+                raise BackendError(msg)
+
+    def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
+        data = memoryview(host)
+        if data.nbytes:  # an empty array has nothing to copy, and cannot be cast
+            ctypes.memmove(pointer, bytes(data.cast("B")), data.nbytes)
+
+    def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
+        view = memoryview(host)
+        if view.nbytes:
+            view.cast("B")[:] = ctypes.string_at(pointer, view.nbytes)
+
+    def synchronize(self) -> None:
+        return None
