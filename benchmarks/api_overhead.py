@@ -11,25 +11,14 @@ Reported: the median over batches of the mean time per call in a batch.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from run import median_ns  # the shared timing loop; also puts this checkout's aotc first on sys.path
 
 import aotc
 from aotc import tropical
 from aotc.runtime.backends.noop import NoopBackend
 from aotc.runtime.library import Library
-
-
-def per_call(function, calls: int, batches: int) -> float:
-    samples = []
-    for _ in range(batches):
-        start = time.perf_counter_ns()
-        for _ in range(calls):
-            function()
-        samples.append((time.perf_counter_ns() - start) / calls)
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -67,7 +56,7 @@ def main() -> None:
         function()  # first use loads the kernel: not part of the per-call cost
     print(f"per-call host overhead, noop backend, median of {args.batches} batches of {args.calls} calls")
     for name, function in cases.items():
-        print(f"  {name:48} {per_call(function, args.calls, args.batches) / 1000:6.2f} us")
+        print(f"  {name:48} {median_ns(function, args.batches, args.calls) / 1000:6.2f} us")
 
 
 if __name__ == "__main__":
