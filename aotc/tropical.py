@@ -135,14 +135,11 @@ def _pair(A: Operand, B: Operand, counting: bool) -> tuple[Operand, Operand, tup
 def _launcher(library: Any, semiring: str, dtype: str, pass_name: str, variant: str) -> Any:
     try:
         return library.find(semiring, dtype, pass_name, variant)
-    except LookupError:
-        pass
-    except Exception as exc:  # the library's own one-line error, unless it is ours to word
-        if "no kernel" not in str(exc):
-            raise
-    have = sorted({e["dtype"] for e in library.index["kernels"].values() if e["semiring"] == semiring and e["pass"] == pass_name})
-    msg = f"a: no {pass_name} kernel for semiring {semiring!r} and dtype {dtype} (dtypes with one: {', '.join(have) or 'none'})"
-    raise ValueError(msg)
+    except KeyError:
+        kernels = library.index["kernels"].values()
+        have = sorted({e["dtype"] for e in kernels if e["semiring"] == semiring and e["pass"] == pass_name})
+        msg = f"a: no {pass_name} kernel for semiring {semiring!r} and dtype {dtype} (dtypes with one: {', '.join(have) or 'none'})"
+        raise ValueError(msg) from None
 
 
 def _plan(library: Any, semiring: str, dtype: str, pass_name: str, variant: str) -> tuple[Any, Any]:
@@ -211,6 +208,12 @@ class _Memory:
                 self.backend.free(device)
 
 
+def _stageable(op: Operand, name: str) -> Operand:
+    """A host operand bound for a GPU is copied there byte for byte, so its
+    layout must be plain row-major first (a padded or broadcast view is not)."""
+    return contiguous(op, name) if op.on_host and not is_row_major(op) else op
+
+
 def _host_backend(backend: Any) -> bool:
     return getattr(backend, "memory", "device") == "host"
 
@@ -239,12 +242,14 @@ def _product(pass_name: str, a: Any, b: Any, semiring: str, out: Any, k_out: Any
     A, B = as_operand(a, "a"), as_operand(b, "b")
     if B.dtype != A.dtype or B.device != A.device:
         _same(A, B, "b")
-    A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = _pair(A, B, counting)
-    batch = batch_a or batch_b
-    launcher, pick = _plan(library, semiring, A.dtype, pass_name, "batched" if batch else "single")
     host_backend = _host_backend(library.backend)
     if host_backend and A.device != "cpu":
         _Memory(library.backend, host_backend).check(A, "a")  # raises: this backend can't reach it
+    if not host_backend:
+        A, B = _stageable(A, "a"), _stageable(B, "b")
+    A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = _pair(A, B, counting)
+    batch = batch_a or batch_b
+    launcher, pick = _plan(library, semiring, A.dtype, pass_name, "batched" if batch else "single")
 
     lead = (batch,) if batch else ()
     C = _output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype)
@@ -313,6 +318,8 @@ def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplu
     G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
     _same(A, B, "b")
     _same(A, G, "grad_c")
+    if not _host_backend(library.backend):
+        A, B, G, Kop = (_stageable(op, n) for op, n in ((A, "a"), (B, "b"), (G, "grad_c"), (Kop, "k")))
     A, B, (batch_a, batch_b, m, kk, n, sa, sb, lda, ldb) = _pair(A, B, False)
     batch = batch_a or batch_b
     lead = (batch,) if batch else ()
