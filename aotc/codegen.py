@@ -74,6 +74,7 @@ def _context(manifest: Manifest, kernel: KernelSpec) -> dict[str, object]:
         "tile": kernel.tile,
         "threads": kernel.tile.threads,
         "batched": kernel.variant == "batched",
+        "plain_tiles": kernel.semiring.has_plain_tiles(kernel.dtype),
         "params": kernel.params,
         "params_decl": ", ".join(p.declaration() for p in kernel.params),
         "shared_bytes": launch.shared_bytes_static,

@@ -138,5 +138,10 @@ class Semiring:
         """Whether backward passes exist: (+) selects one term, (x) is + or *."""
         return not self.counting and self.add in ("max", "min") and self.mul in ("add", "mul")
 
+    def has_plain_tiles(self, dtype: DType) -> bool:
+        """Whether kernels fold tiles whose values can't meet NaN, saturation or
+        the absorbing zero with unguarded operations (docs/design.md, "Plain tiles")."""
+        return not self.counting and dtype.kind in ("float", "int")
+
     def element_size(self, dtype: DType) -> int:
         return dtype.size * (2 if self.counting else 1)

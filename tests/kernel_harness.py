@@ -31,10 +31,22 @@ class Case:
     b_batched: bool = True
     # Inputs start one element past an aligned address: vector loads must fall back.
     misaligned: bool = False
+    # "salted": random values salted with specials. "plain": only values that
+    # plain tiles fold (see plain_values), with a row of A and a column of B
+    # all the zero. "slab": the same, but in A's first 32 rows each value no
+    # plain tile may take gets a k slab of its own, [8 + 16i, 16 + 16i), with
+    # plain slabs between: with 8-deep k tiles, plain and exact tiles
+    # alternate in one output, and blocks of rows with and without differ.
+    # "pairs": the slabs again, plus row 4 of A and column 6 of B holding the
+    # zero but for each slab's value, so some outputs are decided by the terms
+    # of those values, with each other too.
+    pattern: str = "salted"
 
     @property
     def id(self) -> str:
         text = f"{self.m}x{self.n}x{self.k}{'-misaligned' if self.misaligned else ''}"
+        if self.pattern != "salted":
+            text += f"-{self.pattern}"
         if self.batch:
             text += f"-b{self.batch}{'' if self.a_batched else '-bcastA'}{'' if self.b_batched else '-bcastB'}"
         return text
@@ -89,6 +101,66 @@ def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.
     return values
 
 
+def plain_values(semiring: reference.Semiring, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values a plain tile may fold for this semiring and dtype, and values just
+    past those bounds, per the rules in docs/design.md ("Plain tiles")."""
+    np_type = NUMPY_DTYPES[dtype]
+    small = np.arange(-6, 7).astype(np_type)
+    if np.issubdtype(np_type, np.floating):
+        big = np.finfo(np_type).max / 2  # sums and products of these overflow to inf
+        nan, inf = np_type(np.nan), np_type(np.inf)
+        if semiring.mul == "add":
+            zero = -inf if semiring.add == "max" else inf
+            return np.array([*small, 0.5, -0.25, big, -big, zero], np_type), np.array([nan, -zero], np_type)
+        if semiring.mul == "mul":
+            return np.array([*small, 0.5, -0.25, big, -big, -0.0], np_type), np.array([nan, inf, -inf], np_type)
+        return np.array([*small, inf, -inf], np_type), np.array([nan], np_type)
+    info = np.iinfo(np_type)
+    bits = info.bits
+    if semiring.mul == "add":
+        r = 1 << (bits - 4)
+        zero = info.min if semiring.add == "max" else info.max
+        inside = [-r, r - 1, -r + 1, zero]
+        # Past the bounds: the other extreme, and the sentinel values themselves.
+        outside = [r, -r - 1, info.max if zero == info.min else info.min, -3 * r, 3 * r, 1 << (bits - 2)]
+    elif semiring.mul == "mul":
+        r = 1 << (bits // 2 - 1)
+        inside, outside = [-r, r - 1, -r + 1], [r, -r - 1, info.min, info.max, 1 << (bits // 2)]
+    else:
+        inside, outside = [info.min, info.max, info.min + 1], []
+    return np.array([*small, *inside], np_type), np.array(outside or [info.max], np_type)
+
+
+def _patterned(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: str, semiring: reference.Semiring, pattern: str, operand: str
+) -> np.ndarray:
+    inside, outside = plain_values(semiring, dtype)
+    values = rng.choice(inside, size=shape)
+    zero = reference.matmul(np.empty((1, 0), values.dtype), np.empty((0, 1), values.dtype), semiring)[0, 0]
+    # A row of A and a column of B that are all the zero: every term of some
+    # outputs has the zero, and plain folds must still give the zero (and -1).
+    if operand == "A" and shape[-2] > 3:
+        values[..., 3, :] = zero
+    if operand == "B" and shape[-1] > 5:
+        values[..., :, 5] = zero
+    if pattern not in ("slab", "pairs"):
+        return values
+    depth = shape[-1] if operand == "A" else shape[-2]
+    assert depth >= 16 * len(outside), f"K = {depth} leaves no slab for some of {outside}"
+    slabs = [slice(8 + 16 * i, 16 + 16 * i) for i in range(len(outside))]
+    outside = np.random.default_rng(depth).permutation(outside)  # A and B agree; cases differ in which comes first
+    if operand == "A":
+        for ks, value in zip(slabs, outside):
+            slab = values[..., :32, ks]
+            slab[rng.random(slab.shape) < 0.1] = value
+    if pattern == "pairs" and shape[-2] > 4 and shape[-1] > 6:
+        line = values[..., 4, :] if operand == "A" else values[..., :, 6]  # a view, along k
+        line[...] = zero
+        for ks, value in zip(slabs, outside):
+            line[..., ks] = value
+    return values
+
+
 def reference_semiring(index: dict[str, Any], name: str) -> reference.Semiring:
     """The reference's semiring for the index's declaration of ``name``, so a
     semiring a manifest adds is checked with its own operations."""
@@ -98,11 +170,19 @@ def reference_semiring(index: dict[str, Any], name: str) -> reference.Semiring:
     )
 
 
-def operands(case: Case, dtype: str, counting: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def operands(case: Case, dtype: str, semiring: str | reference.Semiring, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(semiring, str):
+        semiring = reference.SEMIRINGS[semiring]
     rng = np.random.default_rng(seed)
     a_shape = ((case.batch,) if case.batch and case.a_batched else ()) + (case.m, case.k)
     b_shape = ((case.batch,) if case.batch and case.b_batched else ()) + (case.k, case.n)
-    if counting:
+    if case.pattern != "salted":
+        assert not semiring.counting and dtype != "bool", f"pattern {case.pattern!r} is for plain-tile kernels"
+        return (
+            _patterned(rng, a_shape, dtype, semiring, case.pattern, "A"),
+            _patterned(rng, b_shape, dtype, semiring, case.pattern, "B"),
+        )
+    if semiring.counting:
         a = np.stack([_values(rng, a_shape, dtype), rng.integers(1, 4, a_shape).astype(NUMPY_DTYPES[dtype])], -1)
         b = np.stack([_values(rng, b_shape, dtype), rng.integers(1, 4, b_shape).astype(NUMPY_DTYPES[dtype])], -1)
         return a, b
@@ -121,7 +201,7 @@ def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Cas
     launcher = library.find(name, dtype, pass_name, variant)
     backend = library.backend
     semiring = reference_semiring(library.index, name)
-    a, b = operands(case, dtype, semiring.counting, seed)
+    a, b = operands(case, dtype, semiring, seed)
     lead = (case.batch,) if case.batch else ()
     pair = (2,) if semiring.counting else ()
     c_like = np.empty(lead + (case.m, case.n) + pair, NUMPY_DTYPES[dtype])

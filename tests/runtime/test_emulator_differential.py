@@ -27,11 +27,21 @@ BATCHED = [
     Case(6, 9, 17, batch=2, b_batched=False),
     Case(9, 16, 24, batch=2, a_batched=False),
 ]
-MATRIX = [
-    pytest.param(kind, case, id=f"{'-'.join(kind)}-{case.id}")
-    for kind in KERNELS
-    for case in (BATCHED if kind[3] == "batched" else SINGLE)
-]
+# Plain tiles (docs/design.md): inputs a plain tile may fold, and the same with
+# values it may not in k slabs of some rows, so plain and exact tiles meet in
+# one output, and blocks of rows differ. 70 rows span two 64-row blocks.
+PLAIN_SINGLE = [Case(70, 40, 40, pattern="plain"), Case(70, 40, 104, pattern="slab"), Case(70, 40, 101, pattern="pairs")]
+PLAIN_BATCHED = [Case(40, 20, 104, batch=2, pattern="pairs"), Case(40, 20, 40, batch=2, a_batched=False, pattern="plain")]
+
+
+def _cases(semiring: str, dtype: str, pass_name: str, variant: str) -> list[Case]:
+    cases = BATCHED if variant == "batched" else SINGLE
+    if pass_name in ("forward", "argmax") and semiring != "counting" and dtype != "bool":
+        cases = cases + (PLAIN_BATCHED if variant == "batched" else PLAIN_SINGLE)
+    return cases
+
+
+MATRIX = [pytest.param(kind, case, id=f"{'-'.join(kind)}-{case.id}") for kind in KERNELS for case in _cases(*kind)]
 
 
 @pytest.mark.parametrize(("kind", "case"), MATRIX)

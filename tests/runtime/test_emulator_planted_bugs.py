@@ -32,11 +32,12 @@ families:
     tiles: {f32: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}}
 """
 
-BARRIER = "        if (t + 1 < tiles) AOTC_STORE_TILE(buf ^ 1);\n        __syncthreads();\n"
+# The barrier that ends each k tile (it also votes on whether the next is plain).
+BARRIER = "        impure = __syncthreads_or(!plain_next);\n"
 K_BOUND = "const int k_end = min(BK, K - t * BK);"
 BUGS = {
     "correct": ("", ""),
-    "missing-syncthreads": (BARRIER, "        if (t + 1 < tiles) AOTC_STORE_TILE(buf ^ 1);\n"),
+    "missing-syncthreads": (BARRIER, "        impure = !plain_next;\n"),
     "off-by-one-k-bound": (K_BOUND, "const int k_end = min(BK, K - t * BK + 1);"),
 }
 
@@ -55,7 +56,7 @@ def _run(tmp_path: Path, bug: str, semiring: str, case: Case) -> tuple[np.ndarra
     kernel = next(k for k in manifest.kernels if k.semiring.name == semiring)
     backend = EmulatorBackend(cache=DiskCache(tmp_path / "cache"))
     function = backend.get_function(backend.load_module(render_kernel(manifest, kernel).encode(), name=kernel.name), kernel.symbol)
-    a, b = operands(case, "f32", False, seed=7)
+    a, b = operands(case, "f32", semiring, seed=7)
     memory = DeviceArrays(backend)
     c = np.full((case.m, case.n), 12345.0, np.float32)
     pa, pb, pc = memory.upload(a), memory.upload(b), memory.upload(c)
@@ -81,6 +82,7 @@ def test_the_unbroken_template_passes(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bug", ["missing-syncthreads", "off-by-one-k-bound"])
 def test_planted_bug_is_caught(tmp_path: Path, bug: str) -> None:
     # A missing barrier races on shared tiles; a k bound one too far lets tile
-    # padding (-inf) into the product, which max-times turns into +inf.
+    # padding (the largest finite float) into the product, which max-times
+    # turns into +inf.
     got, want = _run(tmp_path, bug, "maxmul", CASE)
     assert not np.array_equal(got, want, equal_nan=True), f"{bug} went unnoticed"
