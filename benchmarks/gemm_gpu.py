@@ -5,6 +5,11 @@ CUDA events; the median is reported. The limit assumes one add and one max
 per term, each a full-rate instruction: 4 schedulers x 32 lanes issue 128
 lane-instructions per SM per clock, so terms/s <= SMs x clock x 128 / 2.
 
+Each kernel runs twice: on values in [-1000, 1000), where every k tile is
+plain (docs/design.md, "Plain tiles"), and with one value in every k tile of
+every column block that no plain tile may take (+inf, or 2^28 for i32), so
+every tile takes the exact, guarded path.
+
     python benchmarks/gemm_gpu.py [--size 4096] [--repeats 30]
 """
 
@@ -20,6 +25,7 @@ from aotc.runtime.library import Library
 
 CASES = [("f32", "forward"), ("f32", "argmax"), ("f64", "forward"), ("f64", "argmax"), ("i32", "forward"), ("i32", "argmax")]
 NUMPY = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
+NOT_PLAIN = {"f32": np.inf, "f64": np.inf, "i32": 1 << 28}  # for max-plus
 
 
 def _check(result: tuple) -> object:
@@ -50,13 +56,15 @@ def main() -> None:
     backend.free(backend.alloc(1))
     stream = _check(cu.cuStreamCreate(0))
     start, stop = _check(cu.cuEventCreate(0)), _check(cu.cuEventCreate(0))
-    print(f"{'kernel':28} {'median ms':>10} {'Tterm/s':>9} {'of limit':>9}")
-    for dtype, pass_name in CASES:
+    print(f"{'kernel':28} {'tiles':>6} {'median ms':>10} {'Tterm/s':>9} {'of limit':>9}")
+    for (dtype, pass_name), tiles in ((case, tiles) for case in CASES for tiles in ("plain", "exact")):
         launcher = library.find("maxplus", dtype, pass_name)
         host = rng.integers(-1000, 1000, size=(n, n)).astype(NUMPY[dtype])
         buffers = {name: backend.alloc(host.nbytes) for name in ("A", "B", "C")}
         buffers["Kstar"] = backend.alloc(n * n * 4)
         backend.copy_to_device(buffers["A"], host)
+        if tiles == "exact":  # k tiles are at most 16 deep, column blocks at least 64 wide
+            host[::8, ::64] = NOT_PLAIN[dtype]
         backend.copy_to_device(buffers["B"], host)
         values = {"M": n, "N": n, "K": n, "lda": n, "ldb": n, "ldc": n, "ldk": n, **buffers}
         call = [values[p] for p in launcher.params]
@@ -72,7 +80,7 @@ def main() -> None:
             times.append(_check(cu.cuEventElapsedTime(start, stop)))
         median = statistics.median(times)
         rate = terms / (median / 1e3)
-        print(f"{launcher.name:28} {median:10.3f} {rate / 1e12:9.2f} {rate / limit:9.1%}")
+        print(f"{launcher.name:28} {tiles:>6} {median:10.3f} {rate / 1e12:9.2f} {rate / limit:9.1%}")
         for pointer in buffers.values():
             backend.free(pointer)
 
