@@ -21,7 +21,20 @@ from aotc.archs import DEFAULT_SASS, ArchError, arch_sort_key, parse_arch
 from aotc.errors import ManifestError
 from aotc.semiring import CONSTANTS, DTYPES, DType, Semiring
 
-__all__ = ["Archs", "Family", "KernelSpec", "Manifest", "load_manifest"]
+__all__ = [
+    "SHIPPED_TEMPLATES_DIR",
+    "SHIPPED_TEMPLATES_PREFIX",
+    "Archs",
+    "Family",
+    "KernelSpec",
+    "Manifest",
+    "load_manifest",
+    "shipped_template_sets",
+]
+
+SHIPPED_TEMPLATES_PREFIX = "aotc:"
+# Template sets that ship inside the aotc package (aotc/templates/<set>/).
+SHIPPED_TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_STATIC_SHARED = 48 * 1024  # the static __shared__ limit on every supported arch
@@ -372,6 +385,33 @@ def _expand_family(
     return Family(name, template), kernels
 
 
+def _templates_dir(check: _Checker, templates: Any, line: int, path: Path) -> Path:
+    """The manifest's template folder: beside it, or ``aotc:<set>``, a set shipped in aotc.
+
+    Shipped sets let a downstream manifest add a semiring and reuse aotc's own
+    kernels without copying their templates.
+    """
+    if isinstance(templates, str) and templates.startswith(SHIPPED_TEMPLATES_PREFIX):
+        name = templates.removeprefix(SHIPPED_TEMPLATES_PREFIX)
+        known = shipped_template_sets()
+        if name not in known:
+            check.fail(line, "templates", f"no template set {name!r} ships with aotc (shipped: {', '.join(known) or 'none'})")
+        return SHIPPED_TEMPLATES_DIR / name
+    if not isinstance(templates, str) or not templates or Path(templates).is_absolute() or ".." in Path(templates).parts:
+        check.fail(line, "templates", f"expected a folder inside the manifest's folder or aotc:<set>, got {templates!r}")
+    templates_dir = path.parent / templates
+    if not templates_dir.is_dir():
+        check.fail(line, "templates", f"folder {templates_dir} not found")
+    return templates_dir
+
+
+def shipped_template_sets() -> list[str]:
+    """The template sets installed with aotc, usable as ``templates: aotc:<set>``."""
+    if not SHIPPED_TEMPLATES_DIR.is_dir():
+        return []
+    return sorted(p.name for p in SHIPPED_TEMPLATES_DIR.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
 def parse_manifest(text: str, path: Path) -> Manifest:
     """Validate manifest text read from ``path`` and expand it."""
     check = _Checker(path)
@@ -387,11 +427,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
 
     templates = root.get("templates", "templates")
     templates_line = _line(root, "templates")
-    if not isinstance(templates, str) or not templates or Path(templates).is_absolute() or ".." in Path(templates).parts:
-        check.fail(templates_line, "templates", f"expected a folder inside the manifest's folder, got {templates!r}")
-    templates_dir = path.parent / templates
-    if not templates_dir.is_dir():
-        check.fail(templates_line, "templates", f"folder {templates_dir} not found")
+    templates_dir = _templates_dir(check, templates, templates_line, path)
 
     archs = _parse_archs(check, root.get("archs"), _line(root, "archs"))
     semirings = _parse_semirings(check, root["semirings"], _line(root, "semirings"))

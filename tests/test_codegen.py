@@ -20,7 +20,7 @@ UPDATE = os.environ.get("AOTC_UPDATE_GOLDEN") == "1"
 def golden_project(tmp_path: Path) -> Path:
     """The golden manifest beside a copy of the repository's real templates."""
     shutil.copy(REPO / "tests" / "packages" / "golden" / "manifest.yaml", tmp_path / "manifest.yaml")
-    shutil.copytree(REPO / "kernels" / "templates", tmp_path / "templates")
+    shutil.copytree(REPO / "aotc" / "templates" / "tropical", tmp_path / "templates")
     return tmp_path / "manifest.yaml"
 
 

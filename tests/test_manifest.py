@@ -187,3 +187,17 @@ def test_new_semiring_is_a_manifest_edit(tmp_path: Path) -> None:
     manifest = load_manifest(write_manifest(tmp_path, text))
     assert manifest.kernels[-1].name == "bottleneck_maxmin_f32_forward"
     assert manifest.kernels[-1].semiring.mul == "min"
+
+
+def test_shipped_templates_are_named_with_the_aotc_prefix(tmp_path: Path) -> None:
+    from aotc.manifest import SHIPPED_TEMPLATES_DIR
+
+    manifest = load_manifest(write_manifest(tmp_path, "templates: aotc:tropical\n" + VALID))
+    assert manifest.templates_dir == SHIPPED_TEMPLATES_DIR / "tropical"
+    assert (manifest.templates_dir / "gemm.cu.j2").is_file()
+
+
+def test_unknown_shipped_template_set_lists_the_shipped_ones(tmp_path: Path) -> None:
+    path = write_manifest(tmp_path, "templates: aotc:nope\n" + VALID)
+    with pytest.raises(ManifestError, match=r"manifest.yaml:1: templates: no template set 'nope' ships with aotc \(shipped: tropical\)"):
+        load_manifest(path)

@@ -43,7 +43,7 @@ aotc_add_kernel_library(bottleneck MANIFEST manifest.yaml WARNINGS_AS_ERRORS)
 def test_max_min_is_a_manifest_only_edit(tmp_path: Path) -> None:
     project = tmp_path / "project"
     # The templates are the repository's, untouched: only the manifest is new.
-    shutil.copytree(REPO / "kernels" / "templates", project / "templates")
+    shutil.copytree(REPO / "aotc" / "templates" / "tropical", project / "templates")
     (project / "manifest.yaml").write_text(MANIFEST)
     (project / "CMakeLists.txt").write_text(CMAKELISTS)
     build = project / "build"

@@ -31,7 +31,7 @@ FIXTURE = REPO / "tests" / "packages" / "runtime"
 
 def _project(root: Path) -> Path:
     shutil.copytree(FIXTURE, root)
-    shutil.copytree(REPO / "kernels" / "templates", root / "kernels" / "templates", dirs_exist_ok=True)
+    shutil.copytree(REPO / "aotc" / "templates" / "tropical", root / "kernels" / "templates", dirs_exist_ok=True)
     return root
 
 

@@ -44,7 +44,7 @@ BUGS = {
 
 def _run(tmp_path: Path, bug: str, semiring: str, case: Case) -> tuple[np.ndarray, np.ndarray]:
     templates = tmp_path / "templates"
-    shutil.copytree(REPO / "kernels" / "templates", templates)
+    shutil.copytree(REPO / "aotc" / "templates" / "tropical", templates)
     old, new = BUGS[bug]
     body = templates / "gemm" / "product.cuh.j2"
     if old:
