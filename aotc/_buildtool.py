@@ -1,5 +1,8 @@
 """The steps aotc's CMake functions run: plan, generate, index.
 
+Compiling is not here: ``aotc._compile`` runs once per kernel and must start
+fast, so it imports neither Jinja2 nor PyYAML.
+
 This is an internal command line (``python -m aotc._buildtool``); its only
 caller is ``aotcConfig.cmake``. Each step reads the manifest itself, so the
 build never passes kernel data through CMake strings.
@@ -9,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from aotc._resources import parse_resource_report
 from aotc.archs import ArchError, parse_arch_list
 from aotc.codegen import generate, source_name, write_if_changed
-from aotc.errors import AotcError, ManifestError
+from aotc.errors import AotcError, BuildError, ManifestError
 from aotc.index import INDEX_NAME, SOURCE_DIR, build_index, dumps, kernel_entry
 from aotc.manifest import Manifest, load_manifest
 
@@ -66,22 +68,31 @@ def _generate(args: argparse.Namespace) -> None:
         print(f"aotc: generated {path.name}")
 
 
+def _toolkit(args: argparse.Namespace) -> dict[str, object]:
+    """What built the images, and the oldest driver that loads them (cuDriverGetVersion units)."""
+    return {
+        "compiler": args.compiler,
+        "version": args.compiler_version,
+        "cuda_major": int(args.cuda),
+        "min_driver": int(args.min_driver),
+        "wheel": args.wheel,
+        "compression": args.compression,
+    }
+
+
 def _index(args: argparse.Namespace) -> None:
     """Stage fatbins and sources under their installed names, then index them."""
     manifest = _load(args)
-    objects = {}
-    for line in Path(args.objects).read_text().splitlines():
-        name, _, path = line.partition("=")
-        if name:
-            objects[name] = Path(path)
     stage = Path(args.stage)
     gen_dir = Path(args.gen_dir)
+    fatbin_dir = Path(args.fatbin_dir)
     entries = {}
     for kernel in manifest.kernels:
-        if kernel.name not in objects:
-            msg = f"{args.objects}: no compiled object for kernel {kernel.name}"
-            raise AotcError(msg)
-        fatbin = objects[kernel.name].read_bytes()
+        fatbin_path = fatbin_dir / f"{kernel.name}.fatbin"
+        if not fatbin_path.is_file():
+            msg = f"{fatbin_path}: no compiled fatbin for kernel {kernel.name}"
+            raise BuildError(msg)
+        fatbin = fatbin_path.read_bytes()
         source = (gen_dir / source_name(kernel)).read_bytes()
         report = gen_dir / f"{kernel.name}.resources.txt"
         resources = parse_resource_report(report.read_text(errors="replace"), kernel.symbol) if report.is_file() else {}
@@ -93,29 +104,16 @@ def _index(args: argparse.Namespace) -> None:
     for stale in [*stage.glob("*.fatbin"), *(stage / SOURCE_DIR).glob("*.cu")]:
         if stale.relative_to(stage).as_posix() not in keep:
             stale.unlink()
-    index = build_index(manifest, entries, args.nvcc_version)
+    index = build_index(manifest, entries, _toolkit(args))
     index_path = stage / INDEX_NAME
     if not write_if_changed(index_path, dumps(index)):
         # The build tool judges this step by index.json's age: mark it current.
         os.utime(index_path)
 
 
-def _record_resources(args: argparse.Namespace) -> int:
-    """Run the compiler, keeping its stderr (the ptxas report) in a file too."""
-    command = [c for c in args.command if c != "--"]
-    result = subprocess.run(command, stderr=subprocess.PIPE, check=False)
-    Path(args.out).write_bytes(result.stderr)
-    sys.stderr.buffer.write(result.stderr)
-    return result.returncode
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m aotc._buildtool")
     steps = parser.add_subparsers(dest="step", required=True)
-    record = steps.add_parser("record-resources")
-    record.add_argument("--out", required=True)
-    record.add_argument("command", nargs=argparse.REMAINDER)
-    record.set_defaults(func=_record_resources)
     for name, func in (("plan", _plan), ("generate", _generate), ("index", _index)):
         step = steps.add_parser(name)
         step.set_defaults(func=func)
@@ -131,17 +129,20 @@ def _parser() -> argparse.ArgumentParser:
             step.add_argument("--out-dir", required=True)
             step.add_argument("--stamp", default="")
         else:
-            step.add_argument("--objects", required=True)
+            step.add_argument("--fatbin-dir", required=True)
             step.add_argument("--gen-dir", required=True)
             step.add_argument("--stage", required=True)
-            step.add_argument("--nvcc-version", required=True)
+            step.add_argument("--compiler", required=True)
+            step.add_argument("--compiler-version", required=True)
+            step.add_argument("--cuda", required=True)
+            step.add_argument("--min-driver", required=True)
+            step.add_argument("--wheel", default="")
+            step.add_argument("--compression", default="")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.step == "record-resources":
-        return args.func(args)
     try:
         args.func(args)
     except AotcError as exc:

@@ -59,6 +59,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    from aotc.index import toolkit_label
     from aotc.inspect import inspect_target
 
     failed = False
@@ -66,7 +67,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         index = report.index
         print(
             f"{index.get('library', '?')}: {report.where} "
-            f"(aotc {index.get('aotc_version', '?')}, nvcc {index.get('nvcc_version', '?')})"
+            f"(aotc {index.get('aotc_version', '?')}, {toolkit_label(index)})"
         )
         archs = report.archs()
         rows = [("kernel", *(f"sm_{a}" for a in archs), "regs", "spill", "size", "check")]

@@ -30,6 +30,7 @@ __all__ = [
     "load_index_file",
     "read_index",
     "sha256_bytes",
+    "toolkit_label",
 ]
 
 SCHEMA = 1
@@ -66,12 +67,17 @@ def kernel_entry(
     }
 
 
-def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], nvcc_version: str) -> dict[str, Any]:
-    """The whole index document, kernels in manifest order."""
+def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], toolkit: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole index document, kernels in manifest order.
+
+    ``toolkit`` says what compiled the images and the oldest driver that loads
+    them (``min_driver``, in cuDriverGetVersion units), so the runtime can refuse
+    an older driver in one line instead of failing at the first launch.
+    """
     return {
         "schema": SCHEMA,
         "aotc_version": __version__,
-        "nvcc_version": nvcc_version,
+        "toolkit": dict(toolkit),
         "library": manifest.library,
         "semirings": {
             s.name: {"add": s.add, "mul": s.mul, "zero": s.zero, "one": s.one, "counting": s.counting}
@@ -79,6 +85,14 @@ def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], nvcc_
         },
         "kernels": {k.name: entries[k.name] for k in manifest.kernels},
     }
+
+
+def toolkit_label(index: Mapping[str, Any]) -> str:
+    """What compiled an index's images, for one line of a report: ``nvcc 13.0.88, CUDA 13``."""
+    toolkit = index.get("toolkit")
+    if isinstance(toolkit, Mapping):
+        return f"{toolkit.get('compiler', '?')} {toolkit.get('version', '?')}, driver >= {toolkit.get('min_driver', '?')}"
+    return f"nvcc {index.get('nvcc_version', '?')}"
 
 
 def dumps(index: Mapping[str, Any]) -> bytes:

@@ -8,15 +8,22 @@
 # (-DAOTC_ARCHS=80;90 or scikit-build-core's -C cmake.define.AOTC_ARCHS=80;90),
 # the environment variable AOTC_ARCHS, the ARCHS argument, the manifest.
 # AOTC_PTX_ARCHS / PTX work the same for the embedded PTX.
+#
+# Build options (CMake variable, else environment variable of the same name):
+#   AOTC_CUDA                 13 (default) or 12: the CUDA major the images are for
+#   AOTC_COMPILER             auto (default), nvcc or nvrtc
+#   AOTC_NVCC                 an explicit nvcc
+#   AOTC_COMPILER_LAUNCHER    ccache, sccache, ... (default: CMAKE_CUDA_COMPILER_LAUNCHER)
+#   AOTC_FATBIN_COMPRESSION   size (default), balance, speed, default or none
+#
+# No CUDA language is enabled: the fatbins are built by explicit commands into
+# <build>/aotc/<name>/fatbin, whose command lines hold no path of pip's
+# throwaway build environment, so a rebuild through pip compiles only what changed.
 
-cmake_minimum_required(VERSION 3.27)  # CUDA_FATBIN_COMPILATION
+cmake_minimum_required(VERSION 3.24)
 
 include_guard(GLOBAL)
 
-# The folder holding the aotc Python package's parent, so the build can run
-# `python -m aotc._buildtool` from this very aotc (source tree or site-packages).
-get_filename_component(_AOTC_PYTHONPATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
-get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 include("${CMAKE_CURRENT_LIST_DIR}/aotcConfigVersion.cmake")
 set(aotc_VERSION "${PACKAGE_VERSION}")
 
@@ -24,18 +31,7 @@ if(NOT Python_EXECUTABLE)
   find_package(Python 3.10 COMPONENTS Interpreter REQUIRED)
 endif()
 
-get_property(_aotc_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
-if(NOT "CUDA" IN_LIST _aotc_languages)
-  enable_language(CUDA)
-endif()
-
-# Runs one aotc build step with the aotc package above on the import path.
-function(_aotc_python_command out_var)
-  set(${out_var}
-      "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_AOTC_PYTHONPATH}" "${Python_EXECUTABLE}" -m aotc._buildtool
-      ${ARGN}
-      PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/aotcTools.cmake")
 
 # Picks the strongest architecture override and says where it came from.
 function(_aotc_arch_override var arg_value out_value out_source)
@@ -58,22 +54,32 @@ function(_aotc_arch_override var arg_value out_value out_source)
   set(${out_source} "${source}" PARENT_SCOPE)
 endfunction()
 
-# CUDA_ARCHITECTURES entries: SASS as NN-real, PTX as NN-virtual, both as NN.
-function(_aotc_cuda_architectures sass ptx out_var)
-  set(result "")
-  foreach(arch IN LISTS sass)
-    if(arch IN_LIST ptx)
-      list(APPEND result "${arch}")
-    else()
-      list(APPEND result "${arch}-real")
-    endif()
+# One custom command per kernel: generated source -> fatbin (+ ptxas report).
+function(_aotc_add_compile_commands name work kernels sass ptx werror out_fatbins)
+  string(REPLACE ";" "," sass_arg "${sass}")
+  string(REPLACE ";" "," ptx_arg "${ptx}")
+  set(flags "--sass=${sass_arg}" "--ptx=${ptx_arg}" "--compress=${_AOTC_FATBIN_COMPRESSION}")
+  if(werror)
+    list(APPEND flags "--werror")
+  endif()
+  # Build-relative paths: the same command in every build directory, so a
+  # compiler cache hits across them.
+  file(RELATIVE_PATH rel "${CMAKE_BINARY_DIR}" "${work}")
+  set(fatbins "")
+  foreach(kernel IN LISTS kernels)
+    set(fatbin "${work}/fatbin/${kernel}.fatbin")
+    add_custom_command(
+      OUTPUT "${fatbin}"
+      BYPRODUCTS "${work}/gen/${kernel}.resources.txt"
+      COMMAND "${_AOTC_COMPILE_TOOL}" ${flags} "--out=${rel}/fatbin/${kernel}.fatbin"
+              "--resources=${rel}/gen/${kernel}.resources.txt" "${rel}/gen/${kernel}.cu"
+      DEPENDS "${work}/gen/${kernel}.cu" "${_AOTC_COMPILER_IDENTITY_FILE}"
+      WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
+      COMMENT "aotc: ${name}: compiling ${kernel}"
+      VERBATIM)
+    list(APPEND fatbins "${fatbin}")
   endforeach()
-  foreach(arch IN LISTS ptx)
-    if(NOT arch IN_LIST sass)
-      list(APPEND result "${arch}-virtual")
-    endif()
-  endforeach()
-  set(${out_var} "${result}" PARENT_SCOPE)
+  set(${out_fatbins} "${fatbins}" PARENT_SCOPE)
 endfunction()
 
 function(aotc_add_kernel_library name)
@@ -94,6 +100,7 @@ function(aotc_add_kernel_library name)
   if(NOT arg_INSTALL_DIR)
     set(arg_INSTALL_DIR "aotc/_lib/${name}")
   endif()
+  _aotc_setup_tools()
 
   _aotc_arch_override(AOTC_ARCHS "${arg_ARCHS}" archs archs_source)
   _aotc_arch_override(AOTC_PTX_ARCHS "${arg_PTX}" ptx ptx_source)
@@ -104,19 +111,13 @@ function(aotc_add_kernel_library name)
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotc/${name}")
   set(gen_dir "${work}/gen")
   set(stage "${work}/lib")
-  file(MAKE_DIRECTORY "${gen_dir}" "${stage}")
+  file(MAKE_DIRECTORY "${gen_dir}" "${stage}" "${work}/fatbin")
 
   # Configure time: validate the manifest and learn the kernel list. Editing the
   # manifest re-runs this, since the set of targets may change.
-  _aotc_python_command(plan_cmd plan ${arch_args} --library "${name}" --out "${work}/plan.cmake")
-  execute_process(COMMAND ${plan_cmd} RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
-  if(NOT rc EQUAL 0)
-    string(STRIP "${err}" err)
-    message(FATAL_ERROR "aotc_add_kernel_library(${name}): ${err}")
-  endif()
+  _aotc_configure_step("${name}" plan ${arch_args} --library "${name}" --out "${work}/plan.cmake")
   include("${work}/plan.cmake")
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${manifest}")
-  _aotc_cuda_architectures("${_aotc_sass}" "${_aotc_ptx}" cuda_archs)
   list(LENGTH _aotc_kernels kernel_count)
   message(STATUS "aotc: ${name}: ${kernel_count} kernels, SASS ${_aotc_sass}, PTX ${_aotc_ptx}")
 
@@ -127,49 +128,27 @@ function(aotc_add_kernel_library name)
   foreach(kernel IN LISTS _aotc_kernels)
     list(APPEND sources "${gen_dir}/${kernel}.cu")
   endforeach()
-  file(GLOB generator_modules CONFIGURE_DEPENDS "${_AOTC_PACKAGE_DIR}/*.py")
-  _aotc_python_command(gen_cmd generate ${arch_args} --out-dir "${gen_dir}" --stamp "${work}/generate.stamp")
   add_custom_command(
     OUTPUT "${work}/generate.stamp"
     BYPRODUCTS ${sources}
-    COMMAND ${gen_cmd}
-    DEPENDS "${manifest}" ${_aotc_templates} ${generator_modules}
-    COMMENT "aotc: generating ${name} kernel sources"
+    COMMAND "${_AOTC_BUILD_TOOL}" generate ${arch_args} "--out-dir=${gen_dir}" "--stamp=${work}/generate.stamp"
+    DEPENDS "${manifest}" ${_aotc_templates} ${_AOTC_GENERATOR_FILES}
+    COMMENT "aotc: ${name}: generating kernel sources"
     VERBATIM)
   add_custom_target(aotc_${name}_sources DEPENDS "${work}/generate.stamp")
 
-  set(objects_content "")
-  set(object_deps "")
-  foreach(kernel IN LISTS _aotc_kernels)
-    set(target "aotc_${name}_${kernel}")
-    add_library(${target} OBJECT "${gen_dir}/${kernel}.cu")
-    add_dependencies(${target} aotc_${name}_sources)
-    set_target_properties(${target} PROPERTIES
-      CUDA_FATBIN_COMPILATION ON
-      CUDA_ARCHITECTURES "${cuda_archs}")
-    # Keep the ptxas resource report (registers, spills, shared memory): it is
-    # printed in the build log and saved beside the source for the index.
-    target_compile_options(${target} PRIVATE --resource-usage)
-    _aotc_python_command(launcher record-resources --out "${gen_dir}/${kernel}.resources.txt" --)
-    set_target_properties(${target} PROPERTIES CUDA_COMPILER_LAUNCHER "${launcher}")
-    if(arg_WARNINGS_AS_ERRORS)
-      target_compile_options(${target} PRIVATE "SHELL:-Werror all-warnings")
-    endif()
-    string(APPEND objects_content "${kernel}=$<TARGET_OBJECTS:${target}>\n")
-    list(APPEND object_deps "$<TARGET_OBJECTS:${target}>")
-  endforeach()
-  file(GENERATE OUTPUT "${work}/objects-$<CONFIG>.txt" CONTENT "${objects_content}")
+  _aotc_add_compile_commands("${name}" "${work}" "${_aotc_kernels}" "${_aotc_sass}" "${_aotc_ptx}"
+                             "${arg_WARNINGS_AS_ERRORS}" fatbins)
 
-  string(REGEX MATCH "^[0-9]+\\.[0-9]+\\.[0-9]+" nvcc_version "${CMAKE_CUDA_COMPILER_VERSION}")
-  _aotc_python_command(index_cmd index ${arch_args} --objects "${work}/objects-$<CONFIG>.txt"
-                       --gen-dir "${gen_dir}" --stage "${stage}" --nvcc-version "${nvcc_version}")
   add_custom_command(
     OUTPUT "${stage}/index.json"
-    COMMAND ${index_cmd}
-    DEPENDS ${object_deps} "${work}/objects-$<CONFIG>.txt" "${manifest}" ${generator_modules}
-    COMMENT "aotc: indexing ${name}"
+    COMMAND "${_AOTC_BUILD_TOOL}" index ${arch_args} "--fatbin-dir=${work}/fatbin" "--gen-dir=${gen_dir}"
+            "--stage=${stage}" ${_AOTC_TOOLKIT_ARGS}
+    DEPENDS ${fatbins} "${manifest}" ${_AOTC_GENERATOR_FILES}
+    COMMENT "aotc: ${name}: indexing"
     VERBATIM)
   add_custom_target(aotc_${name} ALL DEPENDS "${stage}/index.json")
+  add_dependencies(aotc_${name} aotc_${name}_sources)
 
   # The staged folder is the installed library: index.json, *.fatbin, src/*.cu.
   install(DIRECTORY "${stage}/" DESTINATION "${arg_INSTALL_DIR}")

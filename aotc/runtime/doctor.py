@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aotc._version import __version__
 from aotc.errors import AotcError, NoDeviceError
-from aotc.index import INDEX_NAME, load_index_file
+from aotc.index import INDEX_NAME, load_index_file, toolkit_label
 from aotc.runtime.backends import backend_name_from_env, get_backend
 from aotc.runtime.backends.base import DeviceInfo
 from aotc.runtime.cache import DiskCache, default_cache
@@ -164,7 +164,7 @@ def _library(
     ptx = sorted({a for k in index["kernels"].values() for a in k.get("ptx", ())})
     report.add(
         f"library {index.get('library', name)}: {directory}, {len(kernels)} kernels, "
-        f"nvcc {index.get('nvcc_version', '?')}; SASS {', '.join(sass) or '-'}; PTX {', '.join(ptx) or '-'}"
+        f"{toolkit_label(index)}; SASS {', '.join(sass) or '-'}; PTX {', '.join(ptx) or '-'}"
     )
     if platform is None:
         if what:

@@ -55,11 +55,13 @@ def installed_libraries() -> list[str]:
 
 
 def toolkit_version(index: Mapping[str, Any], where: str) -> tuple[int, int]:
-    """(major, minor) of the nvcc that wrote the index's PTX."""
-    text = str(index.get("nvcc_version", ""))
+    """(major, minor) of the toolkit (nvcc or NVRTC) that wrote the index's PTX."""
+    toolkit = index.get("toolkit")
+    # Indexes before the toolkit table named only nvcc's version.
+    text = str(toolkit.get("version", "") if isinstance(toolkit, Mapping) else index.get("nvcc_version", ""))
     parts = text.split(".")
     if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        msg = f"{where}: nvcc_version {text!r} is not a version like '13.0.88'"
+        msg = f"{where}: toolkit version {text!r} is not a version like '13.0.88'"
         raise IndexFormatError(msg)
     return int(parts[0]), int(parts[1])
 

@@ -19,7 +19,7 @@ import aotc
 from conftest import REPO, RunAotc, aotc_env
 
 FIXTURE = REPO / "tests" / "packages" / "incremental"
-_COMPILED = re.compile(r"nvcc.*\bgen/(\w+)\.cu\b")
+_COMPILED = re.compile(r"aotc-compile.*\bgen/(\w+)\.cu\b")
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
@@ -107,7 +107,9 @@ def test_index_and_install_layout(project: Project, tmp_path: Path, run_aotc: Ru
     index = json.loads((lib / "index.json").read_text())
     assert index["schema"] == 1
     assert index["aotc_version"] == aotc.__version__
-    assert re.fullmatch(r"\d+\.\d+\.\d+", index["nvcc_version"])
+    toolkit = index["toolkit"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", toolkit["version"])
+    assert (toolkit["compiler"], toolkit["cuda_major"], toolkit["min_driver"]) == ("nvcc", 13, 13000)
     entry = index["kernels"]["gemm_maxplus_f32_forward"]
     assert entry["symbol"] == "gemm_maxplus_f32_forward"
     assert (entry["semiring"], entry["dtype"], entry["pass"], entry["variant"]) == ("maxplus", "f32", "forward", "single")
@@ -133,7 +135,7 @@ def test_arch_override_from_the_environment(project: Project) -> None:
 def test_bad_override_fails_configure_in_one_line(project: Project) -> None:
     result = project.configure("-DAOTC_ARCHS=8.6")
     assert result.returncode != 0
-    assert "aotc_add_kernel_library(mini): aotc: error: CMake variable AOTC_ARCHS='8.6': architecture '8.6' looks like a compute capability; write 86" in " ".join(result.stderr.split())
+    assert "aotc_add_kernel_library(mini): CMake variable AOTC_ARCHS='8.6': architecture '8.6' looks like a compute capability; write 86" in " ".join(result.stderr.split())
 
 
 def test_bad_manifest_fails_configure_naming_the_file(project: Project) -> None:

@@ -1,0 +1,132 @@
+# aotc's build tools: the compiler choice and the wrapper scripts build commands call.
+#
+# Build commands name only <build>/aotc-tools/aotc-buildtool and aotc-compile.
+# Those scripts, rewritten at configure time only when their text changes,
+# hold the paths of this configure's Python, aotc and compiler. pip builds in a
+# throwaway environment each time; keeping its paths out of the command lines
+# is what lets ninja see a rebuild with nothing changed as nothing to do.
+
+include_guard(GLOBAL)
+
+get_filename_component(_AOTC_PYTHONPATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+
+# Exactly the files the generate and index steps read: editing anything else
+# in aotc (the runtime, the tropical API) reruns no codegen.
+set(_AOTC_GENERATOR_FILES "")
+foreach(module IN ITEMS _buildtool codegen manifest _yaml semiring archs abi errors index _resources _version)
+  list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")
+endforeach()
+
+# A build option: the CMake variable, else the environment variable, else the default.
+function(_aotc_option var default out_var)
+  if(DEFINED ${var} AND NOT "${${var}}" STREQUAL "")
+    set(${out_var} "${${var}}" PARENT_SCOPE)
+  elseif(DEFINED ENV{${var}} AND NOT "$ENV{${var}}" STREQUAL "")
+    set(${out_var} "$ENV{${var}}" PARENT_SCOPE)
+  else()
+    set(${out_var} "${default}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Runs `python -m aotc.<module> ...` now, at configure time, with this aotc first
+# on the import path and the rest of the environment's path kept: pip's build
+# environment is on PYTHONPATH, and that is where Jinja2 and PyYAML are.
+function(_aotc_run_python context module)
+  set(path "${_AOTC_PYTHONPATH}")
+  if(DEFINED ENV{PYTHONPATH} AND NOT "$ENV{PYTHONPATH}" STREQUAL "")
+    if(WIN32)
+      string(APPEND path ";$ENV{PYTHONPATH}")
+    else()
+      string(APPEND path ":$ENV{PYTHONPATH}")
+    endif()
+  endif()
+  set(saved "$ENV{PYTHONPATH}")
+  set(ENV{PYTHONPATH} "${path}")
+  execute_process(COMMAND "${Python_EXECUTABLE}" -m ${module} ${ARGN}
+                  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
+  set(ENV{PYTHONPATH} "${saved}")
+  if(NOT rc EQUAL 0)
+    string(STRIP "${err}" err)
+    string(REGEX REPLACE "^aotc: error: " "" err "${err}")
+    message(FATAL_ERROR "${context}: ${err}")
+  endif()
+endfunction()
+
+function(_aotc_configure_step name)
+  _aotc_run_python("aotc_add_kernel_library(${name})" aotc._buildtool ${ARGN})
+endfunction()
+
+# Writes a wrapper script that runs `python -m <module>` with <env> exported.
+function(_aotc_write_wrapper path module env_lines)
+  if(WIN32)
+    set(text "@echo off\r\nrem Written by aotc at configure time; do not edit.\r\n")
+    foreach(line IN LISTS env_lines)
+      string(APPEND text "set \"${line}\"\r\n")
+    endforeach()
+    string(APPEND text "set \"PYTHONPATH=${_AOTC_PYTHONPATH};%PYTHONPATH%\"\r\n")
+    string(APPEND text "\"${Python_EXECUTABLE}\" -m ${module} %*\r\n")
+    set(path "${path}.cmd")
+  else()
+    set(text "#!/bin/sh\n# Written by aotc at configure time; do not edit.\n")
+    foreach(line IN LISTS env_lines)
+      string(REGEX REPLACE "^([^=]*)=(.*)$" "\\1='\\2'; export \\1" line "${line}")
+      string(APPEND text "${line}\n")
+    endforeach()
+    string(APPEND text "PYTHONPATH='${_AOTC_PYTHONPATH}'\"\${PYTHONPATH:+:\$PYTHONPATH}\"; export PYTHONPATH\n")
+    string(APPEND text "exec '${Python_EXECUTABLE}' -m ${module} \"$@\"\n")
+  endif()
+  file(CONFIGURE OUTPUT "${path}" CONTENT "${text}" @ONLY)
+  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+endfunction()
+
+# Once per configure: choose the compiler, write the wrappers and the identity stamp.
+function(_aotc_setup_tools)
+  get_property(done GLOBAL PROPERTY _AOTC_TOOLS_READY)
+  if(done)
+    return()
+  endif()
+  set_property(GLOBAL PROPERTY _AOTC_TOOLS_READY TRUE)
+
+  _aotc_option(AOTC_CUDA "13" cuda)
+  _aotc_option(AOTC_COMPILER "auto" prefer)
+  _aotc_option(AOTC_FATBIN_COMPRESSION "size" compression)
+  _aotc_option(AOTC_COMPILER_LAUNCHER "${CMAKE_CUDA_COMPILER_LAUNCHER}" launcher)
+  if(NOT compression MATCHES "^(size|balance|speed|default|none)$")
+    message(FATAL_ERROR "aotc: AOTC_FATBIN_COMPRESSION='${compression}': expected size, balance, speed, default or none")
+  endif()
+
+  set(tools "${CMAKE_BINARY_DIR}/aotc-tools")
+  file(MAKE_DIRECTORY "${tools}")
+  _aotc_run_python("aotc" aotc._toolchain "--cuda=${cuda}" "--prefer=${prefer}"
+                   "--cmake-cuda-compiler=${CMAKE_CUDA_COMPILER}" "--out=${tools}/toolchain.cmake")
+  include("${tools}/toolchain.cmake")
+  if(_aotc_compiler_kind STREQUAL "nvcc")
+    message(STATUS "aotc: compiler: nvcc ${_aotc_compiler_version} at ${_aotc_compiler_path} (from ${_aotc_compiler_origin})")
+  else()
+    message(STATUS "aotc: compiler: NVRTC ${_aotc_compiler_version} + nvFatbin (from ${_aotc_compiler_origin})")
+  endif()
+  if(launcher)
+    message(STATUS "aotc: compiler launcher: ${launcher}")
+  endif()
+
+  # Every fatbin depends on this file; it changes only when the compiler does.
+  file(CONFIGURE OUTPUT "${tools}/compiler-identity.txt" CONTENT "${_aotc_compiler_identity}\n" @ONLY)
+
+  _aotc_write_wrapper("${tools}/aotc-buildtool" aotc._buildtool "")
+  _aotc_write_wrapper("${tools}/aotc-compile" aotc._compile
+    "AOTC_TOOLCHAIN_KIND=${_aotc_compiler_kind};AOTC_TOOLCHAIN_NVCC=${_aotc_compiler_path};AOTC_TOOLCHAIN_CUDA=${cuda};AOTC_COMPILER_LAUNCHER=${launcher}")
+
+  set(suffix "")
+  if(WIN32)
+    set(suffix ".cmd")
+  endif()
+  set(_AOTC_BUILD_TOOL "${tools}/aotc-buildtool${suffix}" CACHE INTERNAL "")
+  set(_AOTC_COMPILE_TOOL "${tools}/aotc-compile${suffix}" CACHE INTERNAL "")
+  set(_AOTC_COMPILER_IDENTITY_FILE "${tools}/compiler-identity.txt" CACHE INTERNAL "")
+  set(_AOTC_FATBIN_COMPRESSION "${compression}" CACHE INTERNAL "")
+  set(_AOTC_TOOLKIT_ARGS
+      "--compiler=${_aotc_compiler_kind}" "--compiler-version=${_aotc_compiler_version}" "--cuda=${cuda}"
+      "--min-driver=${_aotc_min_driver}" "--wheel=${_aotc_lane_wheel}" "--compression=${compression}"
+      CACHE INTERNAL "")
+endfunction()
