@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from aotc._resources import parse_resource_report
-from aotc.archs import ArchError, parse_arch_list
+from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, ArchError, parse_arch_list
 from aotc.codegen import generate, source_name, write_if_changed
 from aotc.errors import AotcError, BuildError, ManifestError
 from aotc.index import INDEX_NAME, SOURCE_DIR, build_index, dumps, kernel_entry
@@ -32,10 +32,11 @@ def _cmake_list(values: tuple[str, ...] | list[str]) -> str:
 def _load(args: argparse.Namespace) -> Manifest:
     manifest = load_manifest(args.manifest)
     overrides = {}
+    min_arch = MIN_ARCH_CUDA12 if args.cuda == "12" else MIN_ARCH
     for key, value, source in (("sass", args.archs, args.archs_source), ("ptx", args.ptx, args.ptx_source)):
         if value:
             try:
-                overrides[key] = parse_arch_list(value)
+                overrides[key] = parse_arch_list(value, min_arch)
             except ArchError as exc:
                 msg = f"{source}={value!r}: {exc}"
                 raise ManifestError(msg) from None
@@ -122,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
         step.add_argument("--archs-source", default="ARCHS")
         step.add_argument("--ptx", default="")
         step.add_argument("--ptx-source", default="PTX")
+        step.add_argument("--cuda", default="13", help="the CUDA lane: 12 also builds sm_70 and sm_72")
         if name == "plan":
             step.add_argument("--library", required=True)
             step.add_argument("--out", required=True)
@@ -134,7 +136,6 @@ def _parser() -> argparse.ArgumentParser:
             step.add_argument("--stage", required=True)
             step.add_argument("--compiler", required=True)
             step.add_argument("--compiler-version", required=True)
-            step.add_argument("--cuda", required=True)
             step.add_argument("--min-driver", required=True)
             step.add_argument("--wheel", default="")
             step.add_argument("--compression", default="")

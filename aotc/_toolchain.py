@@ -44,10 +44,14 @@ __all__ = [
     "nvcc_version",
 ]
 
-# The CUDA major versions aotc builds for, with what each lane's images need.
+# The CUDA major versions aotc builds for: the oldest driver that loads a lane's
+# images (cuDriverGetVersion units: R580 for 13, R525 for 12 through CUDA's
+# minor-version compatibility), the wheel that carries them, and the PyPI
+# compilers that build them without a toolkit (12.8 is the first CUDA 12 to
+# know sm_100 and sm_120).
 CUDA_LANES = {
     "13": {"min_driver": 13000, "wheel": "aotc", "nvrtc": ["nvidia-cuda-nvrtc>=13.0,<14", "nvidia-nvfatbin>=13.0,<14"]},
-    "12": {"min_driver": 12000, "wheel": "aotc-cuda12x", "nvrtc": ["nvidia-cuda-nvrtc-cu12>=12.4,<13", "nvidia-nvfatbin-cu12>=12.4,<13"]},
+    "12": {"min_driver": 12000, "wheel": "aotc-cuda12x", "nvrtc": ["nvidia-cuda-nvrtc-cu12>=12.8,<13", "nvidia-nvfatbin-cu12>=12.8,<13"]},
 }
 _VERSION = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
 

@@ -16,6 +16,7 @@ import subprocess
 __all__ = [
     "DEFAULT_SASS",
     "MIN_ARCH",
+    "MIN_ARCH_CUDA12",
     "ArchError",
     "arch_sort_key",
     "parse_arch",
@@ -24,9 +25,10 @@ __all__ = [
 
 DEFAULT_SASS = ("75", "80", "86", "89", "90", "100", "120")
 MIN_ARCH = 75  # the oldest architecture CUDA 13 compiles for
+MIN_ARCH_CUDA12 = 70  # the CUDA 12 lane (AOTC_CUDA=12) also builds Volta
 
-# What nvcc 13.0 knows; a newer nvcc on PATH is asked about anything else.
-_KNOWN_BASE = frozenset({75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
+# What nvcc 13.0 and 12.9 know; a newer nvcc on PATH is asked about anything else.
+_KNOWN_BASE = frozenset({70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
 _ARCH_RE = re.compile(r"^([0-9]+)([af]?)$")
 
 
@@ -51,8 +53,11 @@ def _nvcc_known() -> frozenset[int]:
     return frozenset(int(m) for m in re.findall(r"sm_([0-9]+)", out.stdout))
 
 
-def parse_arch(value: object) -> str:
-    """Normalise one architecture value (``80``, ``"90a"``) or raise :class:`ArchError`."""
+def parse_arch(value: object, min_arch: int = MIN_ARCH) -> str:
+    """Normalise one architecture value (``80``, ``"90a"``) or raise :class:`ArchError`.
+
+    ``min_arch`` is the oldest the build's CUDA lane compiles for.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, str, float)):
         msg = f"architecture must be a number like 80 or a string like '90a', not {value!r}"
         raise ArchError(msg)
@@ -68,8 +73,10 @@ def parse_arch(value: object) -> str:
         msg = f"architecture {text!r} is not of the form 80, 90a or 100f"
         raise ArchError(msg)
     number, suffix = int(match.group(1)), match.group(2)
-    if number < MIN_ARCH:
-        msg = f"architecture {text} is below sm_{MIN_ARCH}, the oldest CUDA 13 supports"
+    if number < min_arch:
+        msg = f"architecture {text} is below sm_{min_arch}, the oldest CUDA {'12' if min_arch < MIN_ARCH else '13'} supports"
+        if min_arch == MIN_ARCH and number >= MIN_ARCH_CUDA12:
+            msg += " (build it in the CUDA 12 lane: AOTC_CUDA=12)"
         raise ArchError(msg)
     if number not in _KNOWN_BASE and number not in _nvcc_known():
         known = ", ".join(str(a) for a in sorted(_KNOWN_BASE | _nvcc_known()))
@@ -84,13 +91,13 @@ def parse_arch(value: object) -> str:
     return f"{number}{suffix}"
 
 
-def parse_arch_list(text: str) -> tuple[str, ...]:
+def parse_arch_list(text: str, min_arch: int = MIN_ARCH) -> tuple[str, ...]:
     """Parse an override such as ``"80;90"``, ``"80,90a"`` or ``"80 90"``."""
     items = [item for item in re.split(r"[;,\s]+", text.strip()) if item]
     if not items:
         msg = "architecture list is empty"
         raise ArchError(msg)
-    archs = tuple(parse_arch(item) for item in items)
+    archs = tuple(parse_arch(item, min_arch) for item in items)
     duplicates = sorted({a for a in archs if archs.count(a) > 1}, key=arch_sort_key)
     if duplicates:
         msg = f"architecture list repeats {', '.join(duplicates)}"

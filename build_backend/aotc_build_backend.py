@@ -43,7 +43,7 @@ _PROJECT = "aotc"
 # What the CUDA 12 lane's wheel depends on instead (by requirement name).
 _CU12_REQUIREMENTS = {
     "cuda-bindings": "cuda-bindings>=12.4,<13",
-    "nvidia-cuda-nvrtc": "nvidia-cuda-nvrtc-cu12>=12.4,<13",
+    "nvidia-cuda-nvrtc": "nvidia-cuda-nvrtc-cu12>=12.8,<13",
 }
 
 build_sdist = _skbuild.build_sdist

