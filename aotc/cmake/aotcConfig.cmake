@@ -14,7 +14,7 @@
 #   AOTC_COMPILER             auto (default), nvcc or nvrtc
 #   AOTC_NVCC                 an explicit nvcc
 #   AOTC_COMPILER_LAUNCHER    ccache, sccache, ... (default: CMAKE_CUDA_COMPILER_LAUNCHER)
-#   AOTC_FATBIN_COMPRESSION   size (default), balance, speed, default or none
+#   AOTC_FATBIN_COMPRESSION   size (CUDA 13's default), balance, speed, default (CUDA 12's) or none
 #
 # No CUDA language is enabled: the fatbins are built by explicit commands into
 # <build>/aotc/<name>/fatbin, whose command lines hold no path of pip's

@@ -97,7 +97,13 @@ function(_aotc_setup_tools)
 
   _aotc_option(AOTC_CUDA "13" cuda)
   _aotc_option(AOTC_COMPILER "auto" prefer)
-  _aotc_option(AOTC_FATBIN_COMPRESSION "size" compression)
+  # size (ZSTD) needs R550.54.14+ for CUDA 12 images, above that lane's R525
+  # minimum; the default (LZ4) mode loads on all of them. CUDA 13 needs R580+ anyway.
+  if(cuda STREQUAL "12")
+    _aotc_option(AOTC_FATBIN_COMPRESSION "default" compression)
+  else()
+    _aotc_option(AOTC_FATBIN_COMPRESSION "size" compression)
+  endif()
   _aotc_option(AOTC_COMPILER_LAUNCHER "${CMAKE_CUDA_COMPILER_LAUNCHER}" launcher)
   if(NOT compression MATCHES "^(size|balance|speed|default|none)$")
     message(FATAL_ERROR "aotc: AOTC_FATBIN_COMPRESSION='${compression}': expected size, balance, speed, default or none")
