@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from aotc.archs import MIN_ARCH
+from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12
 from aotc.errors import AotcError, ConfigurationError, NoKernelImageError
 
 __all__ = [
@@ -38,6 +38,7 @@ _VARIANT_RANK = {"": 0, "f": 1, "a": 2}
 # called 10.1.) PTX is unaffected: the driver JITs it onto any of them.
 INTEGRATED_ARCHS = frozenset({(7, 2), (8, 7), (10, 1), (11, 0)})
 _OLDEST = divmod(MIN_ARCH, 10)
+_OLDEST_CUDA12 = divmod(MIN_ARCH_CUDA12, 10)
 
 
 class JitPolicy(str, Enum):
@@ -219,12 +220,15 @@ def explain_selection(
             return ImageChoice(ImageKind.DRIVER_JIT, str(ptx), reason)
     fixes.append(f"rebuild with AOTC_ARCHS={major}{minor}")
     remedy = f"fix: {' or '.join(fixes)}"
-    if (major, minor) < _OLDEST:
-        # Neither nvcc 13 nor NVRTC 13 targets it, and aotc refuses such builds:
-        # suggesting a rebuild or the JIT extra would send people in circles.
+    if (major, minor) < _OLDEST and kernel.ptx_toolkit >= (13, 0):
+        # Neither nvcc 13 nor NVRTC 13 targets it: suggesting a rebuild or the
+        # JIT extra would send people in circles. Volta has the CUDA 12 wheel.
         oldest = f"sm_{MIN_ARCH}"
         failures.append(f"{device} is older than {oldest}, the oldest architecture CUDA 13 compiles for")
-        remedy = f"no fix in aotc: it builds and JIT-compiles for {oldest} and newer only; use a newer GPU"
+        if (major, minor) >= _OLDEST_CUDA12:
+            remedy = "fix: pip install aotc-cuda12x, the CUDA 12 build with sm_70 SASS (or rebuild with AOTC_CUDA=12)"
+        else:
+            remedy = f"no fix in aotc: it builds for sm_{MIN_ARCH_CUDA12} and newer only; use a newer GPU"
 
     held = f"SASS [{', '.join(kernel.sass)}] and PTX [{', '.join(kernel.ptx)}]"
     subject = f"kernel {kernel.name!r}" if kernel.name else "this kernel"

@@ -78,12 +78,17 @@ FAILURES = [
     (
         "device-older-than-everything",
         ("75", "80", "86"), ("120",), (13, 0), (7, 0), (13, 0), None, "auto",
-        ["sm_70", "SASS [75, 80, 86]", "PTX [120]", "NVRTC is not installed", "older than sm_75", "no fix in aotc"],
+        ["sm_70", "SASS [75, 80, 86]", "PTX [120]", "NVRTC is not installed", "older than sm_75", "pip install aotc-cuda12x"],
     ),
     (
         "nvrtc-cannot-target-70",
         ("75", "80"), ("75",), (13, 0), (7, 0), (13, 0), NVRTC_13, "auto",
-        ["sm_70", "cannot compile for sm_70", "older than sm_75", "use a newer GPU"],
+        ["sm_70", "cannot compile for sm_70", "older than sm_75", "pip install aotc-cuda12x"],
+    ),
+    (
+        "maxwell-has-no-lane",
+        ("75", "80"), ("75",), (13, 0), (5, 2), (13, 0), NVRTC_13, "auto",
+        ["sm_52", "older than sm_75", "no fix in aotc", "sm_70 and newer", "use a newer GPU"],
     ),
     (
         "jetson-87-never-runs-86-sass",
