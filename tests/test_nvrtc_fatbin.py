@@ -1,0 +1,201 @@
+"""The toolkit-free compile path: NVRTC + nvFatbin from the nvidia wheels.
+
+Needs no GPU. Each CUDA major's tests skip, saying why, unless its wheels are
+installed in this interpreter: nvidia-cuda-nvrtc-cu12 + nvidia-nvfatbin-cu12
+for 12, nvidia-cuda-nvrtc + nvidia-nvfatbin for 13. Listing a fatbin needs
+cuobjdump (nvidia-cuda-cuobjdump, or a CUDA toolkit).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aotc import _nvrtc_fatbin
+from aotc._resources import parse_resource_report
+from aotc.codegen import render_kernel
+from aotc.errors import BuildError
+from aotc.manifest import load_manifest
+from conftest import REPO, aotc_env
+
+KERNEL = "gemm_counting_f32_forward"
+
+
+def require_toolchain(major: int) -> _nvrtc_fatbin.Toolchain:
+    try:
+        return _nvrtc_fatbin.load_toolchain(major)
+    except BuildError as exc:
+        pytest.skip(f"no CUDA {major} NVRTC/nvFatbin in this interpreter: {exc}")
+
+
+def cuobjdump() -> str:
+    """cuobjdump from PATH, the nvidia-cuda-cuobjdump wheel or /usr/local/cuda; else skip."""
+    found = shutil.which("cuobjdump")
+    spec = importlib.util.find_spec("nvidia")
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    candidates = [found] if found else []
+    for root in roots:
+        candidates += [str(root / sub / "bin" / "cuobjdump") for sub in ("cu13", "cu12", "cuda_cuobjdump")]
+    candidates.append("/usr/local/cuda/bin/cuobjdump")
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK):
+            return candidate
+    pytest.skip("no cuobjdump: pip install nvidia-cuda-cuobjdump")
+
+
+@pytest.fixture(scope="module")
+def kernel_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real generated kernel from the repository's manifest."""
+    manifest = load_manifest(REPO / "kernels" / "manifest.yaml")
+    kernel = next(k for k in manifest.kernels if k.name == KERNEL)
+    path = tmp_path_factory.mktemp("gen") / f"{KERNEL}.cu"
+    path.write_text(render_kernel(manifest, kernel))
+    return path
+
+
+def run_tool(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "aotc._nvrtc_fatbin", *map(str, args)],
+        env=aotc_env(env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def listing(fatbin: Path) -> tuple[set[str], set[str]]:
+    """(ELF, PTX) entry names cuobjdump lists, e.g. ({'sm_80'}, {'sm_90'})."""
+    out = subprocess.run(
+        [cuobjdump(), "--list-elf", "--list-ptx", str(fatbin)], capture_output=True, text=True, check=True
+    ).stdout
+    elf, ptx = set(), set()
+    for line in out.splitlines():
+        # "ELF file    1: gemm_counting_f32_forward.sm_80.cubin", "PTX file    1: ....sm_90.ptx"
+        name = line.split(":", 1)[-1].strip()
+        if line.startswith("ELF file"):
+            elf.add(name.split(".")[-2])
+        elif line.startswith("PTX file"):
+            ptx.add(name.split(".")[-2])
+    return elf, ptx
+
+
+@pytest.mark.parametrize(("major", "sass", "ptx"), [(12, ["70", "80"], ["90"]), (13, ["75"], ["120"])])
+def test_fatbin_holds_sass_and_ptx(major: int, sass: list[str], ptx: list[str], kernel_source: Path, tmp_path: Path) -> None:
+    require_toolchain(major)
+    out, resources = tmp_path / f"{KERNEL}.fatbin", tmp_path / f"{KERNEL}.resources.txt"
+    # --werror as in the nvcc build: the generated kernels compile cleanly, and
+    # NVRTC 12's notice that sm_70 is deprecated does not count.
+    result = run_tool(
+        "--cuda", major, "--sass", ",".join(sass), "--ptx", ",".join(ptx), "--werror",
+        "--out", out, "--resources", resources, kernel_source,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert listing(out) == ({f"sm_{a}" for a in sass}, {f"sm_{a}" for a in ptx})
+    # ptxas' report, in the format the index reads from nvcc builds, per SASS arch.
+    report = parse_resource_report(resources.read_text(), KERNEL)
+    assert sorted(report) == sorted(sass)
+    assert all(entry["registers"] > 0 for entry in report.values())
+    assert "Compile time" not in resources.read_text()
+
+
+def test_version_names_the_libraries() -> None:
+    tool = require_toolchain(12)
+    result = run_tool("--cuda", "12", "--version")
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.strip()
+    assert line.startswith(f"nvrtc {tool.nvrtc_version} (") and "libnvrtc.so.12" in line
+    assert "nvfatbin " in line and "libnvfatbin.so.12" in line
+    assert tool.nvrtc_version.count(".") == 2  # the full version, from the wheel
+
+
+@pytest.mark.parametrize("major", [12, 13])
+def test_output_is_deterministic_and_rewritten_only_on_change(major: int, kernel_source: Path, tmp_path: Path) -> None:
+    require_toolchain(major)
+    args = ("--cuda", major, "--sass", "75,80", "--ptx", "80")
+    first, second = tmp_path / "a" / "k.fatbin", tmp_path / "b" / "k.fatbin"
+    assert run_tool(*args, "--out", first, kernel_source).returncode == 0
+    assert run_tool(*args, "--out", second, kernel_source).returncode == 0
+    assert first.read_bytes() == second.read_bytes()
+    # Same bytes again: the file is left alone, so ninja's restat sees no change.
+    before = first.stat().st_mtime_ns
+    os.utime(first, ns=(before - 10**9, before - 10**9))
+    assert run_tool(*args, "--out", first, kernel_source).returncode == 0
+    assert first.stat().st_mtime_ns == before - 10**9
+
+
+def test_no_compress_gives_a_larger_fatbin(kernel_source: Path, tmp_path: Path) -> None:
+    require_toolchain(13)
+    # The default compresses large entries (the PTX), as nvcc does.
+    args = ("--cuda", "13", "--sass", "80", "--ptx", "80")
+    assert run_tool(*args, "--out", tmp_path / "c.fatbin", kernel_source).returncode == 0
+    assert run_tool(*args, "--no-compress", "--out", tmp_path / "u.fatbin", kernel_source).returncode == 0
+    assert (tmp_path / "c.fatbin").stat().st_size < (tmp_path / "u.fatbin").stat().st_size
+    assert listing(tmp_path / "c.fatbin") == listing(tmp_path / "u.fatbin") == ({"sm_80"}, {"sm_80"})
+
+
+def test_werror_fails_on_a_warning(tmp_path: Path) -> None:
+    require_toolchain(12)
+    source = tmp_path / "warns.cu"
+    source.write_text('extern "C" __global__ void k(float* x) { int unused; x[0] = 1.0f; }\n')
+    out = tmp_path / "warns.fatbin"
+    lenient = run_tool("--cuda", "12", "--sass", "80", "--out", out, source)
+    assert lenient.returncode == 0, lenient.stderr
+    assert "declared but never referenced" in lenient.stderr  # shown, not fatal
+    out.unlink()
+    strict = run_tool("--cuda", "12", "--sass", "80", "--werror", "--out", out, source)
+    assert strict.returncode == 1
+    last = strict.stderr.strip().splitlines()[-1]
+    assert last.startswith("aotc: error: warns.cu: NVRTC warned (sm_80) and --werror is set:")
+    assert "declared but never referenced" in last
+    assert not out.exists()
+
+
+def test_compile_error_is_one_line(tmp_path: Path) -> None:
+    require_toolchain(12)
+    source = tmp_path / "broken.cu"
+    source.write_text('extern "C" __global__ void k(float* x) { x[0] = nope; }\n')
+    result = run_tool("--cuda", "12", "--sass", "80", "--out", tmp_path / "broken.fatbin", source)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("aotc: error: NVRTC 12.") and "broken.cu for sm_80" in last and "nope" in last
+
+
+def test_unsupported_arch_is_refused(kernel_source: Path, tmp_path: Path) -> None:
+    require_toolchain(13)
+    result = run_tool("--cuda", "13", "--sass", "70", "--out", tmp_path / "k.fatbin", kernel_source)
+    assert result.returncode == 1
+    assert "cannot compile for SASS 70" in result.stderr.strip().splitlines()[-1]
+
+
+def test_missing_library_names_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(_nvrtc_fatbin.ENV_NVRTC, raising=False)
+    with pytest.raises(BuildError, match=r"libnvrtc\.so\.12 not found .*nvidia-cuda-nvrtc-cu12.*AOTC_NVRTC_LIBRARY"):
+        _nvrtc_fatbin.find_library("nvrtc", 12, search=[tmp_path])
+    with pytest.raises(BuildError, match=r"libnvfatbin\.so\.13 not found .*nvidia-nvfatbin.*AOTC_NVFATBIN_LIBRARY"):
+        _nvrtc_fatbin.find_library("nvfatbin", 13, search=[tmp_path])
+    # Through the CLI: an override that points nowhere; one line, naming the variable.
+    result = run_tool("--cuda", "12", "--version", env={_nvrtc_fatbin.ENV_NVRTC: str(tmp_path / "nope.so")})
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"aotc: error: AOTC_NVRTC_LIBRARY={tmp_path / 'nope.so'} is not a file")
+
+
+def test_wheel_layouts_are_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cu12 wheels: nvidia/cuda_nvrtc/lib, nvidia/nvfatbin/lib; CUDA 13: nvidia/cu13/lib."""
+    monkeypatch.delenv(_nvrtc_fatbin.ENV_NVRTC, raising=False)
+    monkeypatch.delenv(_nvrtc_fatbin.ENV_NVFATBIN, raising=False)
+    for relative in ("cuda_nvrtc/lib/libnvrtc.so.12", "nvfatbin/lib/libnvfatbin.so.12", "cu13/lib/libnvrtc.so.13"):
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).touch()
+    assert _nvrtc_fatbin.find_library("nvrtc", 12, [tmp_path]) == (tmp_path / "cuda_nvrtc/lib/libnvrtc.so.12", False)
+    assert _nvrtc_fatbin.find_library("nvfatbin", 12, [tmp_path])[0] == tmp_path / "nvfatbin/lib/libnvfatbin.so.12"
+    assert _nvrtc_fatbin.find_library("nvrtc", 13, [tmp_path])[0] == tmp_path / "cu13/lib/libnvrtc.so.13"
+    monkeypatch.setenv(_nvrtc_fatbin.ENV_NVRTC, str(tmp_path / "cu13/lib/libnvrtc.so.13"))
+    assert _nvrtc_fatbin.find_library("nvrtc", 12, []) == (tmp_path / "cu13/lib/libnvrtc.so.13", True)
