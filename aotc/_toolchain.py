@@ -69,11 +69,12 @@ class Toolchain:
     version: str  # full toolkit version, "13.0.88"
     cuda: str  # the lane, "12" or "13"
     origin: str  # where it was found, for the build log
+    detail: str = ""  # more of what the output depends on (nvFatbin's version)
 
     @property
     def identity(self) -> str:
         """What the fatbins depend on: a change here recompiles every kernel."""
-        return f"{self.kind} {self.version} cuda{self.cuda}"
+        return " ".join(filter(None, (self.kind, self.version, f"cuda{self.cuda}", self.detail)))
 
 
 def nvcc_version(nvcc: str) -> str | None:
@@ -131,12 +132,16 @@ def find_nvcc(cuda: str, cmake_cuda_compiler: str = "") -> Toolchain | None:
 
 
 def _nvrtc_toolchain(cuda: str) -> Toolchain | None:
+    """NVRTC and nvFatbin of CUDA ``cuda`` from the wheels in this Python, or None."""
+    from aotc._nvrtc_fatbin import load_toolchain
+    from aotc.errors import BuildError
+
     try:
-        from aotc._nvrtc_fatbin import toolkit_version
-    except ImportError:  # pragma: no cover - the module ships with aotc
+        tool = load_toolchain(int(cuda))
+    except BuildError:
         return None
-    version = toolkit_version(cuda)
-    return Toolchain("nvrtc", "", version, cuda, "the NVRTC and nvFatbin wheels") if version else None
+    # nvFatbin's version is part of what the fatbins depend on, so of the identity.
+    return Toolchain("nvrtc", "", tool.nvrtc_version, cuda, tool.describe(), f"nvfatbin {tool.nvfatbin_version}")
 
 
 def find_toolchain(cuda: str = "13", prefer: str = "auto", cmake_cuda_compiler: str = "") -> Toolchain:
