@@ -231,7 +231,7 @@ def load_toolchain(major: int) -> Toolchain:
         _bind(nvrtc, _NVRTC_API)
         _bind(nvfatbin, _NVFATBIN_API)
     except AttributeError as exc:
-        msg = f"{nvrtc_path} or {fatbin_path} lacks a needed function ({exc}); install CUDA {major}.4 or newer"
+        msg = f"{nvrtc_path} or {fatbin_path} lacks a needed function ({exc}); nvFatbin needs CUDA 12.4 or newer"
         raise BuildError(msg) from None
     tool = Toolchain(major, nvrtc_path, fatbin_path, "", "", frozenset(), nvrtc, nvfatbin)
     a, b = ctypes.c_int(), ctypes.c_int()
