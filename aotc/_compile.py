@@ -70,7 +70,7 @@ def _run_nvrtc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int
         argv += ["--resources", args.resources]
     if args.werror:
         argv.append("--werror")
-    argv.append("--no-compress" if args.compress == "none" else "--compress")
+    argv.append(f"--compress={args.compress}")
     return _nvrtc_fatbin.main([*argv, args.source])
 
 

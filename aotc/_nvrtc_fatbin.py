@@ -14,7 +14,7 @@ are found in the nvidia wheels on the running interpreter's path, or at
 CLI (one kernel per call, for a build system)::
 
     python -m aotc._nvrtc_fatbin --cuda 12 --sass 70,80 --ptx 90 --out K.fatbin \\
-        [--resources K.resources.txt] [--werror] [--option=-DX=1] [--no-compress] K.cu
+        [--resources K.resources.txt] [--werror] [--option=-DX=1] [--compress=MODE] K.cu
     python -m aotc._nvrtc_fatbin --cuda 12 --version
 
 Outputs are replaced atomically and only when their bytes change, so a ninja
@@ -50,6 +50,14 @@ __all__ = [
 ]
 
 ENV_NVRTC = "AOTC_NVRTC_LIBRARY"
+# nvFatbin's options for each of nvcc's --compress-mode values.
+_COMPRESSION_OPTIONS = {
+    "none": ("-compress=false",),
+    "default": ("-compress=true",),
+    "size": ("-compress-mode=size",),
+    "balance": ("-compress-mode=balance",),
+    "speed": ("-compress-mode=speed",),
+}
 ENV_NVFATBIN = "AOTC_NVFATBIN_LIBRARY"
 
 # Where the wheels put the libraries, under site-packages/nvidia/: the cu12
@@ -321,7 +329,7 @@ def compile_fatbin(
     options: Sequence[str] = (),
     werror: bool = False,
     resources: bool = False,
-    compress: bool = True,
+    compress: str = "default",
 ) -> Fatbin:
     """Compile ``source`` (a kernel's self-contained ``.cu``) into one fatbin.
 
@@ -368,12 +376,11 @@ def compile_fatbin(
         raise BuildError(msg)
     identifier = Path(name).stem.encode()
     # -64: 64-bit entries, as nvcc writes for x86_64 and aarch64 hosts.
-    # -compress=true is nvFatbin's default and nvcc's: the default mode, which
-    # compresses entries above a size threshold (in practice the PTX), as
-    # fatbinary does under nvcc, and which every driver of the CUDA major reads.
-    # No -compress-mode=size/-compress-all: smaller, but "size" (zstd) needs a
-    # newer driver than the CUDA major's minimum.
-    fat_options = ["-64", f"-compress={'true' if compress else 'false'}"]
+    # "default" is nvFatbin's and nvcc's default mode: entries above a size
+    # threshold (in practice the PTX) are compressed, which every driver of the
+    # CUDA major reads. The named modes are nvcc's --compress-mode; "size"
+    # (zstd) needs a newer driver than CUDA 12's minimum (docs/design.md).
+    fat_options = ["-64", *_COMPRESSION_OPTIONS[compress]]
     handle = ctypes.c_void_p()
     tool._fat("nvFatbinCreate", ctypes.byref(handle), _strings(fat_options), len(fat_options))
     try:
@@ -434,7 +441,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--option", action="append", default=[], help="an extra NVRTC option, e.g. --option=-DX=1 (repeatable)"
     )
-    parser.add_argument("--compress", action=argparse.BooleanOptionalAction, default=True, help="compress (default)")
+    parser.add_argument("--compress", choices=sorted(_COMPRESSION_OPTIONS), default="default", help="nvcc's --compress-mode")
     parser.add_argument("source", type=Path, nargs="?")
     return parser
 

@@ -130,14 +130,17 @@ def test_output_is_deterministic_and_rewritten_only_on_change(major: int, kernel
     assert first.stat().st_mtime_ns == before - 10**9
 
 
-def test_no_compress_gives_a_larger_fatbin(kernel_source: Path, tmp_path: Path) -> None:
+def test_each_compression_mode_is_smaller_than_none(kernel_source: Path, tmp_path: Path) -> None:
     require_toolchain(13)
-    # The default compresses large entries (the PTX), as nvcc does.
+    # The default compresses large entries (the PTX), as nvcc does; "size" compresses everything harder.
     args = ("--cuda", "13", "--sass", "80", "--ptx", "80")
-    assert run_tool(*args, "--out", tmp_path / "c.fatbin", kernel_source).returncode == 0
-    assert run_tool(*args, "--no-compress", "--out", tmp_path / "u.fatbin", kernel_source).returncode == 0
-    assert (tmp_path / "c.fatbin").stat().st_size < (tmp_path / "u.fatbin").stat().st_size
-    assert listing(tmp_path / "c.fatbin") == listing(tmp_path / "u.fatbin") == ({"sm_80"}, {"sm_80"})
+    sizes = {}
+    for mode in ("none", "default", "size"):
+        out = tmp_path / f"{mode}.fatbin"
+        assert run_tool(*args, f"--compress={mode}", "--out", out, kernel_source).returncode == 0
+        assert listing(out) == ({"sm_80"}, {"sm_80"})
+        sizes[mode] = out.stat().st_size
+    assert sizes["size"] < sizes["default"] < sizes["none"]
 
 
 def test_werror_fails_on_a_warning(tmp_path: Path) -> None:
