@@ -9,9 +9,12 @@ CPU tensors on the emulator.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from aotc.tropical import Tropical
 
 __all__ = ["TropicalMatmul", "tropical_matmul"]
 
@@ -20,22 +23,20 @@ class TropicalMatmul(torch.autograd.Function):
     """``C = A (x) B``; gradients flow to the operand entries that won."""
 
     @staticmethod
-    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, semiring: str) -> torch.Tensor:
-        from aotc.tropical import matmul_argmax
-
-        c, k = matmul_argmax(a.detach(), b.detach(), semiring)
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, api: Tropical) -> torch.Tensor:
+        # `api` is the library's handle the product was called through: both passes use its kernels.
+        c, k = api.matmul_argmax(a.detach(), b.detach(), semiring)
         ctx.save_for_backward(a, b, k)
         ctx.semiring = semiring
+        ctx.api = api
         return c
 
     @staticmethod
-    def backward(ctx: Any, grad_c: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None]:
-        from aotc.tropical import matmul_backward
-
+    def backward(ctx: Any, grad_c: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:
         a, b, k = ctx.saved_tensors
-        grad_a, grad_b = matmul_backward(grad_c.contiguous(), k, a.detach(), b.detach(), ctx.semiring)
-        return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None)
+        grad_a, grad_b = ctx.api.matmul_backward(grad_c.contiguous(), k, a.detach(), b.detach(), ctx.semiring)
+        return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None, None)
 
 
-def tropical_matmul(a: torch.Tensor, b: torch.Tensor, semiring: str) -> torch.Tensor:
-    return TropicalMatmul.apply(a, b, semiring)
+def tropical_matmul(a: torch.Tensor, b: torch.Tensor, semiring: str, api: Tropical) -> torch.Tensor:
+    return TropicalMatmul.apply(a, b, semiring, api)

@@ -13,6 +13,7 @@ __all__ = [
     "BuildError",
     "CacheError",
     "ConfigurationError",
+    "DriverTooOldError",
     "ManifestError",
     "NoDeviceError",
     "NoKernelImageError",
@@ -49,3 +50,8 @@ class BackendError(AotcError):
 
 class NoDeviceError(BackendError):
     """No usable GPU here: no driver, no device, or the device is unavailable."""
+
+
+class DriverTooOldError(BackendError):
+    """The GPU driver is older than the CUDA toolkit a library was built with
+    needs; the message names both versions and what to install instead."""

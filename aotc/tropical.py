@@ -15,6 +15,16 @@ gradients get a ``torch.autograd.Function`` (see ``aotc._torch_autograd``).
 Host arrays are used in place on host-memory backends (the CPU emulator) and
 copied to the device and back on GPU backends. Strided or transposed inputs
 are copied to row-major first. Errors are one line naming the argument.
+
+The module's functions use the installed ``tropical`` library. Another
+library built from the same templates (another project's manifest) has its
+own handle, a ``Tropical``, with the same functions::
+
+    lib = aotc.load("/path/to/otherlib")
+    c = lib.tropical.matmul(a, b, "maxmin")
+
+Handles share nothing but the backend, so any number of libraries are used
+side by side; ``set_library`` changes which one the module's functions use.
 """
 
 from __future__ import annotations
@@ -27,13 +37,10 @@ from typing import Any
 
 from aotc._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, zeros_like_kind
 
-__all__ = ["matmul", "matmul_argmax", "matmul_backward", "semirings", "set_library"]
+__all__ = ["Tropical", "matmul", "matmul_argmax", "matmul_backward", "semirings", "set_library"]
 
-_shared: dict[str, Any] = {"library": None}
+_shared: dict[str, Any] = {"api": None}  # the Tropical the module's functions use
 _lock = threading.Lock()
-# (semiring, dtype, pass, variant) -> (launcher, picks its arguments from _ARGUMENTS' order)
-_plans: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
-_counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
 _ARGUMENTS = (
     "A", "B", "C", "Kstar", "M", "N", "K", "lda", "ldb", "ldc", "ldk", "batch",
     "batch_stride_A", "batch_stride_B", "batch_stride_C", "batch_stride_Kstar",
@@ -41,34 +48,48 @@ _ARGUMENTS = (
 
 
 def set_library(library: Any = None, *, backend: Any = None) -> Any:
-    """Use ``library`` (a Library, an installed name or a folder) for every call;
-    None goes back to the installed tropical library. Returns the Library."""
+    """Use ``library`` (a Library, an installed name or a folder) for the module's
+    functions; None goes back to the installed tropical library. Returns the Library.
+
+    This changes the process-wide default; to use a second library beside the
+    default, use its own handle, ``aotc.load(folder).tropical``, instead.
+    """
     if isinstance(library, (str, os.PathLike)):
         from aotc.runtime.library import load
 
         library = load(library, backend=backend)
+    api = None if library is None else _api_of(library)
     with _lock:
-        _shared["library"] = library
-        _plans.clear()
-        _counting.clear()
+        _shared["api"] = api
     return library
+
+
+def _api_of(library: Any) -> Tropical:
+    # A Library keeps its handle, so its prepared plans are shared with lib.tropical.
+    api = getattr(library, "tropical", None)
+    return api if isinstance(api, Tropical) else Tropical(library)
+
+
+def _api() -> Tropical:
+    api = _shared["api"]
+    if api is None:
+        with _lock:
+            if _shared["api"] is None:
+                from aotc.runtime.library import load
+
+                _shared["api"] = _api_of(load("tropical"))
+            api = _shared["api"]
+    return api
 
 
 def _library() -> Any:
-    library = _shared["library"]
-    if library is None:
-        with _lock:
-            if _shared["library"] is None:
-                from aotc.runtime.library import load
-
-                _shared["library"] = load("tropical")
-            library = _shared["library"]
-    return library
+    """The Library the module's functions use."""
+    return _api().library
 
 
 def semirings() -> tuple[str, ...]:
     """The semiring names the library has kernels for."""
-    return tuple(_library().index["semirings"])
+    return _api().semirings()
 
 
 def _semiring(library: Any, semiring: str) -> dict[str, Any]:
@@ -140,17 +161,6 @@ def _launcher(library: Any, semiring: str, dtype: str, pass_name: str, variant: 
         have = sorted({e["dtype"] for e in kernels if e["semiring"] == semiring and e["pass"] == pass_name})
         msg = f"a: no {pass_name} kernel for semiring {semiring!r} and dtype {dtype} (dtypes with one: {', '.join(have) or 'none'})"
         raise ValueError(msg) from None
-
-
-def _plan(library: Any, semiring: str, dtype: str, pass_name: str, variant: str) -> tuple[Any, Any]:
-    """The product kernel's launcher and argument picker, prepared once."""
-    key = (semiring, dtype, pass_name, variant)
-    plan = _plans.get(key)
-    if plan is None:
-        launcher = _launcher(library, semiring, dtype, pass_name, variant)
-        picker = operator.itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
-        plan = _plans[key] = (launcher, picker)
-    return plan
 
 
 def _stream(stream: Any, op: Operand) -> Any:
@@ -234,44 +244,6 @@ def _output(out: Any, name: str, like: Operand, shape: tuple[int, ...], dtype: s
     return op
 
 
-def _product(pass_name: str, a: Any, b: Any, semiring: str, out: Any, k_out: Any, stream: Any) -> tuple[Any, Any]:
-    library = _shared["library"] or _library()
-    counting = _counting.get(semiring)
-    if counting is None:
-        counting = _counting[semiring] = bool(_semiring(library, semiring).get("counting", False))
-    A, B = as_operand(a, "a"), as_operand(b, "b")
-    if B.dtype != A.dtype or B.device != A.device:
-        _same(A, B, "b")
-    host_backend = _host_backend(library.backend)
-    if host_backend and A.device != "cpu":
-        _Memory(library.backend, host_backend).check(A, "a")  # raises: this backend can't reach it
-    if not host_backend:
-        A, B = _stageable(A, "a"), _stageable(B, "b")
-    A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = _pair(A, B, counting)
-    batch = batch_a or batch_b
-    launcher, pick = _plan(library, semiring, A.dtype, pass_name, "batched" if batch else "single")
-
-    lead = (batch,) if batch else ()
-    C = _output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype)
-    K_op = _output(k_out, "k_out", A, (*lead, m, n), "i32") if pass_name == "argmax" else None
-    sizes = (m, n, k, lda, ldb, n, n, batch, sa if batch_a else 0, sb if batch_b else 0, m * n, m * n)
-    if host_backend:
-        # Everything is host memory: the operands are used in place.
-        pointers = (A.pointer, B.pointer, C.pointer, K_op.pointer if K_op is not None else 0)
-        launcher(*pick(pointers + sizes), stream=_stream(stream, A))
-        return C.obj, (K_op.obj if K_op is not None else None)
-    memory = _Memory(library.backend, host_backend)
-    try:
-        pointers = (
-            memory.pointer(A, "a"), memory.pointer(B, "b"), memory.pointer(C, "out", result=True),
-            memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
-        )  # fmt: skip
-        launcher(*pick(pointers + sizes), stream=_stream(stream, A))  # in _ARGUMENTS' order
-    finally:
-        memory.finish()
-    return C.obj, (K_op.obj if K_op is not None else None)
-
-
 def _wants_autograd(a: Any, b: Any) -> bool:
     torch = sys.modules.get("torch")
     return (
@@ -282,16 +254,152 @@ def _wants_autograd(a: Any, b: Any) -> bool:
     )
 
 
+class Tropical:
+    """The tropical API over one kernel library's kernels: ``lib.tropical`` of an
+    ``aotc.load()`` result. Its methods are the module's functions; it keeps the
+    launchers it prepared, so each kind of product is looked up once."""
+
+    def __init__(self, library: Any) -> None:
+        self.library = library
+        # (semiring, dtype, pass, variant) -> (launcher, picks its arguments from _ARGUMENTS' order)
+        self._plans: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+        self._counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
+
+    def __repr__(self) -> str:
+        return f"<aotc.tropical.Tropical over library {getattr(self.library, 'name', self.library)!r}>"
+
+    def semirings(self) -> tuple[str, ...]:
+        """The semiring names this library has kernels for."""
+        return tuple(self.library.index["semirings"])
+
+    def _plan(self, semiring: str, dtype: str, pass_name: str, variant: str) -> tuple[Any, Any]:
+        """The product kernel's launcher and argument picker, prepared once."""
+        key = (semiring, dtype, pass_name, variant)
+        plan = self._plans.get(key)
+        if plan is None:
+            launcher = _launcher(self.library, semiring, dtype, pass_name, variant)
+            picker = operator.itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
+            plan = self._plans[key] = (launcher, picker)
+        return plan
+
+    def _product(
+        self, pass_name: str, a: Any, b: Any, semiring: str, out: Any, k_out: Any, stream: Any
+    ) -> tuple[Any, Any]:
+        library = self.library
+        counting = self._counting.get(semiring)
+        if counting is None:
+            counting = self._counting[semiring] = bool(_semiring(library, semiring).get("counting", False))
+        A, B = as_operand(a, "a"), as_operand(b, "b")
+        if B.dtype != A.dtype or B.device != A.device:
+            _same(A, B, "b")
+        host_backend = _host_backend(library.backend)
+        if host_backend and A.device != "cpu":
+            _Memory(library.backend, host_backend).check(A, "a")  # raises: this backend can't reach it
+        if not host_backend:
+            A, B = _stageable(A, "a"), _stageable(B, "b")
+        A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = _pair(A, B, counting)
+        batch = batch_a or batch_b
+        launcher, pick = self._plan(semiring, A.dtype, pass_name, "batched" if batch else "single")
+
+        lead = (batch,) if batch else ()
+        C = _output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype)
+        K_op = _output(k_out, "k_out", A, (*lead, m, n), "i32") if pass_name == "argmax" else None
+        sizes = (m, n, k, lda, ldb, n, n, batch, sa if batch_a else 0, sb if batch_b else 0, m * n, m * n)
+        if host_backend:
+            # Everything is host memory: the operands are used in place.
+            pointers = (A.pointer, B.pointer, C.pointer, K_op.pointer if K_op is not None else 0)
+            launcher(*pick(pointers + sizes), stream=_stream(stream, A))
+            return C.obj, (K_op.obj if K_op is not None else None)
+        memory = _Memory(library.backend, host_backend)
+        try:
+            pointers = (
+                memory.pointer(A, "a"), memory.pointer(B, "b"), memory.pointer(C, "out", result=True),
+                memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
+            )  # fmt: skip
+            launcher(*pick(pointers + sizes), stream=_stream(stream, A))  # in _ARGUMENTS' order
+        finally:
+            memory.finish()
+        return C.obj, (K_op.obj if K_op is not None else None)
+
+    def matmul(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
+        """``C = A (x) B`` under ``semiring``; see the module docstring."""
+        if _wants_autograd(a, b):
+            if out is not None:
+                msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
+                raise ValueError(msg)
+            from aotc._torch_autograd import tropical_matmul
+
+            return tropical_matmul(a, b, semiring, self)
+        return self._product("forward", a, b, semiring, out, None, stream)[0]
+
+    def matmul_argmax(
+        self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None
+    ) -> tuple[Any, Any]:
+        """``(C, k)``: the product and, per element, the k of its best term (ties
+        to the smallest k; -1 where no term beats the semiring zero)."""
+        return self._product("argmax", a, b, semiring, out, k_out, stream)
+
+    def matmul_backward(
+        self, grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None
+    ) -> tuple[Any, Any]:
+        """``(grad_a, grad_b)`` from ``grad_c`` and the ``k`` that ``matmul_argmax`` returned.
+
+        max-plus, min-plus: ``grad_a[i, k*] += grad_c[i, j]``, ``grad_b[k*, j] += grad_c[i, j]``;
+        max-times multiplies each by the other operand. A 2-D operand that was
+        broadcast over a batch gets the sum over the batch.
+        """
+        library = self.library
+        spec = _semiring(library, semiring)
+        if spec.get("counting") or spec["add"] not in ("max", "min") or spec["mul"] not in ("add", "mul"):
+            msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
+            raise ValueError(msg)
+        A, B = as_operand(a, "a"), as_operand(b, "b")
+        G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
+        _same(A, B, "b")
+        _same(A, G, "grad_c")
+        if not _host_backend(library.backend):
+            A, B, G, Kop = (_stageable(op, n) for op, n in ((A, "a"), (B, "b"), (G, "grad_c"), (Kop, "k")))
+        A, B, (batch_a, batch_b, m, kk, n, sa, sb, lda, ldb) = _pair(A, B, False)
+        batch = batch_a or batch_b
+        lead = (batch,) if batch else ()
+        G, batch_g, gm, gn, sg, ldgc = _matrix(G, "grad_c", False)
+        if (gm, gn) != (m, n) or batch_g != batch:
+            msg = f"grad_c: shape {G.shape} does not match the product's {(*lead, m, n)}"
+            raise ValueError(msg)
+        if Kop.dtype != "i32" or Kop.shape != (*lead, m, n) or Kop.device != A.device:
+            msg = f"k: expected the int32 {(*lead, m, n)} array matmul_argmax returned on {A.device}, got {Kop.dtype} {Kop.shape} on {Kop.device}"
+            raise ValueError(msg)
+        Kop, _, _, _, sk, ldk = _matrix(Kop, "k", False)
+        variant = "batched" if batch else "single"
+        _Memory(library.backend, _host_backend(library.backend)).check(A, "a")
+        grads = []
+        for pass_name, target, target_op, stride in (("backward_a", "grad_A", A, sa), ("backward_b", "grad_B", B, sb)):
+            launcher = _launcher(library, semiring, A.dtype, pass_name, variant)
+            grad = as_operand(zeros_like_kind(target_op, target_op.shape, A.dtype), target)
+            memory = _Memory(library.backend, _host_backend(library.backend))
+            values = {"M": m, "N": n, "K": kk, "lda": lda, "ldb": ldb, "ldgc": ldgc, "ldk": ldk, "batch": batch}
+            values.update(ldga=kk, ldgb=n, batch_stride_grad_C=sg, batch_stride_Kstar=sk)
+            values.update(batch_stride_A=sa if batch_a else 0, batch_stride_B=sb if batch_b else 0)
+            values.update(batch_stride_grad_A=m * kk if batch_a else 0, batch_stride_grad_B=kk * n if batch_b else 0)
+            try:
+                values["grad_C"] = memory.pointer(G, "grad_c")
+                values["Kstar"] = memory.pointer(Kop, "k")
+                values["A"] = memory.pointer(A, "a")
+                values["B"] = memory.pointer(B, "b")
+                values[target] = memory.pointer(grad, target, result=True, zeroed=True)
+                launcher(*[values[p] for p in launcher.params], stream=_stream(stream, A))
+            finally:
+                memory.finish()
+            grads.append(grad.obj)
+        return grads[0], grads[1]
+
+
+# --- the module's functions: the default library's handle -------------------------
+
+
 def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
     """``C = A (x) B`` under ``semiring``; see the module docstring."""
-    if _wants_autograd(a, b):
-        if out is not None:
-            msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
-            raise ValueError(msg)
-        from aotc._torch_autograd import tropical_matmul
-
-        return tropical_matmul(a, b, semiring)
-    return _product("forward", a, b, semiring, out, None, stream)[0]
+    return (_shared["api"] or _api()).matmul(a, b, semiring, out=out, stream=stream)
 
 
 def matmul_argmax(
@@ -299,57 +407,10 @@ def matmul_argmax(
 ) -> tuple[Any, Any]:
     """``(C, k)``: the product and, per element, the k of its best term (ties
     to the smallest k; -1 where no term beats the semiring zero)."""
-    return _product("argmax", a, b, semiring, out, k_out, stream)
+    return (_shared["api"] or _api()).matmul_argmax(a, b, semiring, out=out, k_out=k_out, stream=stream)
 
 
 def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None) -> tuple[Any, Any]:
-    """``(grad_a, grad_b)`` from ``grad_c`` and the ``k`` that ``matmul_argmax`` returned.
-
-    max-plus, min-plus: ``grad_a[i, k*] += grad_c[i, j]``, ``grad_b[k*, j] += grad_c[i, j]``;
-    max-times multiplies each by the other operand. A 2-D operand that was
-    broadcast over a batch gets the sum over the batch.
-    """
-    library = _library()
-    spec = _semiring(library, semiring)
-    if spec.get("counting") or spec["add"] not in ("max", "min") or spec["mul"] not in ("add", "mul"):
-        msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
-        raise ValueError(msg)
-    A, B = as_operand(a, "a"), as_operand(b, "b")
-    G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
-    _same(A, B, "b")
-    _same(A, G, "grad_c")
-    if not _host_backend(library.backend):
-        A, B, G, Kop = (_stageable(op, n) for op, n in ((A, "a"), (B, "b"), (G, "grad_c"), (Kop, "k")))
-    A, B, (batch_a, batch_b, m, kk, n, sa, sb, lda, ldb) = _pair(A, B, False)
-    batch = batch_a or batch_b
-    lead = (batch,) if batch else ()
-    G, batch_g, gm, gn, sg, ldgc = _matrix(G, "grad_c", False)
-    if (gm, gn) != (m, n) or batch_g != batch:
-        msg = f"grad_c: shape {G.shape} does not match the product's {(*lead, m, n)}"
-        raise ValueError(msg)
-    if Kop.dtype != "i32" or Kop.shape != (*lead, m, n) or Kop.device != A.device:
-        msg = f"k: expected the int32 {(*lead, m, n)} array matmul_argmax returned on {A.device}, got {Kop.dtype} {Kop.shape} on {Kop.device}"
-        raise ValueError(msg)
-    Kop, _, _, _, sk, ldk = _matrix(Kop, "k", False)
-    variant = "batched" if batch else "single"
-    _Memory(library.backend, _host_backend(library.backend)).check(A, "a")
-    grads = []
-    for pass_name, target, target_op, stride in (("backward_a", "grad_A", A, sa), ("backward_b", "grad_B", B, sb)):
-        launcher = _launcher(library, semiring, A.dtype, pass_name, variant)
-        grad = as_operand(zeros_like_kind(target_op, target_op.shape, A.dtype), target)
-        memory = _Memory(library.backend, _host_backend(library.backend))
-        values = {"M": m, "N": n, "K": kk, "lda": lda, "ldb": ldb, "ldgc": ldgc, "ldk": ldk, "batch": batch}
-        values.update(ldga=kk, ldgb=n, batch_stride_grad_C=sg, batch_stride_Kstar=sk)
-        values.update(batch_stride_A=sa if batch_a else 0, batch_stride_B=sb if batch_b else 0)
-        values.update(batch_stride_grad_A=m * kk if batch_a else 0, batch_stride_grad_B=kk * n if batch_b else 0)
-        try:
-            values["grad_C"] = memory.pointer(G, "grad_c")
-            values["Kstar"] = memory.pointer(Kop, "k")
-            values["A"] = memory.pointer(A, "a")
-            values["B"] = memory.pointer(B, "b")
-            values[target] = memory.pointer(grad, target, result=True, zeroed=True)
-            launcher(*[values[p] for p in launcher.params], stream=_stream(stream, A))
-        finally:
-            memory.finish()
-        grads.append(grad.obj)
-    return grads[0], grads[1]
+    """``(grad_a, grad_b)`` from ``grad_c`` and the ``k`` that ``matmul_argmax``
+    returned; see ``Tropical.matmul_backward``."""
+    return (_shared["api"] or _api()).matmul_backward(grad_c, k, a, b, semiring, stream=stream)

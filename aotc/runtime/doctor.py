@@ -1,7 +1,8 @@
 """``aotc doctor``: what the runtime would do here, and why.
 
-Reports the backend, the device (or plainly that there is none), NVRTC, the
-JIT policy, the disk cache, and for every kernel of every library the image
+Reports the backend, the device (or plainly that there is none), its driver,
+NVRTC, the JIT policy, the disk cache, and for every library whether the
+driver is new enough for it and, for every kernel, the image
 ``select_image`` picks. Each part is gathered on its own, so a missing GPU or
 NVRTC costs only its own line. ``--arch`` answers for a device that is not
 here.
@@ -17,20 +18,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotc._version import __version__
-from aotc.errors import AotcError, NoDeviceError
+from aotc.errors import AotcError, DriverTooOldError, NoDeviceError
 from aotc.index import INDEX_NAME, load_index_file, toolkit_label
 from aotc.runtime.backends import backend_name_from_env, get_backend
-from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.base import Backend, DeviceInfo
 from aotc.runtime.cache import DiskCache, default_cache
+from aotc.runtime.driver import Toolkit, check_driver, cuda_text, toolkit_from_index
 from aotc.runtime.library import installed_libraries, kernel_images, resolve_library, toolkit_version
 from aotc.runtime.select import ImageChoice, ImageKind, JitPolicy, Platform, explain_selection, jit_policy_from_env
 
 __all__ = ["Diagnosis", "diagnose"]
 
+# cuDriverGetVersion's answer and where it came from (the backend's name, or "--driver")
+DriverVersion = tuple[int, str]
+
 
 @dataclass
 class Diagnosis:
-    """Lines to print, and whether a problem (bad configuration, damaged index) was found."""
+    """Lines to print, and whether a problem (bad configuration, damaged index,
+    a driver too old for a library) was found."""
 
     lines: list[str] = field(default_factory=list)
     problems: int = 0
@@ -52,7 +58,9 @@ def diagnose(
 ) -> Diagnosis:
     report = Diagnosis()
     report.add(f"aotc {__version__} at {Path(__file__).resolve().parents[1]} (Python {sys.version.split()[0]})")
-    device, source_backend = _backend_and_device(report)
+    device, source_backend, driver_version = _backend_and_device(report)
+    if driver is not None:  # --driver: check the libraries against that one instead
+        driver_version = (driver[0] * 1000 + driver[1] * 10, "--driver")
     nvrtc_archs = _nvrtc(report)
     policy = _policy(report)
     cache = _cache(report, cache)
@@ -71,38 +79,53 @@ def diagnose(
         report.add("libraries: none installed with aotc (pass --library NAME_OR_FOLDER)")
     for name in names:
         report.add()
-        _library(report, name, platform, what, nvrtc_archs, policy, cache)
+        _library(report, name, platform, what, nvrtc_archs, policy, cache, driver_version)
     return report
 
 
-def _backend_and_device(report: Diagnosis) -> tuple[DeviceInfo | None, str]:
-    """The device, and the backend's name where it compiles sources itself (else "")."""
+def _backend_and_device(report: Diagnosis) -> tuple[DeviceInfo | None, str, DriverVersion | None]:
+    """The device, the backend's name where it compiles sources itself (else ""), and the driver's version."""
     try:
         chosen = backend_name_from_env()
     except AotcError as exc:
         report.problem(f"backend: {exc}")
-        return None, ""
+        return None, "", None
     how = f"AOTC_BACKEND={chosen}" if chosen else "chosen automatically (AOTC_BACKEND unset)"
     try:
         backend = get_backend(chosen)
     except AotcError as exc:
         report.add(f"backend: none ({exc})")
         report.add("device: unknown without a backend")
-        return None, ""
+        return None, "", None
     report.add(f"backend: {backend.name}, {how}")
+    driver = _driver(report, backend)
     try:
         device = backend.device()
     except NoDeviceError as exc:
         report.add(f"device: {exc}")
-        return None, ""
+        return None, "", driver
     except AotcError as exc:
         report.add(f"device: none ({exc})")
-        return None, ""
+        return None, "", driver
     if backend.image_format == "source":
         report.add(f"device: {device.name}")
-        return None, backend.name
+        return None, backend.name, driver
     report.add(device.describe())
-    return device, ""
+    return device, "", driver
+
+
+def _driver(report: Diagnosis, backend: Backend) -> DriverVersion | None:
+    """The backend's driver version, asked apart from the device: a driver too old
+    for the rest of the API still answers it, and that is what the report is for."""
+    try:
+        version = backend.driver_version()
+    except AotcError:
+        return None  # no driver: the device line says so
+    if version is None:
+        report.add(f"driver: none to check (the {backend.name} backend runs without an NVIDIA driver)")
+        return None
+    report.add(f"driver: {cuda_text(version)} (cuDriverGetVersion {version})")
+    return version, backend.name
 
 
 def _nvrtc(report: Diagnosis) -> frozenset[tuple[int, int]] | None:
@@ -150,12 +173,14 @@ def _library(
     nvrtc_archs: frozenset[tuple[int, int]] | None,
     policy: JitPolicy,
     cache: DiskCache | None,
+    driver: DriverVersion | None,
 ) -> None:
     directory = resolve_library(name)
     try:
         index = load_index_file(directory / INDEX_NAME)
         where = str(directory / INDEX_NAME)
         toolkit = toolkit_version(index, where)
+        needs = toolkit_from_index(index, where)
     except (AotcError, OSError) as exc:
         report.problem(f"library {name}: cannot read {directory / INDEX_NAME}: {exc}")
         return
@@ -166,6 +191,7 @@ def _library(
         f"library {index.get('library', name)}: {directory}, {len(kernels)} kernels, "
         f"{toolkit_label(index)}; SASS {', '.join(sass) or '-'}; PTX {', '.join(ptx) or '-'}"
     )
+    _driver_check(report, str(index.get("library", name)), needs, driver)
     if platform is None:
         if what:
             report.add(f"  decisions: none to make on {what}; `aotc doctor --arch X.Y` shows them for a GPU")
@@ -189,6 +215,24 @@ def _library(
     report.add("  summary: " + ", ".join(f"{counts[kind]} {kind}" for kind in order))
     for reason, count in Counter(c.reason for c in choices.values()).most_common():
         report.add(f"  - {count} x {reason}")
+
+
+def _driver_check(report: Diagnosis, library: str, needs: Toolkit | None, driver: DriverVersion | None) -> None:
+    if needs is None:
+        report.add(f"  driver: not checked ({INDEX_NAME} names no toolkit; it was built by an older aotc)")
+        return
+    head = f"  driver: needs {needs.requirement()}"
+    if driver is None:
+        report.add(f"{head}; no driver here to check (`aotc doctor --driver X.Y` checks one)")
+        return
+    version, source = driver
+    have = f"{head}; {source}: {cuda_text(version)} ({version})"
+    try:
+        check_driver(needs, version, library=library)
+    except DriverTooOldError as exc:
+        report.problem(f"{have}: too old: {exc}")
+        return
+    report.add(f"{have}: OK")
 
 
 def _cached(directory: Path, entry: dict, capability: tuple[int, int], cache: DiskCache | None) -> str:

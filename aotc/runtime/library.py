@@ -1,6 +1,8 @@
 """``aotc.load()``: a kernel library that reads its index at load and each kernel at first use.
 
-Loading reads ``index.json`` and nothing else. The first use of a kernel
+Loading reads ``index.json`` and nothing else. The first kernel loaded
+checks, once per library, that the backend's driver is new enough for the
+toolkit the index names (``aotc.runtime.driver``). The first use of a kernel
 chooses its image (``select_image`` against the device), opens only that
 kernel's fatbin (or compiles only its source with NVRTC, through the disk
 cache), loads it through the backend and keeps a Launcher. Every later use is
@@ -14,13 +16,14 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aotc._locations import libraries_root, library_dir
-from aotc.errors import AotcError
+from aotc.errors import AotcError, DriverTooOldError
 from aotc.index import INDEX_NAME, IndexFormatError, load_index_file
 from aotc.runtime.backends import Backend, get_backend
 from aotc.runtime.cache import DiskCache
+from aotc.runtime.driver import Toolkit, check_driver, toolkit_from_index
 from aotc.runtime.launcher import KernelSignature, Launcher
 from aotc.runtime.select import (
     ImageChoice,
@@ -32,6 +35,9 @@ from aotc.runtime.select import (
     jit_policy_from_env,
     select_image,
 )
+
+if TYPE_CHECKING:  # imported on first use of Library.tropical: it brings the array handling
+    from aotc.tropical import Tropical
 
 __all__ = ["Library", "installed_libraries", "kernel_images", "load", "resolve_library", "toolkit_version"]
 
@@ -95,6 +101,10 @@ class Library:
         self.index: dict[str, Any] = load_index_file(index_path)
         self._where = str(index_path)
         self.name: str = str(self.index.get("library", self.directory.name))
+        # None for indexes written before the build recorded its toolkit: no driver check.
+        self.toolkit: Toolkit | None = toolkit_from_index(self.index, self._where)
+        self._driver_checked = self.toolkit is None
+        self._driver_problem: str | None = None
         self._backend_spec = backend
         self._backend: Backend | None = backend if not isinstance(backend, (str, type(None))) else None
         self._cache = cache
@@ -108,6 +118,7 @@ class Library:
             key = (entry.get("semiring"), entry.get("dtype"), entry.get("pass"), entry.get("variant", "single"))
             self._by_kind[key] = kernel  # type: ignore[index]
         self._launchers_by_kind: dict[tuple[str, str, str, str], Launcher] = {}
+        self._tropical: Tropical | None = None
 
     def __repr__(self) -> str:
         return f"<aotc.Library {self.name!r} at {self.directory}: {len(self)} kernels, {len(self._launchers)} loaded>"
@@ -137,6 +148,20 @@ class Library:
                     self._backend = get_backend(spec if isinstance(spec, str) else None)
                 backend = self._backend
         return backend
+
+    @property
+    def tropical(self) -> Tropical:
+        """The ``aotc.tropical`` functions over this library's kernels, leaving the
+        module's default library alone: ``aotc.load(folder).tropical.matmul(a, b, "maxmin")``."""
+        api = self._tropical
+        if api is None:
+            from aotc.tropical import Tropical
+
+            with self._mutex:
+                if self._tropical is None:
+                    self._tropical = Tropical(self)
+                api = self._tropical
+        return api
 
     # -- the per-call surface ------------------------------------------------
 
@@ -198,6 +223,18 @@ class Library:
             return choice
         return select_image(images, self.platform(with_nvrtc=True), policy)
 
+    def check_driver(self) -> None:
+        """Raise DriverTooOldError if the backend's driver is older than this library's
+        toolkit needs. Asked of the backend once; the first kernel load calls it."""
+        if not self._driver_checked:
+            try:
+                check_driver(self.toolkit, self.backend.driver_version(), library=self.name)
+            except DriverTooOldError as exc:
+                self._driver_problem = str(exc)
+            self._driver_checked = True  # a race checks twice, with the same answer
+        if self._driver_problem is not None:
+            raise DriverTooOldError(self._driver_problem)
+
     # -- first use -------------------------------------------------------------
 
     def _entry(self, name: str) -> Mapping[str, Any]:
@@ -221,6 +258,9 @@ class Library:
 
     def _prepare(self, name: str, entry: Mapping[str, Any]) -> Launcher:
         signature = KernelSignature.from_index(name, entry, self._where)
+        # Before any image is chosen or loaded: an old driver would otherwise fail
+        # in cuModuleLoadData with an error that names neither it nor the fix.
+        self.check_driver()
         backend = self.backend
         if backend.image_format == "source":
             # The emulator compiles the shipped .cu itself; no GPU image applies.

@@ -35,13 +35,20 @@ def _project(root: Path) -> Path:
     return root
 
 
-def make_library(root: Path, *, sass: tuple[str, ...] = ("80",), ptx: tuple[str, ...] = ("80",)) -> Path:
-    """A library folder (index.json, stand-in fatbins, real sources) under ``root``; returns it."""
+def make_library(
+    root: Path, *, sass: tuple[str, ...] = ("80",), ptx: tuple[str, ...] = ("80",), manifest_text: str | None = None
+) -> Path:
+    """A library folder (index.json, stand-in fatbins, real sources) under ``root``; returns it.
+
+    ``manifest_text`` replaces the fixture's manifest (same templates), for a library of other kernels.
+    """
     from aotc.codegen import generate, source_name
     from aotc.index import INDEX_NAME, build_index, dumps, kernel_entry
     from aotc.manifest import load_manifest
 
     project = _project(root / "project")
+    if manifest_text is not None:
+        (project / "kernels" / "manifest.yaml").write_text(manifest_text)
     manifest = load_manifest(project / "kernels" / "manifest.yaml").with_archs(sass=sass, ptx=ptx)
     gen = root / "gen"
     generate(manifest, gen)

@@ -7,11 +7,9 @@ records calls, so its launch path (the packed block passed through
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import struct
 import threading
-from typing import Any
 
 import numpy as np
 import pytest
@@ -22,9 +20,7 @@ from aotc.runtime.backends import backend_name_from_env, get_backend
 from aotc.runtime.backends.base import Backend, DeviceInfo
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
 from aotc.runtime.backends.noop import NoopBackend
-
-driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is a default dependency")
-SUCCESS = driver.CUresult.CUDA_SUCCESS
+from fake_driver import FakeDriver, driver
 
 
 # -- choosing a backend ------------------------------------------------------------
@@ -111,88 +107,6 @@ def test_noop_memory_round_trips() -> None:
 
 
 # -- cuda-python against a stand-in driver --------------------------------------------
-
-
-class FakeDriver:
-    """The slice of cuda.bindings.driver the backend uses, recording calls."""
-
-    CUresult = driver.CUresult
-    CUdevice_attribute = driver.CUdevice_attribute
-    CUdeviceptr = driver.CUdeviceptr
-
-    def __init__(self, init: Any = SUCCESS, current: int = 0) -> None:
-        self.init = init
-        self.current = current
-        self.calls: list[str] = []
-        self.launches: list[dict[str, Any]] = []
-        self.attributes = {
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: 8,
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: 6,
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 84,
-            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CLOCK_RATE: 1_695_000,
-        }
-
-    def cuInit(self, flags: int) -> tuple[Any]:  # noqa: N802 - the driver's names
-        if isinstance(self.init, Exception):
-            raise self.init
-        return (self.init,)
-
-    def cuDeviceGetCount(self) -> tuple[Any, int]:  # noqa: N802
-        return SUCCESS, 1
-
-    def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:  # noqa: N802
-        return SUCCESS, ordinal
-
-    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, int]:  # noqa: N802
-        return SUCCESS, 0xC0FFEE
-
-    def cuDeviceGetName(self, length: int, device: int) -> tuple[Any, bytes]:  # noqa: N802
-        return SUCCESS, b"Stand-in GPU\0\0\0"
-
-    def cuDeviceGetAttribute(self, attribute: Any, device: int) -> tuple[Any, int]:  # noqa: N802
-        return SUCCESS, self.attributes[attribute]
-
-    def cuDriverGetVersion(self) -> tuple[Any, int]:  # noqa: N802
-        return SUCCESS, 13010
-
-    def cuCtxGetCurrent(self) -> tuple[Any, int]:  # noqa: N802
-        self.calls.append("get")
-        return SUCCESS, self.current
-
-    def cuCtxSetCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
-        self.calls.append("set")
-        self.current = context
-        return (SUCCESS,)
-
-    def cuCtxPushCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
-        self.calls.append("push")
-        return (SUCCESS,)
-
-    def cuCtxPopCurrent(self) -> tuple[Any, int]:  # noqa: N802
-        self.calls.append("pop")
-        return SUCCESS, 0xC0FFEE
-
-    def cuModuleLoadData(self, image: bytes) -> tuple[Any, str]:  # noqa: N802
-        return (SUCCESS, "module") if image.startswith(b"good") else (driver.CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU, None)
-
-    def cuModuleGetFunction(self, module: str, symbol: bytes) -> tuple[Any, str]:  # noqa: N802
-        return SUCCESS, f"{module}:{symbol.decode()}"
-
-    def cuLaunchKernel(self, function: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: Any, params: Any, extra: int) -> tuple[Any]:  # noqa: N802, E501
-        # Read `extra` while it is alive, as the driver does.
-        words = (ctypes.c_void_p * 5).from_address(extra)
-        size = ctypes.c_size_t.from_address(words[3]).value
-        self.launches.append({
-            "function": function, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream,
-            "params": params, "markers": (words[0], words[2], words[4]), "block_bytes": ctypes.string_at(words[1], size),
-        })  # fmt: skip
-        return (SUCCESS,)
-
-    def cuGetErrorName(self, err: Any) -> tuple[Any, bytes]:  # noqa: N802
-        return SUCCESS, err.name.encode()
-
-    def cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:  # noqa: N802
-        return SUCCESS, b"described"
 
 
 def test_cuda_python_device_info() -> None:

@@ -141,3 +141,68 @@ def test_a_source_backend_has_no_images_to_choose(lib: Path, monkeypatch: pytest
         "`aotc doctor --arch X.Y` shows them for a GPU" in lines
     with_arch = doctor.diagnose(arch=(8, 6), libraries=[str(lib)]).lines
     assert any(line.startswith("  summary: 3 sass_compatible") for line in with_arch)
+
+
+# -- the driver against each library's toolkit ---------------------------------------
+
+CUDA13 = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driver": 13000, "wheel": "aotc"}
+
+
+def _diagnose_with_driver(lib: Path, version: int, monkeypatch: pytest.MonkeyPatch, **options: object) -> list[str]:
+    """doctor's lines with the cuda-python backend over a stand-in driver of ``version``."""
+    from aotc.runtime import doctor
+    from fake_driver import FakeDriver
+
+    monkeypatch.setattr(doctor, "get_backend", lambda name: CudaPythonBackend(driver=FakeDriver(version=version)))
+    monkeypatch.setenv("AOTC_CACHE_DIR", str(lib.parent / "doctor-cache"))
+    monkeypatch.delenv("AOTC_BACKEND", raising=False)
+    return doctor.diagnose(libraries=[str(lib)], **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def lib13(tmp_path: Path) -> Path:
+    from runtime_support import rewrite_index
+
+    lib = make_library(tmp_path)
+    rewrite_index(lib, lambda index: index.update(toolkit=CUDA13))
+    return lib
+
+
+def test_a_new_enough_driver_is_ok(lib13: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _diagnose_with_driver(lib13, 13010, monkeypatch)
+    assert "driver: CUDA 13.1 (cuDriverGetVersion 13010)" in report.lines
+    assert "  driver: needs CUDA 13.0 (cuDriverGetVersion 13000, an R580 or newer driver); " \
+        "cuda-python: CUDA 13.1 (13010): OK" in report.lines
+    assert report.problems == 0
+
+
+def test_an_old_driver_is_too_old_and_a_problem(lib13: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _diagnose_with_driver(lib13, 12040, monkeypatch)
+    assert "driver: CUDA 12.4 (cuDriverGetVersion 12040)" in report.lines
+    (line,) = [line for line in report.lines if line.startswith("  driver:")]
+    assert line.startswith(
+        "  driver: needs CUDA 13.0 (cuDriverGetVersion 13000, an R580 or newer driver); cuda-python: CUDA 12.4 (12040): "
+        "too old: this GPU driver supports CUDA 12.4"
+    )
+    assert line.endswith("pip install aotc-cuda12x")
+    assert report.problems == 1
+
+
+def test_driver_option_checks_a_hypothetical_driver(lib13: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _diagnose_with_driver(lib13, 13010, monkeypatch, driver=(12, 8))
+    assert any(line.startswith("  driver: needs CUDA 13.0") and "--driver: CUDA 12.8 (12080): too old" in line for line in report.lines)
+    assert report.problems == 1
+
+
+def test_an_index_without_toolkit_is_not_checked(lib: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _diagnose_with_driver(lib, 11080, monkeypatch)
+    assert "  driver: not checked (index.json names no toolkit; it was built by an older aotc)" in report.lines
+    assert report.problems == 0
+
+
+def test_without_a_driver_the_requirement_is_still_shown(lib13: Path, run_aotc: RunAotc, env: dict[str, str]) -> None:
+    result = run_aotc("doctor", "--library", str(lib13), env={**env, "AOTC_BACKEND": "noop"})
+    assert result.returncode == 0, result.stderr
+    assert "driver: none to check (the noop backend runs without an NVIDIA driver)" in result.stdout
+    assert "  driver: needs CUDA 13.0 (cuDriverGetVersion 13000, an R580 or newer driver); " \
+        "no driver here to check (`aotc doctor --driver X.Y` checks one)" in result.stdout

@@ -65,6 +65,12 @@ class Backend(Protocol):
 
     def device(self) -> DeviceInfo: ...
 
+    def driver_version(self) -> int | None:
+        """``cuDriverGetVersion``: 1000 * major + 10 * minor of the CUDA version the
+        driver supports, or None where no NVIDIA driver is involved (emulator,
+        noop). Raises ``NoDeviceError`` where the driver cannot be loaded."""
+        ...
+
     def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
         """Load a fatbin/cubin (or, for a source backend, a ``.cu``).
 

@@ -51,6 +51,7 @@ class CudaPythonBackend:
         self._context_handle = 0
         self._device: DeviceInfo | None = None
         self._problem: NoDeviceError | None = None
+        self._driver_version: int | None = None
 
     # -- device and context --------------------------------------------------
 
@@ -65,14 +66,22 @@ class CudaPythonBackend:
                 raise NoDeviceError(str(self._problem))
             return self._device  # type: ignore[return-value]
 
+    def driver_version(self) -> int:
+        # cuDriverGetVersion needs no cuInit, so a driver too old for the rest is still asked.
+        if self._driver_version is None:
+            try:
+                result = self._driver.cuDriverGetVersion()
+            except Exception as exc:  # noqa: BLE001 - no libcuda raises a loader error, not a CUresult
+                raise _no_driver(exc) from None
+            self._driver_version = int(self._call("cuDriverGetVersion", result))
+        return self._driver_version
+
     def _open(self) -> DeviceInfo:
         cu = self._driver
         try:
             (err,) = cu.cuInit(0)
         except Exception as exc:  # noqa: BLE001 - no libcuda raises a loader error, not a CUresult
-            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            msg = f"no CUDA GPU: the NVIDIA driver (libcuda) cannot be loaded ({text})"
-            raise NoDeviceError(msg) from None
+            raise _no_driver(exc) from None
         if err != cu.CUresult.CUDA_SUCCESS:
             msg = f"no CUDA GPU: cuInit failed with {self._error_name(err)}"
             raise NoDeviceError(msg)
@@ -85,7 +94,7 @@ class CudaPythonBackend:
         self._context_handle = int(self._context)
         raw_name = self._call("cuDeviceGetName", cu.cuDeviceGetName(256, device))
         attribute = cu.CUdevice_attribute
-        driver = self._call("cuDriverGetVersion", cu.cuDriverGetVersion())
+        driver = self.driver_version()
         return DeviceInfo(
             name=bytes(raw_name).split(b"\0", 1)[0].decode(errors="replace"),
             capability=(
@@ -220,3 +229,8 @@ class CudaPythonBackend:
             return f"{name.decode()} ({text.decode()})"
         except Exception:  # noqa: BLE001 - only for a message
             return str(err)
+
+
+def _no_driver(exc: Exception) -> NoDeviceError:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return NoDeviceError(f"no CUDA GPU: the NVIDIA driver (libcuda) cannot be loaded ({text})")

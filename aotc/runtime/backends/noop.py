@@ -30,6 +30,9 @@ class NoopBackend(HostMemory):
     def device(self) -> DeviceInfo:
         return self._device
 
+    def driver_version(self) -> None:
+        return None  # no NVIDIA driver behind it, so no library is too new for it
+
     def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
         return ("noop-module", name, len(image))
 

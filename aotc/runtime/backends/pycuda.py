@@ -55,6 +55,19 @@ class PyCudaBackend:
                 raise NoDeviceError(str(self._problem))
             return self._device  # type: ignore[return-value]
 
+    def driver_version(self) -> int:
+        try:
+            import pycuda.driver as cuda
+        except ImportError as exc:  # pycuda links libcuda: no driver fails here
+            msg = f"no CUDA GPU: pycuda cannot load the NVIDIA driver ({exc})"
+            raise NoDeviceError(msg) from None
+        try:
+            # cuDriverGetVersion needs no cuInit, so a driver too old for the rest is still asked.
+            return int(cuda.get_driver_version())
+        except cuda.Error as exc:
+            msg = f"no CUDA GPU: {_one_line(exc)}"
+            raise NoDeviceError(msg) from None
+
     def _open(self) -> DeviceInfo:
         try:
             import pycuda.driver as cuda

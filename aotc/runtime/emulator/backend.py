@@ -72,6 +72,9 @@ class EmulatorBackend(HostMemory):
         tools = toolchain()
         return DeviceInfo(f"CPU emulator ({tools.version})", (0, 0), (0, 0), os.cpu_count() or 1, 0)
 
+    def driver_version(self) -> None:
+        return None  # the kernels run as host code: no NVIDIA driver to be too old
+
     def cache_key(self, source: bytes, symbols: tuple[str, ...]) -> CacheKey:
         tools = toolchain()
         return CacheKey.for_source(source, options=(*tools.flags, *symbols), target=tools.target, compiler=tools.identity)
