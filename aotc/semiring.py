@@ -141,7 +141,7 @@ class Semiring:
     def has_plain_tiles(self, dtype: DType) -> bool:
         """Whether kernels fold tiles whose values can't meet NaN, saturation or
         the absorbing zero with unguarded operations (docs/design.md, "Plain tiles")."""
-        return not self.counting and dtype.kind in ("float", "int")
+        return dtype.kind == "float" or (dtype.kind == "int" and not self.counting)
 
     def element_size(self, dtype: DType) -> int:
         return dtype.size * (2 if self.counting else 1)

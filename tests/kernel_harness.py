@@ -39,7 +39,10 @@ class Case:
     # alternate in one output, and blocks of rows with and without differ.
     # "pairs": the slabs again, plus row 4 of A and column 6 of B holding the
     # zero but for each slab's value, so some outputs are decided by the terms
-    # of those values, with each other too.
+    # of those values, with each other too. Counting kernels get these values
+    # with counts that include -0 (a sign a plain fold must keep). For bool
+    # there is "bytes": sparse true values whose bytes are 1, 2, 4 or 0x80, so
+    # that many outputs hang on one pair of true bytes with no bit in common.
     pattern: str = "salted"
 
     @property
@@ -176,8 +179,19 @@ def operands(case: Case, dtype: str, semiring: str | reference.Semiring, seed: i
     rng = np.random.default_rng(seed)
     a_shape = ((case.batch,) if case.batch and case.a_batched else ()) + (case.m, case.k)
     b_shape = ((case.batch,) if case.batch and case.b_batched else ()) + (case.k, case.n)
+    if case.pattern == "bytes":
+        assert dtype == "bool", "pattern 'bytes' is for bool kernels"
+        return _bytes(rng, a_shape), _bytes(rng, b_shape)
+    if case.pattern != "salted" and semiring.counting:
+        # The values of the semiring's (+) and (x) without counts, then counts.
+        values = reference.semiring_from_ops(semiring.add, semiring.mul, semiring.zero, semiring.one)
+        counts = np.array([1, 2, 3, -1, -0.0, 0.5], NUMPY_DTYPES[dtype])
+        return (
+            np.stack([_patterned(rng, a_shape, dtype, values, case.pattern, "A"), rng.choice(counts, a_shape)], -1),
+            np.stack([_patterned(rng, b_shape, dtype, values, case.pattern, "B"), rng.choice(counts, b_shape)], -1),
+        )
     if case.pattern != "salted":
-        assert not semiring.counting and dtype != "bool", f"pattern {case.pattern!r} is for plain-tile kernels"
+        assert dtype != "bool", f"pattern {case.pattern!r} is for plain-tile kernels"
         return (
             _patterned(rng, a_shape, dtype, semiring, case.pattern, "A"),
             _patterned(rng, b_shape, dtype, semiring, case.pattern, "B"),
@@ -189,10 +203,26 @@ def operands(case: Case, dtype: str, semiring: str | reference.Semiring, seed: i
     return _values(rng, a_shape, dtype), _values(rng, b_shape, dtype)
 
 
+def _bytes(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Bools whose true bytes are not all 1: NumPy (and the reference) count any
+    nonzero byte as true; a kernel that folds raw bytes with & does not."""
+    raw = np.where(rng.random(shape) < 0.15, rng.choice(np.array([1, 2, 4, 0x80], np.uint8), shape), 0)
+    return raw.astype(np.uint8).view(np.bool_)
+
+
 def _poisoned(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     out = np.empty(shape, dtype)
     out.view(np.uint8)[...] = 0x5A  # no kernel computes this pattern by accident
     return out
+
+
+def assert_same(got: np.ndarray, want: np.ndarray, semiring: reference.Semiring) -> None:
+    """Equal values; for counting, counts also agree in sign (a -0 count stays -0)."""
+    np.testing.assert_array_equal(got, want)
+    if semiring.counting:
+        numbers = ~np.isnan(want[..., 1])  # a NaN's sign is the hardware's choice
+        signs = np.signbit(got[..., 1][numbers]), np.signbit(want[..., 1][numbers])
+        np.testing.assert_array_equal(*signs, err_msg="count signs")
 
 
 def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Case, seed: int = 0) -> None:
@@ -228,10 +258,10 @@ def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Cas
             backend.synchronize()
             c = memory.download(values["C"], c_like)
             if pass_name == "forward":
-                np.testing.assert_array_equal(c, reference.matmul(a, b, semiring))
+                assert_same(c, reference.matmul(a, b, semiring), semiring)
             else:
                 want_c, want_k = reference.matmul_argmax(a, b, semiring)
-                np.testing.assert_array_equal(c, want_c)
+                assert_same(c, want_c, semiring)
                 np.testing.assert_array_equal(memory.download(values["Kstar"], k_like), want_k)
             return
 

@@ -27,16 +27,24 @@ BATCHED = [
     Case(6, 9, 17, batch=2, b_batched=False),
     Case(9, 16, 24, batch=2, a_batched=False),
 ]
-# Plain tiles (docs/design.md): inputs a plain tile may fold, and the same with
+# Plain tiles (docs/design.md; counting too): inputs a plain tile may fold, and the same with
 # values it may not in k slabs of some rows, so plain and exact tiles meet in
 # one output, and blocks of rows differ. 70 rows span two 64-row blocks.
 PLAIN_SINGLE = [Case(70, 40, 40, pattern="plain"), Case(70, 40, 104, pattern="slab"), Case(70, 40, 101, pattern="pairs")]
 PLAIN_BATCHED = [Case(40, 20, 104, batch=2, pattern="pairs"), Case(40, 20, 40, batch=2, a_batched=False, pattern="plain")]
 
 
+# And/or folds bytes with & and |, each normalized to 0 or 1 as loaded: bool
+# arrays whose true bytes share no bit.
+BYTES_SINGLE = [Case(70, 40, 40, pattern="bytes")]
+BYTES_BATCHED = [Case(40, 20, 24, batch=2, b_batched=False, pattern="bytes")]
+
+
 def _cases(semiring: str, dtype: str, pass_name: str, variant: str) -> list[Case]:
     cases = BATCHED if variant == "batched" else SINGLE
-    if pass_name in ("forward", "argmax") and semiring != "counting" and dtype != "bool":
+    if pass_name in ("forward", "argmax") and dtype == "bool":
+        cases = cases + (BYTES_BATCHED if variant == "batched" else BYTES_SINGLE)
+    elif pass_name in ("forward", "argmax"):
         cases = cases + (PLAIN_BATCHED if variant == "batched" else PLAIN_SINGLE)
     return cases
 

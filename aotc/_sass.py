@@ -1,0 +1,132 @@
+"""Instructions per term in the product kernels' k loops, read from their SASS.
+
+Shared by ``benchmarks/sass_issue.py`` (the report) and
+``tests/test_sass_budget.py`` (the CI guard). Needs no GPU: NVIDIA's cuobjdump
+and nvdisasm (PyPI ``nvidia-cuda-cuobjdump`` and ``nvidia-cuda-nvdisasm``)
+disassemble the fatbins.
+
+For each forward and argmax kernel it finds the innermost loops that read
+shared memory, which are the k loops, and divides their instruction count by
+the terms one iteration folds: a thread's TM x TN tile times the k steps per
+iteration, which is the bytes read from shared memory over (TM + TN) elements.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aotc.semiring import DTYPES, Semiring
+
+__all__ = ["Tools", "find_tools", "k_loops", "kernel_figures", "over_budget"]
+
+# "/*17b0*/  @!P2 LDS.128 R12, [R103+-0x10] ;" -> address, opcode, operands
+_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+_TARGET = re.compile(r"0x([0-9a-f]+)")
+_LDS_BYTES = {"LDS.128": 16, "LDS.64": 8, "LDS.U8": 1, "LDS.S8": 1, "LDS.U16": 2, "LDS.S16": 2}
+
+
+@dataclass(frozen=True)
+class Tools:
+    cuobjdump: str
+    nvdisasm: str
+
+    def sass(self, fatbin: Path, arch: str) -> str:
+        """The SASS of ``fatbin`` for sm_``arch``; cuobjdump runs nvdisasm from PATH."""
+        path = f"{Path(self.nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        command = [self.cuobjdump, "-sass", "-arch", f"sm_{arch}", str(fatbin)]
+        return subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PATH": path}).stdout
+
+
+def _tool(distribution: str, name: str) -> str | None:
+    """The executable ``name`` from a PyPI distribution, else from PATH."""
+    try:
+        files = importlib.metadata.distribution(distribution).files or ()
+        return str(next(f.locate() for f in files if f.name == name))
+    except (importlib.metadata.PackageNotFoundError, StopIteration):
+        return shutil.which(name)
+
+
+def find_tools() -> Tools | str:
+    """The disassemblers, or a sentence saying which one is missing."""
+    cuobjdump = _tool("nvidia-cuda-cuobjdump", "cuobjdump")
+    nvdisasm = _tool("nvidia-cuda-nvdisasm", "nvdisasm")
+    for found, distribution in ((cuobjdump, "nvidia-cuda-cuobjdump"), (nvdisasm, "nvidia-cuda-nvdisasm")):
+        if found is None:
+            return f"{distribution.rsplit('-', 1)[1]} not found: pip install {distribution}"
+    return Tools(cuobjdump, nvdisasm)  # type: ignore[arg-type]
+
+
+def k_loops(sass: str) -> list[tuple[int, int]]:
+    """(instructions, shared-memory bytes read) per innermost loop that reads shared memory."""
+    code = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(sass)]
+    # A loop is a branch back to an earlier address; its body is what lies between.
+    loops = []
+    for address, opcode, operands in code:
+        target = _TARGET.search(operands) if opcode.startswith("BRA") else None
+        if target and int(target[1], 16) < address:
+            loops.append((int(target[1], 16), address))
+    innermost = [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
+    found = []
+    for start, end in innermost:
+        body = [opcode for address, opcode, _ in code if start <= address <= end]
+        shared = sum(_LDS_BYTES.get(op, 4) for op in body if op.startswith("LDS"))
+        if shared:
+            found.append((len(body), shared))
+    return found
+
+
+def thread_tile(kernel: dict[str, Any]) -> tuple[int, int]:
+    """(TM, TN) of an index entry: block tile over threads per axis."""
+    launch = kernel["launch"]
+    return launch["grid"][1]["tile"] // launch["block"][1], launch["grid"][0]["tile"] // launch["block"][0]
+
+
+def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> list[float]:
+    """Instructions per term of each k loop in ``sass``, smallest first: with
+    plain tiles, the plain loop then the exact one."""
+    tm, tn = thread_tile(kernel)
+    spec = semirings[kernel["semiring"]]
+    semiring = Semiring(kernel["semiring"], spec["add"], spec["mul"], spec["zero"], spec["one"], spec.get("counting", False))
+    element = semiring.element_size(DTYPES[kernel["dtype"]])
+    return sorted(count / (shared / ((tm + tn) * element) * tm * tn) for count, shared in k_loops(sass))
+
+
+def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | None = None) -> dict[str, list[float]]:
+    """Per-term figures of the library's forward and argmax kernels (or ``names``) at sm_``arch``."""
+    index = json.loads((folder / "index.json").read_text())
+    chosen = {
+        name: kernel
+        for name, kernel in sorted(index["kernels"].items())
+        if kernel["pass"] in ("forward", "argmax") and (names is None or name in names)
+    }
+    # Mostly waiting on cuobjdump: a few at a time.
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        listings = pool.map(lambda kernel: tools.sass(folder / kernel["fatbin"]["file"], arch), chosen.values())
+        return {name: per_term(sass, chosen[name], index["semirings"]) for name, sass in zip(chosen, listings)}
+
+
+def over_budget(measured: dict[str, list[float]], budget: dict[str, list[float]], tolerance: float) -> list[str]:
+    """One line per kernel whose k loops differ in number from ``budget`` or
+    cost more than (1 + tolerance) times its figure; a budgeted kernel that was
+    not measured is a line too."""
+    problems = []
+    for name, want in sorted(budget.items()):
+        got = measured.get(name)
+        if got is None:
+            problems.append(f"{name}: not measured")
+        elif len(got) != len(want):
+            problems.append(f"{name}: {len(got)} k loops, budget has {len(want)} ({got} against {want})")
+        else:
+            worse = [f"{g:.2f} > {w:.2f}" for g, w in zip(got, want) if g > w * (1 + tolerance)]
+            if worse:
+                problems.append(f"{name}: instructions per term {', '.join(worse)} (+{tolerance:.0%} allowed)")
+    return problems

@@ -1,0 +1,85 @@
+"""The shipped kernels' k loops stay within their recorded instructions per term.
+
+Reads the SASS of the library under test (the installed one, or
+AOTC_TEST_LIBRARY) and holds every kernel of ``benchmarks/sass_budget.json`` to
+its figure plus the tolerance there. A template change that makes a k loop
+dearer fails here, with no GPU; re-record on purpose with
+``python benchmarks/sass_issue.py --arch NN --update-budget``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from aotc import _sass
+from conftest import REPO, installed_library
+
+BUDGET = json.loads((REPO / "benchmarks" / "sass_budget.json").read_text())
+
+
+def _tools() -> _sass.Tools:
+    tools = _sass.find_tools()
+    if isinstance(tools, str):
+        if os.environ.get("AOTC_REQUIRE_INSTALLED") == "1":
+            pytest.fail(f"{tools} (the test extra installs it)")
+        pytest.skip(tools)
+    return tools
+
+
+@pytest.mark.parametrize("arch", sorted(BUDGET["archs"]))
+def test_k_loops_stay_within_budget(arch: str) -> None:
+    library = installed_library()
+    tools = _tools()
+    index = json.loads((library / "index.json").read_text())
+    budget = BUDGET["archs"][arch]
+    missing = [name for name in budget if arch not in index["kernels"].get(name, {}).get("sass", ())]
+    if missing:
+        reason = f"{library} has no sm_{arch} SASS for {len(missing)} budgeted kernels, e.g. {missing[0]}"
+        if os.environ.get("AOTC_REQUIRE_INSTALLED") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    measured = _sass.kernel_figures(library, arch, tools, list(budget))
+    problems = _sass.over_budget(measured, budget, BUDGET["tolerance"])
+    assert not problems, f"sm_{arch}, nvcc {index['nvcc_version']} (budget from {BUDGET['nvcc']}):\n" + "\n".join(problems)
+
+
+def test_every_product_kernel_has_a_budget_at_sm_90() -> None:
+    kernels = json.loads((installed_library() / "index.json").read_text())["kernels"]
+    # Batched kernels' k loops are the single ones' code.
+    products = {n for n, k in kernels.items() if k["pass"] in ("forward", "argmax") and k["variant"] == "single"}
+    assert products <= set(BUDGET["archs"]["90"]), sorted(products - set(BUDGET["archs"]["90"]))
+
+
+# The guard itself: it must be able to fail.
+def test_a_worse_figure_fails() -> None:
+    budget = {"gemm_x_forward": [2.0, 4.0]}
+    assert _sass.over_budget({"gemm_x_forward": [2.2, 4.0]}, budget, 0.10) == []
+    (line,) = _sass.over_budget({"gemm_x_forward": [2.0, 4.41]}, budget, 0.10)
+    assert line.startswith("gemm_x_forward: instructions per term 4.41 > 4.00")
+
+
+def test_a_changed_or_missing_loop_fails() -> None:
+    budget = {"gemm_x_forward": [2.0, 4.0], "gemm_y_argmax": [5.0]}
+    problems = _sass.over_budget({"gemm_x_forward": [2.0]}, budget, 0.10)
+    assert problems == ["gemm_x_forward: 1 k loops, budget has 2 ([2.0] against [2.0, 4.0])", "gemm_y_argmax: not measured"]
+
+
+# Two loops, one nested: only the innermost that reads shared memory counts.
+SASS = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   LDS.128 R4, [R2] ;
+        /*0020*/                   FADD R8, R4, R5 ;
+        /*0030*/               @P0 BRA 0x10 ;
+        /*0040*/                   LDS R4, [R2] ;
+        /*0050*/                   FMNMX R9, R4, R8, !PT ;
+        /*0060*/              @!P1 BRA 0x40 ;
+        /*0070*/                   IADD3 R3, R3, 0x1, RZ ;
+        /*0080*/                   BRA 0x0 ;
+"""
+
+
+def test_k_loops_reads_innermost_shared_memory_loops() -> None:
+    assert _sass.k_loops(SASS) == [(3, 16), (3, 4)]
