@@ -138,8 +138,21 @@ function(_aotc_setup_tools)
   set(_AOTC_COMPILE_TOOL "${tools}/aotc-compile${suffix}" CACHE INTERNAL "")
   set(_AOTC_COMPILER_IDENTITY_FILE "${tools}/compiler-identity.txt" CACHE INTERNAL "")
   set(_AOTC_FATBIN_COMPRESSION "${compression}" CACHE INTERNAL "")
+  # The wheel a user on an older driver is sent to names this project's lane:
+  # aotc's own, or the downstream project's, suffixed as CuPy suffixes its wheels.
+  if(CMAKE_PROJECT_NAME STREQUAL "aotc")
+    set(wheel "${_aotc_lane_wheel}")
+  else()
+    set(wheel "${CMAKE_PROJECT_NAME}")
+    if(DEFINED SKBUILD_PROJECT_NAME)
+      set(wheel "${SKBUILD_PROJECT_NAME}")
+    endif()
+    if(NOT cuda STREQUAL "13")
+      string(APPEND wheel "-cuda${cuda}x")
+    endif()
+  endif()
   set(_AOTC_TOOLKIT_ARGS
       "--compiler=${_aotc_compiler_kind}" "--compiler-version=${_aotc_compiler_version}"
-      "--min-driver=${_aotc_min_driver}" "--wheel=${_aotc_lane_wheel}" "--compression=${compression}"
+      "--min-driver=${_aotc_min_driver}" "--wheel=${wheel}" "--compression=${compression}"
       CACHE INTERNAL "")
 endfunction()

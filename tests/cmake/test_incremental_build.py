@@ -110,6 +110,8 @@ def test_index_and_install_layout(project: Project, tmp_path: Path, run_aotc: Ru
     toolkit = index["toolkit"]
     assert re.fullmatch(r"\d+\.\d+\.\d+", toolkit["version"])
     assert (toolkit["compiler"], toolkit["cuda_major"], toolkit["min_driver"]) == ("nvcc", 13, 13000)
+    # A downstream project's users are sent to its own wheel, not aotc's.
+    assert toolkit["wheel"] == "incremental"
     entry = index["kernels"]["gemm_maxplus_f32_forward"]
     assert entry["symbol"] == "gemm_maxplus_f32_forward"
     assert (entry["semiring"], entry["dtype"], entry["pass"], entry["variant"]) == ("maxplus", "f32", "forward", "single")
