@@ -111,6 +111,7 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     from aotc.runtime.cache import default_cache
     from aotc.runtime.select import jit_policy_from_env
     from aotc.runtime.warm import COMPILED, FAILED, HIT, NOT_NEEDED, plan_warm, run_warm
+    from aotc.runtime.warm_report import make_report
 
     plan = plan_warm(args.library, args.arch, kernels=args.kernel, policy=jit_policy_from_env(os.environ))
     cache = default_cache()
@@ -121,12 +122,13 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     )
     start = time.perf_counter()
     counts = dict.fromkeys((COMPILED, HIT, NOT_NEEDED, FAILED), 0)
-    width = max(map(len, plan.order), default=0)
-    for result in run_warm(plan, cache=cache, jobs=args.jobs):
-        counts[result.outcome] += 1
-        detail = f"{result.seconds:.2f} s" if result.outcome == COMPILED else result.detail
-        line = f"  {result.outcome:<10}  {result.kernel:<{width}}  {detail}".rstrip()
-        print(line, file=sys.stderr if result.outcome == FAILED else sys.stdout, flush=True)
+    report = make_report(plan.order, sys.stdout, sys.stderr)  # progress in place on a terminal
+    try:
+        for result in run_warm(plan, cache=cache, jobs=args.jobs):
+            counts[result.outcome] += 1
+            report.result(result)
+    finally:
+        report.finish()
     summary = ", ".join(f"{n} {'hits' if outcome == HIT else outcome}" for outcome, n in counts.items())
     noun = "kernel" if len(plan.order) == 1 else "kernels"
     print(f"{len(plan.order)} {noun}: {summary} ({time.perf_counter() - start:.1f} s)")
