@@ -145,3 +145,25 @@ def test_bad_manifest_fails_configure_naming_the_file(project: Project) -> None:
     result = project.configure("-DAOTC_ARCHS=75")
     assert result.returncode != 0
     assert f"{project.manifest}:5: dtypes: unknown dtype 'f16'" in " ".join(result.stderr.split())
+
+
+def test_build_commands_hold_no_path_of_the_environment(project: Project) -> None:
+    """pip builds in a throwaway environment each time: if its Python, aotc or
+    cmake appeared in a command, ninja would rerun that command every build."""
+    assert project.configure("-DAOTC_ARCHS=75").returncode == 0
+    ninja = (project.build_dir / "build.ninja").read_text()
+    commands = [line for line in ninja.splitlines() if line.lstrip().startswith("COMMAND =")]
+    aotc_commands = [c for c in commands if "aotc-compile" in c or "aotc-buildtool" in c]
+    assert len([c for c in aotc_commands if "aotc-compile" in c]) == 2  # one per kernel
+    environment = {
+        "Python": str(Path(sys.executable).parent),
+        "aotc": str(Path(aotc.__file__).resolve().parents[1]),
+        "cmake": str(Path(shutil.which("cmake") or "cmake").resolve().parent),
+    }
+    for command in aotc_commands:
+        # The wrappers themselves live in the build directory; nothing else may be named.
+        stripped = command.replace(str(project.build_dir), "<build>")
+        for what, path in environment.items():
+            assert path not in stripped, f"{what} path {path} in: {command.strip()}"
+    wrapper = (project.build_dir / "aotc-tools" / "aotc-compile").read_text()
+    assert sys.executable in wrapper  # the paths live in the wrapper instead
