@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import pytest
+
+from aotc.abi import Tile, kernel_params, launch_geometry
+from aotc.errors import AotcError
+from aotc.runtime.launcher import KernelSignature, Launcher
+from aotc.semiring import DTYPES
+
+TILE = Tile(block_m=32, block_n=64, block_k=8, thread_m=4, thread_n=8)
+
+
+def index_entry(pass_name: str = "forward", variant: str = "single") -> dict[str, Any]:
+    """An index entry as the build writes it, from the same ABI module."""
+    return {
+        "symbol": f"aotc_gemm_{pass_name}_{variant}",
+        "params": [p.to_json() for p in kernel_params(pass_name, variant, DTYPES["f32"])],
+        "launch": launch_geometry(TILE, 4, pass_name, variant).to_json(),
+    }
+
+
+class RecordingBackend:
+    """Records every launch instead of running it."""
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[Any, ...]] = []
+
+    def launch(self, function: Any, grid: Any, block: Any, shared: int, stream: Any, params: bytes) -> None:
+        self.launches.append((function, grid, block, shared, stream, params))
+
+
+def make_launcher(entry: dict[str, Any] | None = None, name: str = "gemm") -> tuple[Launcher, RecordingBackend]:
+    signature = KernelSignature.from_index(name, entry or index_entry(), "lib/index.json")
+    backend = RecordingBackend()
+    return Launcher(signature, backend, "module", "function", choice=None, image="sm_80 SASS"), backend
+
+
+def test_signature_from_index() -> None:
+    signature = KernelSignature.from_index("gemm", index_entry(), "lib/index.json")
+    assert signature.symbol == "aotc_gemm_forward_single"
+    assert signature.params == ("A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc")
+    assert signature.kinds == ("ptr",) * 3 + ("i32",) * 3 + ("i64",) * 3
+    assert signature.format == "@QQQiiiqqq"
+    assert signature.block == (8, 8, 1)
+    assert signature.grid == (("N", 64), ("M", 32), ("1", 1))
+    assert signature.shared_bytes_dynamic == 0
+
+
+def test_one_call_is_one_launch_with_one_packed_block() -> None:
+    launcher, backend = make_launcher()
+    args = (0x1000, 0x2000, 0x3000, 100, 130, 7, 7, 130, 130)
+    launcher(*args, stream=5)
+    assert backend.launches == [("function", (3, 4, 1), (8, 8, 1), 0, 5, struct.pack("@QQQiiiqqq", *args))]
+
+
+def test_grid_is_ceil_of_extent_over_tile_per_axis() -> None:
+    launcher, _ = make_launcher()
+    assert launcher.grid(0, 0, 0, 32, 64, 1, 0, 0, 0) == (1, 1, 1)
+    assert launcher.grid(0, 0, 0, 33, 65, 1, 0, 0, 0) == (2, 2, 1)
+    assert launcher.grid(0, 0, 0, 1000, 1, 1, 0, 0, 0) == (1, 32, 1)
+
+
+def test_batched_grid_counts_the_batch() -> None:
+    launcher, backend = make_launcher(index_entry("forward", "batched"))
+    args = (1, 2, 3, 10, 10, 10, 10, 10, 10, 6, 100, 0, 100)
+    launcher(*args)
+    assert backend.launches[0][1] == (1, 1, 6)
+    assert launcher.grid(*args) == (1, 1, 6)
+
+
+def test_shared_bytes_come_from_the_dynamic_size() -> None:
+    entry = index_entry()
+    entry["launch"]["shared_bytes_dynamic"] = 4096
+    launcher, backend = make_launcher(entry)
+    launcher(1, 2, 3, 1, 1, 1, 1, 1, 1)
+    assert backend.launches[0][3] == 4096
+
+
+@pytest.mark.parametrize("sizes", [(0, 5, 5), (5, 0, 5)])
+def test_size_zero_launches_nothing(sizes: tuple[int, int, int]) -> None:
+    launcher, backend = make_launcher()
+    launcher(1, 2, 3, *sizes, 1, 1, 1)
+    assert backend.launches == []
+
+
+def test_batch_zero_launches_nothing() -> None:
+    launcher, backend = make_launcher(index_entry("forward", "batched"))
+    launcher(1, 2, 3, 4, 4, 4, 4, 4, 4, 0, 16, 16, 16)
+    assert backend.launches == []
+
+
+def test_negative_size_is_an_error_not_an_empty_launch() -> None:
+    launcher, backend = make_launcher()
+    with pytest.raises(ValueError, match=r"^gemm: a size is negative \(N=5, M=-1\)$"):
+        launcher(1, 2, 3, -1, 5, 5, 1, 1, 1)
+    assert backend.launches == []
+
+
+def test_wrong_argument_count_names_the_parameters() -> None:
+    launcher, backend = make_launcher()
+    with pytest.raises(TypeError, match=r"^gemm takes 9 arguments \(A, B, C, M, N, K, lda, ldb, ldc\), got 2$"):
+        launcher(1, 2)
+    assert backend.launches == []
+
+
+def test_an_argument_of_the_wrong_type_is_named() -> None:
+    launcher, _ = make_launcher()
+    with pytest.raises(TypeError, match=r"^gemm: argument B must be a device pointer \(int\), got 'x'$"):
+        launcher(1, "x", 3, 1, 1, 1, 1, 1, 1)  # type: ignore[arg-type]
+
+
+def test_an_argument_out_of_range_is_a_value_error() -> None:
+    launcher, _ = make_launcher()
+    with pytest.raises(ValueError, match=r"^gemm: argument M must be an i32 int, got 4294967296$"):
+        launcher(1, 2, 3, 2**32, 1, 1, 1, 1, 1)
+
+
+def test_name_params_and_repr() -> None:
+    launcher, _ = make_launcher()
+    assert launcher.name == "gemm"
+    assert launcher.params == launcher.signature.params
+    assert repr(launcher) == "<Launcher gemm(A, B, C, M, N, K, lda, ldb, ldc): sm_80 SASS>"
+
+
+def test_a_fixed_extent_gives_a_fixed_grid() -> None:
+    entry = index_entry()
+    entry["launch"]["grid"][0] = {"extent": "100", "tile": 64}
+    launcher, _ = make_launcher(entry)
+    assert launcher.grid(0, 0, 0, 33, 0, 0, 0, 0, 0) == (2, 2, 1)
+
+
+def test_malformed_entry_names_file_and_kernel() -> None:
+    entry = index_entry()
+    del entry["launch"]
+    with pytest.raises(AotcError, match=r"^lib/index\.json: kernel 'gemm' has a malformed entry \(KeyError: 'launch'\)$"):
+        KernelSignature.from_index("gemm", entry, "lib/index.json")
+
+
+def test_pack_code_disagreeing_with_kind_is_refused() -> None:
+    entry = index_entry()
+    entry["params"][3]["pack"] = "q"
+    with pytest.raises(AotcError, match=r"^lib/index\.json: kernel 'gemm': parameter 'M' has kind 'i32' and pack code 'q'$"):
+        KernelSignature.from_index("gemm", entry, "lib/index.json")
+
+
+def test_grid_extent_must_be_a_size_parameter_or_a_number() -> None:
+    entry = index_entry()
+    entry["launch"]["grid"][1] = {"extent": "A", "tile": 32}  # a pointer is no extent
+    with pytest.raises(AotcError, match=r"grid extent 'A' / tile 32 is neither a size parameter nor a number$"):
+        KernelSignature.from_index("gemm", entry, "lib/index.json")
+
+
+def test_launch_needs_three_axes() -> None:
+    entry = index_entry()
+    entry["launch"]["block"] = [8, 8]
+    with pytest.raises(AotcError, match=r"launch needs 3 block and 3 grid axes, got block \(8, 8\) and 3 grid axes$"):
+        KernelSignature.from_index("gemm", entry, "lib/index.json")
+
