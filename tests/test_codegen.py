@@ -92,18 +92,6 @@ def test_cli_generate(golden_project: Path, tmp_path: Path, run_aotc: RunAotc) -
     assert len(list((tmp_path / "out").glob("*.cu"))) == 11
 
 
-def test_cli_list(golden_project: Path, run_aotc: RunAotc) -> None:
-    result = run_aotc("list", str(golden_project))
-    assert result.returncode == 0, result.stderr
-    assert "library golden: 11 kernels" in result.stdout
-    assert "gemm_maxplus_f32_forward_batched" in result.stdout
-
-
-def test_cli_usage_error_exits_2(run_aotc: RunAotc) -> None:
-    assert run_aotc("list").returncode == 2
-    assert run_aotc("frobnicate").returncode == 2
-
-
 def _nvrtc_compile(source: bytes, name: str, arch: str) -> tuple[bool, str]:
     nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings (NVRTC) is not installed")
     err, program = nvrtc.nvrtcCreateProgram(source, name.encode(), 0, [], [])
