@@ -63,7 +63,12 @@ def make_library(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         entries[kernel.name] = entry
-    (lib / INDEX_NAME).write_bytes(dumps(build_index(manifest, entries, "13.0.88")))
+    # The index as an aotc from before the toolkit table wrote it: tests that check
+    # the driver add a toolkit themselves (rewrite_index).
+    index = build_index(manifest, entries, {})
+    del index["toolkit"]
+    index["nvcc_version"] = "13.0.88"
+    (lib / INDEX_NAME).write_bytes(dumps(index))
     return lib
 
 
