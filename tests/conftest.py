@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -24,6 +25,44 @@ def aotc_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 RunAotc = Callable[..., subprocess.CompletedProcess]
+
+
+@functools.cache
+def gpu_problem() -> str:
+    """Why no CUDA GPU can be used here, in one line, or "" when one can.
+
+    The one probe every GPU test asks, run at most once per session: the
+    cuda-python backend must find cuda-bindings, a driver and a device.
+    """
+    from aotc.errors import BackendError
+    from aotc.runtime.backends.cuda_python import CudaPythonBackend
+
+    try:
+        CudaPythonBackend().device()
+    except BackendError as exc:  # NoDeviceError, or no cuda-bindings
+        return str(exc)
+    return ""
+
+
+def gpu_skip_reason(problem: str) -> str:
+    return f"needs a CUDA GPU ({problem})"
+
+
+def require_gpu() -> None:
+    """Skip the calling test, saying why, where no CUDA GPU can be used."""
+    problem = gpu_problem()
+    if problem:
+        pytest.skip(gpu_skip_reason(problem))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` skip, with the probe's reason, where there is no GPU;
+    the probe runs only when such a test was collected."""
+    marked = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if marked and gpu_problem():
+        skip = pytest.mark.skip(reason=gpu_skip_reason(gpu_problem()))
+        for item in marked:
+            item.add_marker(skip, append=False)  # before any other skip mark, so this reason is shown
 
 
 @pytest.fixture

@@ -7,23 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from aotc.errors import NoDeviceError
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
-from conftest import RunAotc
+from conftest import RunAotc, gpu_problem
 from runtime_support import make_library
 
 KERNELS = ["gemm_maxplus_f32_forward", "gemm_maxplus_f32_forward_batched", "gemm_minplus_f32_forward"]
 
 
-def _has_gpu() -> bool:
-    try:
-        CudaPythonBackend().device()
-    except NoDeviceError:
-        return False
-    return True
-
-
-HAS_GPU = _has_gpu()
+HAS_GPU = not gpu_problem()
 
 
 @pytest.fixture(scope="module")
