@@ -1,4 +1,4 @@
-"""``import aotc`` stays cheap: no backend, NumPy, Jinja2, PyYAML or CUDA module."""
+"""``import aotc`` stays cheap: no backend, NumPy, PyTorch, Jinja2, PyYAML or CUDA module."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 from conftest import aotc_env
 
-FORBIDDEN = ("aotc.runtime", "aotc.manifest", "aotc.codegen", "cuda", "pycuda", "numpy", "jinja2", "yaml", "ctypes")
+FORBIDDEN = ("aotc.runtime", "aotc.manifest", "aotc.codegen", "cuda", "pycuda", "numpy", "torch", "jinja2", "yaml", "ctypes")
 
 
 def imported_by(code: str) -> list[str]:
