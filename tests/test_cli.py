@@ -25,7 +25,12 @@ families:
     tiles:
       default: {block_m: 32, block_n: 64, block_k: 8, thread_m: 4, thread_n: 8}
 """
-KERNELS = ["gemm_maxplus_f32_forward", "gemm_maxplus_f32_forward_batched", "gemm_maxplus_f32_argmax", "gemm_maxplus_f32_argmax_batched"]
+KERNELS = [
+    "gemm_maxplus_f32_forward",
+    "gemm_maxplus_f32_forward_batched",
+    "gemm_maxplus_f32_argmax",
+    "gemm_maxplus_f32_argmax_batched",
+]
 
 
 def write_manifest(folder: Path, text: str = MANIFEST) -> Path:

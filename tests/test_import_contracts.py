@@ -75,7 +75,8 @@ def test_a_planted_import_breaks_its_contract(tmp_path: Path) -> None:
     """The contracts bite: the runtime importing the manifest, and the tropical API
     importing PyYAML, are each reported, with the offending line."""
     copy = tmp_path / "src"
-    shutil.copytree(AOTC_IMPORT_ROOT / "aotc", copy / "aotc", ignore=shutil.ignore_patterns("_lib", "__pycache__", "templates", "cmake"))
+    python_only = shutil.ignore_patterns("_lib", "__pycache__", "templates", "cmake")
+    shutil.copytree(AOTC_IMPORT_ROOT / "aotc", copy / "aotc", ignore=python_only)
     with (copy / "aotc" / "runtime" / "launcher.py").open("a") as f:
         f.write("\nimport aotc.manifest  # planted\n")
     with (copy / "aotc" / "tropical.py").open("a") as f:
