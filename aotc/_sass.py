@@ -97,7 +97,10 @@ def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> li
     spec = semirings[kernel["semiring"]]
     semiring = Semiring(kernel["semiring"], spec["add"], spec["mul"], spec["zero"], spec["one"], spec.get("counting", False))
     element = semiring.element_size(DTYPES[kernel["dtype"]])
-    return sorted(count / (shared / ((tm + tn) * element) * tm * tn) for count, shared in k_loops(sass))
+    per_step = 1  # terms per element and output
+    if kernel["variant"] == "packed":  # uint32 words of 32 k values
+        element, per_step = 4, 32
+    return sorted(count / (shared / ((tm + tn) * element) * tm * tn * per_step) for count, shared in k_loops(sass))
 
 
 def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | None = None) -> dict[str, list[float]]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from aotc.semiring import DType
 
 __all__ = [
+    "PACKED_WORD_BYTES",
     "PASSES",
     "VARIANTS",
     "LaunchGeometry",
@@ -23,7 +24,10 @@ __all__ = [
 ]
 
 PASSES = ("forward", "argmax", "backward_a", "backward_b")
-VARIANTS = ("single", "batched")
+# "packed": bool operands as uint32 words of 32 k values (A along k per row, B
+# along k per column, i.e. B^T's rows); see docs/design.md ("Packed and/or").
+VARIANTS = ("single", "batched", "packed")
+PACKED_WORD_BYTES = 4
 
 # Packing codes for struct.Struct: pointers travel as 64-bit device addresses.
 _PACK = {"ptr": "Q", "i32": "i", "i64": "q"}
@@ -97,14 +101,16 @@ def kernel_params(pass_name: str, variant: str, dtype: DType) -> tuple[Param, ..
     pairs, though the pointers are typed as the scalar.
     """
     t = dtype.ctype
+    # Packed operands are words; K still counts k values (bits), lda/ldb words.
+    operand = "unsigned int" if variant == "packed" else t
     sizes = (Param("M", "int", "i32"), Param("N", "int", "i32"), Param("K", "int", "i32"))
     if pass_name == "forward":
-        pointers = (_ptr("A", t, const=True), _ptr("B", t, const=True), _ptr("C", t, const=False))
+        pointers = (_ptr("A", operand, const=True), _ptr("B", operand, const=True), _ptr("C", t, const=False))
         strides = ("lda", "ldb", "ldc")
     elif pass_name == "argmax":
         pointers = (
-            _ptr("A", t, const=True),
-            _ptr("B", t, const=True),
+            _ptr("A", operand, const=True),
+            _ptr("B", operand, const=True),
             _ptr("C", t, const=False),
             _ptr("Kstar", "int", const=False),
         )
@@ -132,7 +138,7 @@ def kernel_params(pass_name: str, variant: str, dtype: DType) -> tuple[Param, ..
     if variant == "batched":
         batch_strides = tuple(Param(f"batch_stride_{p.name}", "long long", "i64") for p in pointers)
         params = (*params, Param("batch", "int", "i32"), *batch_strides)
-    elif variant != "single":
+    elif variant not in ("single", "packed"):
         msg = f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})"
         raise ValueError(msg)
     return params
@@ -147,6 +153,8 @@ def launch_geometry(tile: Tile, element_size: int, pass_name: str, variant: str)
     straight from global memory and use none.
     """
     block = (tile.block_n // tile.thread_n, tile.block_m // tile.thread_m, 1)
+    if variant == "packed":
+        element_size = PACKED_WORD_BYTES  # block_k counts words
     batch = ("batch", 1) if variant == "batched" else ("1", 1)
     shared = 0 if pass_name.startswith("backward") else product_shared_bytes(tile, element_size)
     return LaunchGeometry(block, (("N", tile.block_n), ("M", tile.block_m), batch), shared)

@@ -367,6 +367,8 @@ def _expand_family(
                 check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name!r} is not defined on {dtype.name}; exclude it or split the matrix")
             if point["pass"].startswith("backward") and not dtype.is_float:
                 check.fail(matrix.line, f"{key}.matrix", f"{where}: backward passes need a float dtype; exclude it or split the matrix")
+            if point["variant"] == "packed" and (dtype.name != "bool" or point["pass"] not in ("forward", "argmax")):
+                check.fail(matrix.line, f"{key}.matrix", f"{where}: the packed variant is for bool forward and argmax only")
             if point["pass"].startswith("backward") and not semiring.has_gradient:
                 check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name!r} has no gradient (needs add max/min, mul add/mul, no counting)")
             # A matrix block's own tiles come first, then the family's.

@@ -12,6 +12,12 @@ batch. The dtype comes from the inputs; a counting semiring takes and returns
 a trailing axis of length 2 (value, count). PyTorch tensors that require
 gradients get a ``torch.autograd.Function`` (see ``aotc._torch_autograd``).
 
+Bool matrices for an or/and semiring can also be packed 32 values to a word
+(``pack_bool``) and multiplied packed (``matmul_packed``), which folds 32
+terms with one AND; repeated products (reachability, ``R = R (x) A``) can stay
+packed (``packed=True``). ``matmul(a, b, "andor")`` packs by itself when it
+pays (see ``Tropical._packs``).
+
 Host arrays are used in place on host-memory backends (the CPU emulator) and
 copied to the device and back on GPU backends. Strided or transposed inputs
 are copied to row-major first. Errors are one line naming the argument.
@@ -37,7 +43,23 @@ from typing import Any
 
 from aotc._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, zeros_like_kind
 
-__all__ = ["Tropical", "matmul", "matmul_argmax", "matmul_backward", "semirings", "set_library"]
+__all__ = [
+    "PackedBool",
+    "Tropical",
+    "matmul",
+    "matmul_argmax",
+    "matmul_backward",
+    "matmul_packed",
+    "matmul_packed_argmax",
+    "pack_bool",
+    "semirings",
+    "set_library",
+]
+
+# The shortest k for which matmul() packs 2-D NumPy bool operands itself: a
+# word folds 32 terms, and packing reads each operand once, so a product
+# whose k spans two words is already cheaper packed (see Tropical._packs).
+PACK_MIN_K = 64
 
 _shared: dict[str, Any] = {"api": None}  # the Tropical the module's functions use
 _lock = threading.Lock()
@@ -122,7 +144,9 @@ def _matrix(op: Operand, name: str, counting: bool) -> tuple[Operand, int, int, 
         raise ValueError(msg)
     rows, cols = shape[-2], shape[-1]
     row_stride, col_stride = strides[-2], strides[-1]
-    if (col_stride != 1 and cols > 1) or row_stride < 0 or (len(shape) == 3 and strides[0] < 0):
+    # An empty array's strides are whatever NumPy chose (often 0), and copying
+    # it keeps them: nothing is read, so take it as it is.
+    if 0 not in shape and ((col_stride != 1 and cols > 1) or row_stride < 0 or (len(shape) == 3 and strides[0] < 0)):
         return _matrix(contiguous(op, name), name, counting)
     batch = shape[0] if len(shape) == 3 else 0
     batch_stride = strides[0] if len(shape) == 3 else 0
@@ -264,6 +288,7 @@ class Tropical:
         # (semiring, dtype, pass, variant) -> (launcher, picks its arguments from _ARGUMENTS' order)
         self._plans: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
         self._counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
+        self._packable: dict[str, bool] = {}  # semiring name -> whether the library has its packed forward kernel
 
     def __repr__(self) -> str:
         return f"<aotc.tropical.Tropical over library {getattr(self.library, 'name', self.library)!r}>"
@@ -330,6 +355,8 @@ class Tropical:
             from aotc._torch_autograd import tropical_matmul
 
             return tropical_matmul(a, b, semiring, self)
+        if self._packs(a, b, semiring):
+            return self._packed_product("forward", pack_bool(a, 1), pack_bool(b, 0), semiring, out, None, stream)[0]
         return self._product("forward", a, b, semiring, out, None, stream)[0]
 
     def matmul_argmax(
@@ -396,6 +423,76 @@ class Tropical:
 
 # --- the module's functions: the default library's handle -------------------------
 
+    # --- packed bool ---------------------------------------------------------
+
+    def matmul_packed(
+        self, pa: Any, pb: Any, semiring: str = "andor", *, packed: bool = False, out: Any = None, stream: Any = None
+    ) -> Any:
+        """``A (x) B`` for ``pa = pack_bool(A, 1)`` and ``pb = pack_bool(B, 0)``: a
+        bool array, or with ``packed=True`` the result packed along its rows, ready
+        to be the next left operand (``R = matmul_packed(R, pa_b, packed=True)``)."""
+        c = self._packed_product("forward", pa, pb, semiring, out, None, stream)[0]
+        return pack_bool(c, 1) if packed else c
+
+    def matmul_packed_argmax(
+        self, pa: Any, pb: Any, semiring: str = "andor", *, out: Any = None, k_out: Any = None, stream: Any = None
+    ) -> tuple[Any, Any]:
+        """``(C, k)`` for packed operands: k is the first k with A[i,k] and B[k,j], or -1."""
+        return self._packed_product("argmax", pa, pb, semiring, out, k_out, stream)
+
+    def _packs(self, a: Any, b: Any, semiring: str) -> bool:
+        """Whether matmul() multiplies packed: 2-D NumPy bool operands with at
+        least PACK_MIN_K values of k, under a semiring with a packed kernel.
+        Packing is NumPy work on the host, so tensors and device arrays (and
+        batches) take the byte kernels."""
+        # Cheapest first: this runs on every matmul() call.
+        packable = self._packable.get(semiring) if isinstance(semiring, str) else False
+        if packable is None:
+            kernels = self.library.index["kernels"].values()
+            packable = self._packable[semiring] = any(
+                e["semiring"] == semiring and e["variant"] == "packed" and e["pass"] == "forward" for e in kernels
+            )
+        if not packable:
+            return False
+        numpy = sys.modules.get("numpy")
+        if numpy is None or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray:
+            return False
+        if a.dtype.kind != "b" or b.dtype.kind != "b" or a.ndim != 2 or b.ndim != 2:
+            return False
+        return a.shape[1] >= PACK_MIN_K and a.shape[1] == b.shape[0]
+
+    def _packed_product(
+        self, pass_name: str, pa: Any, pb: Any, semiring: str, out: Any, k_out: Any, stream: Any
+    ) -> tuple[Any, Any]:
+        from aotc._packed import PackedBool
+
+        for p, name, axis in ((pa, "pa", 1), (pb, "pb", 0)):
+            if not isinstance(p, PackedBool) or p.axis != axis:
+                side = "pack_bool(A, 1), packed along each row" if axis == 1 else "pack_bool(B, 0), packed along each column"
+                msg = f"{name}: expected {side}"
+                raise ValueError(msg)
+        (m, k), (k2, n) = pa.shape, pb.shape
+        if k2 != k:
+            msg = f"pb: shape {pb.shape} does not fit pa's {pa.shape}: A has {k} columns, B has {k2} rows"
+            raise ValueError(msg)
+        library = self.library
+        _semiring(library, semiring)
+        launcher, pick = self._plan(semiring, "bool", pass_name, "packed")
+        A, B = as_operand(pa.words, "pa"), as_operand(pb.words, "pb")
+        C = _output(out, "out", A, (m, n), "bool")
+        K_op = _output(k_out, "k_out", A, (m, n), "i32") if pass_name == "argmax" else None
+        sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
+        memory = _Memory(library.backend, _host_backend(library.backend))
+        try:
+            pointers = (
+                memory.pointer(A, "pa"), memory.pointer(B, "pb"), memory.pointer(C, "out", result=True),
+                memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
+            )  # fmt: skip
+            launcher(*pick(pointers + sizes), stream=_stream(stream, A))
+        finally:
+            memory.finish()
+        return C.obj, (K_op.obj if K_op is not None else None)
+
 
 def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
     """``C = A (x) B`` under ``semiring``; see the module docstring."""
@@ -414,3 +511,33 @@ def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplu
     """``(grad_a, grad_b)`` from ``grad_c`` and the ``k`` that ``matmul_argmax``
     returned; see ``Tropical.matmul_backward``."""
     return (_shared["api"] or _api()).matmul_backward(grad_c, k, a, b, semiring, stream=stream)
+
+
+def matmul_packed(pa: Any, pb: Any, semiring: str = "andor", *, packed: bool = False, out: Any = None, stream: Any = None) -> Any:
+    """Packed bool product; see ``Tropical.matmul_packed``."""
+    return (_shared["api"] or _api()).matmul_packed(pa, pb, semiring, packed=packed, out=out, stream=stream)
+
+
+def matmul_packed_argmax(
+    pa: Any, pb: Any, semiring: str = "andor", *, out: Any = None, k_out: Any = None, stream: Any = None
+) -> tuple[Any, Any]:
+    """``(C, k)`` for packed operands; see ``Tropical.matmul_packed_argmax``."""
+    return (_shared["api"] or _api()).matmul_packed_argmax(pa, pb, semiring, out=out, k_out=k_out, stream=stream)
+
+
+def pack_bool(a: Any, axis: int = 1) -> Any:
+    """``a`` (a 2-D NumPy bool array) packed 32 values to a uint32 word along
+    ``axis``: 1 for a left operand (each row), 0 for a right one (each column).
+    Returns a ``PackedBool``; its ``unpack()`` gives the bool matrix back."""
+    from aotc._packed import pack_bool as pack
+
+    return pack(a, axis)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PackedBool":  # imported on first use, like NumPy itself
+        from aotc._packed import PackedBool
+
+        return PackedBool
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -225,6 +225,25 @@ def assert_same(got: np.ndarray, want: np.ndarray, semiring: reference.Semiring)
         np.testing.assert_array_equal(*signs, err_msg="count signs")
 
 
+def _run_packed(launcher: Any, memory: DeviceArrays, a: np.ndarray, b: np.ndarray, case: Case, pass_name: str, semiring: reference.Semiring) -> None:
+    """The packed variant: A packed along k per row, B along k per column."""
+    from aotc._packed import pack_bool
+
+    pa, pb = pack_bool(a, 1), pack_bool(b, 0)
+    values = {"M": case.m, "N": case.n, "K": case.k, "ldc": case.n, "ldk": case.n}
+    values.update(lda=pa.words.shape[1], ldb=pb.words.shape[1], A=memory.upload(pa.words), B=memory.upload(pb.words))
+    c_like, k_like = np.empty((case.m, case.n), np.bool_), np.empty((case.m, case.n), np.int32)
+    values["C"], values["Kstar"] = memory.upload(_poisoned(c_like.shape, np.bool_)), memory.upload(_poisoned(k_like.shape, np.int32))
+    launcher(*(values[p] for p in launcher.params))
+    memory.backend.synchronize()
+    c = memory.download(values["C"], c_like)
+    assert (c.view(np.uint8) <= 1).all(), "bools are written as bytes 0 and 1"
+    want_c, want_k = reference.matmul_argmax(a, b, semiring)
+    np.testing.assert_array_equal(c, want_c)
+    if pass_name == "argmax":
+        np.testing.assert_array_equal(memory.download(values["Kstar"], k_like), want_k)
+
+
 def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Case, seed: int = 0) -> None:
     """Launch the kernel (semiring, dtype, pass, variant) on ``case``; assert it matches."""
     name, dtype, pass_name, variant = entry_kind
@@ -237,6 +256,12 @@ def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Cas
     c_like = np.empty(lead + (case.m, case.n) + pair, NUMPY_DTYPES[dtype])
     k_like = np.empty(lead + (case.m, case.n), np.int32)
     memory = DeviceArrays(backend)
+    if variant == "packed":
+        try:
+            _run_packed(launcher, memory, a, b, case, pass_name, semiring)
+        finally:
+            memory.free()
+        return
     try:
         values: dict[str, int] = {"M": case.m, "N": case.n, "K": case.k, "batch": case.batch}
         # Leading dimensions count elements, or (value, count) pairs for counting.

@@ -70,10 +70,13 @@ def test_generate_rewrites_only_changed_files(golden_project: Path, tmp_path: Pa
 def test_generate_removes_sources_of_dropped_kernels(golden_project: Path, tmp_path: Path) -> None:
     out = tmp_path / "gen"
     generate(load_manifest(golden_project), out)
-    text = golden_project.read_text().replace("      - {semiring: [andor], dtype: [bool], pass: [argmax]}\n", "")
+    text = golden_project.read_text()
+    for line in ("      - {semiring: [andor], dtype: [bool], pass: [argmax]}\n", "      - {semiring: [andor], dtype: [bool], pass: [argmax], variant: [packed]}\n"):
+        assert line in text
+        text = text.replace(line, "")
     golden_project.write_text(text.replace("dtypes: [f32, i32, i64, bool]", "dtypes: [f32, i32, i64]"))
     result = generate(load_manifest(golden_project), out)
-    assert [p.name for p in result.removed] == ["gemm_andor_bool_argmax.cu"]
+    assert sorted(p.name for p in result.removed) == ["gemm_andor_bool_argmax.cu", "gemm_andor_bool_argmax_packed.cu"]
     assert not (out / "gemm_andor_bool_argmax.cu").exists()
 
 
@@ -88,8 +91,8 @@ def test_template_error_names_the_template(golden_project: Path) -> None:
 def test_cli_generate(golden_project: Path, tmp_path: Path, run_aotc: RunAotc) -> None:
     result = run_aotc("generate", str(golden_project), "-o", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
-    assert "11 written, 0 unchanged, 0 removed" in result.stdout
-    assert len(list((tmp_path / "out").glob("*.cu"))) == 11
+    assert "12 written, 0 unchanged, 0 removed" in result.stdout
+    assert len(list((tmp_path / "out").glob("*.cu"))) == 12
 
 
 def _nvrtc_compile(source: bytes, name: str, arch: str) -> tuple[bool, str]:

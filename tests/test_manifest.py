@@ -172,6 +172,15 @@ def test_backward_needs_a_float_dtype(tmp_path: Path) -> None:
         load_manifest(write_manifest(tmp_path, text))
 
 
+def test_packed_variant_is_for_bool_products_only(tmp_path: Path) -> None:
+    text = _replace("variant: [single, batched]", "variant: [single, batched, packed]")
+    with pytest.raises(ManifestError, match="the packed variant is for bool forward and argmax only"):
+        load_manifest(write_manifest(tmp_path, text))
+    text = _replace("dtype: [bool], pass: [forward]}", "dtype: [bool], pass: [forward, argmax], variant: [single, packed]}")
+    names = [k.name for k in load_manifest(write_manifest(tmp_path, text)).kernels]
+    assert "gemm_andor_bool_argmax_packed" in names and "gemm_andor_bool_forward_packed" in names
+
+
 def test_new_semiring_is_a_manifest_edit(tmp_path: Path) -> None:
     text = VALID.replace("semirings:\n", "semirings:\n  maxmin: {add: max, mul: min, zero: -inf, one: +inf}\n")
     text += (

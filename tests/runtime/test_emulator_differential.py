@@ -40,7 +40,17 @@ BYTES_SINGLE = [Case(70, 40, 40, pattern="bytes")]
 BYTES_BATCHED = [Case(40, 20, 24, batch=2, b_batched=False, pattern="bytes")]
 
 
+# Packed and/or: 32 k values a word; K below, at and past word and tile
+# (8 words) boundaries, K = 0, and single rows and columns.
+PACKED = [
+    Case(1, 1, 1), Case(1, 40, 70), Case(33, 1, 33), Case(7, 13, 5), Case(5, 4, 0), Case(3, 5, 64),
+    Case(65, 33, 129, pattern="bytes"), Case(70, 67, 300, pattern="bytes"), Case(9, 70, 256, pattern="bytes"),
+]  # fmt: skip
+
+
 def _cases(semiring: str, dtype: str, pass_name: str, variant: str) -> list[Case]:
+    if variant == "packed":
+        return PACKED
     cases = BATCHED if variant == "batched" else SINGLE
     if pass_name in ("forward", "argmax") and dtype == "bool":
         cases = cases + (BYTES_BATCHED if variant == "batched" else BYTES_SINGLE)
