@@ -11,6 +11,18 @@ launcher (ccache, sccache), comes from the wrapper's environment:
 - ``AOTC_TOOLCHAIN_CUDA``: the CUDA major, for NVRTC's libraries
 - ``AOTC_COMPILER_LAUNCHER``: a compiler launcher, ``;``-separated, or empty
 
+Without a launcher, one ``nvcc -fatbin`` builds every architecture. With one,
+nvcc's own steps become separate calls: ``nvcc -ptx`` per architecture (in a
+scratch folder named by the source's bytes, see ``_scratch``), then ``ptxas``
+per SASS architecture from that PTX, then the toolkit's ``fatbinary``, as nvcc
+itself runs them (``nvcc -cubin`` straight from the source would hash a fresh
+module id into the front end's key and never hit):
+sccache 0.16 mishandles nvcc's internal file names for a multi-architecture
+``-fatbin`` run under concurrency (its cicc step fails looking for a
+``.module_id`` file), and single-architecture calls are also what it caches
+best, one entry per architecture, so a build for a subset of architectures
+reuses a full build's cache.
+
 Imports only the standard library on the nvcc path: it runs for every kernel
 of every build, so its start-up is paid a thousand times.
 """
@@ -18,12 +30,15 @@ of every build, so its start-up is paid a thousand times.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-__all__ = ["main", "nvcc_command"]
+__all__ = ["fatbinary_command", "main", "nvcc_command", "ptx_command", "ptxas_command"]
 
 COMPRESS_MODES = ("size", "balance", "speed", "default", "none")
 
@@ -50,16 +65,102 @@ def nvcc_command(nvcc: str, source: str, out: str, sass: list[str], ptx: list[st
     return [*command, "-o", out, source]
 
 
+# nvcc's own fatbinary call records the float options cicc ran with; so does ours.
+_CICC_CMDLINE = "--cicc-cmdline=-ftz=0 -prec_div=1 -prec_sqrt=1 -fmad=1 "
+
+
+def ptx_command(nvcc: str, stem: str, arch: str, out: str, *, werror: bool) -> list[str]:
+    """nvcc's front end for one architecture: ``<stem>.cu`` in the working directory to PTX."""
+    warn = ["-Werror", "all-warnings"] if werror else []
+    return [nvcc, "-ptx", f"-arch=compute_{arch}", *warn, "-o", out, f"{stem}.cu"]
+
+
+def ptxas_command(ptxas: str, arch: str, ptx_file: str, cubin: str, *, werror: bool) -> list[str]:
+    """ptxas as nvcc runs it for one SASS architecture (input before -o: sccache reads them in that order)."""
+    warn = ["--warning-as-error"] if werror else []
+    return [ptxas, *warn, f"-arch=sm_{arch}", "-m64", "-v", ptx_file, "-o", cubin]
+
+
+def fatbinary_command(fatbinary: str, out: str, images: list[tuple[str, str, str]], *, compress: str) -> list[str]:
+    """The toolkit's fatbinary bundling (kind, arch, file) images into ``out``, as nvcc calls it."""
+    command = [fatbinary, f"--create={out}", "-64", _CICC_CMDLINE]
+    if compress == "none":
+        command.append("--compress=false")
+    elif compress != "default":
+        command.append(f"--compress-mode={compress}")
+    return command + [f"--image3=kind={kind},sm={arch},file={file}" for kind, arch, file in images]
+
+
+def _beside(nvcc: str, tool: str) -> str:
+    """A toolkit program next to ``nvcc`` (ptxas, fatbinary), else the one on PATH."""
+    beside = Path(nvcc).parent / Path(nvcc).name.replace("nvcc", tool)
+    return str(beside) if beside.is_file() else (shutil.which(tool) or tool)
+
+
 def _run_nvcc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int:
     nvcc = os.environ.get("AOTC_TOOLCHAIN_NVCC") or "nvcc"
     launcher = [part for part in os.environ.get("AOTC_COMPILER_LAUNCHER", "").split(";") if part]
-    command = launcher + nvcc_command(nvcc, args.source, args.out, sass, ptx, werror=args.werror, compress=args.compress)
-    result = subprocess.run(command, stderr=subprocess.PIPE, check=False)
+    if not launcher:
+        command = nvcc_command(nvcc, args.source, args.out, sass, ptx, werror=args.werror, compress=args.compress)
+        result = subprocess.run(command, stderr=subprocess.PIPE, check=False)
+        report, returncode = result.stderr, result.returncode
+    else:
+        report, returncode = _run_per_arch(args, nvcc, launcher, sass, ptx)
     # ptxas' report goes to stderr: keep it for the index, and show it in the log.
     if args.resources:
-        Path(args.resources).write_bytes(result.stderr)
-    sys.stderr.buffer.write(result.stderr)
-    return result.returncode
+        Path(args.resources).write_bytes(report)
+    sys.stderr.buffer.write(report)
+    return returncode
+
+
+def _scratch(source: bytes, stem: str) -> Path:
+    """A folder named by the source's bytes, holding ``<stem>.cu``: the front end's working directory.
+
+    sccache hashes nvcc's working directory into the front end's key; running
+    it here, not in the build directory, lets a new build directory or a new
+    clone hit the cache.
+    """
+    root = Path(os.environ.get("AOTC_COMPILE_SCRATCH") or tempfile.gettempdir()) / "aotc-compile"
+    folder = root / hashlib.sha256(source).hexdigest()[:24]
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / f"{stem}.cu"
+    if not copy.is_file() or copy.read_bytes() != source:
+        temp = folder / f".{stem}.{os.getpid()}.cu"
+        temp.write_bytes(source)
+        os.replace(temp, copy)
+    return folder
+
+
+def _run_per_arch(args: argparse.Namespace, nvcc: str, launcher: list[str], sass: list[str], ptx: list[str]) -> tuple[bytes, int]:
+    stem = Path(args.source).stem
+    scratch = _scratch(Path(args.source).read_bytes(), stem)
+    parts = Path(f"{args.out}.parts")
+    parts.mkdir(parents=True, exist_ok=True)
+    report = b""
+
+    def run(command: list[str], cwd: Path | None = None) -> int:
+        nonlocal report
+        result = subprocess.run(launcher + command, stderr=subprocess.PIPE, check=False, cwd=cwd)
+        report += result.stderr
+        return result.returncode
+
+    ptx_files = {}
+    for arch in sorted(set(sass) | set(ptx), key=lambda a: (len(a), a)):
+        out = f"{stem}.compute_{arch}.{os.getpid()}.ptx"  # the output's name is not in the key
+        if rc := run(ptx_command(nvcc, stem, arch, out, werror=args.werror), cwd=scratch):
+            return report, rc
+        ptx_files[arch] = parts / f"{stem}.compute_{arch}.ptx"
+        os.replace(scratch / out, ptx_files[arch])
+    images = []
+    for arch in sass:
+        cubin = str(parts / f"{stem}.sm_{arch}.cubin")
+        if rc := run(ptxas_command(_beside(nvcc, "ptxas"), arch, str(ptx_files[arch]), cubin, werror=args.werror)):
+            return report, rc
+        images.append(("elf", arch, cubin))
+    images += [("ptx", arch, str(ptx_files[arch])) for arch in ptx]
+    result = subprocess.run(fatbinary_command(_beside(nvcc, "fatbinary"), args.out, images, compress=args.compress), stderr=subprocess.PIPE, check=False)
+    shutil.rmtree(parts, ignore_errors=True)
+    return report + result.stderr, result.returncode
 
 
 def _run_nvrtc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int:
