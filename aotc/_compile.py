@@ -11,17 +11,22 @@ launcher (ccache, sccache), comes from the wrapper's environment:
 - ``AOTC_TOOLCHAIN_CUDA``: the CUDA major, for NVRTC's libraries
 - ``AOTC_COMPILER_LAUNCHER``: a compiler launcher, ``;``-separated, or empty
 
-Without a launcher, one ``nvcc -fatbin`` builds every architecture. With one,
-nvcc's own steps become separate calls: ``nvcc -ptx`` per architecture (in a
-scratch folder named by the source's bytes, see ``_scratch``), then ``ptxas``
-per SASS architecture from that PTX, then the toolkit's ``fatbinary``, as nvcc
-itself runs them (``nvcc -cubin`` straight from the source would hash a fresh
-module id into the front end's key and never hit):
-sccache 0.16 mishandles nvcc's internal file names for a multi-architecture
-``-fatbin`` run under concurrency (its cicc step fails looking for a
-``.module_id`` file), and single-architecture calls are also what it caches
-best, one entry per architecture, so a build for a subset of architectures
-reuses a full build's cache.
+Without a launcher, one ``nvcc -fatbin`` builds every architecture. With one
+(sccache), nvcc's own steps run as separate calls, because sccache 0.16 fails
+under concurrency on a multi-architecture ``-fatbin`` (its front-end step looks
+for a ``.module_id`` file that is not there) and keys the front end on nvcc's
+working directory:
+
+1. ``nvcc -ptx`` per architecture, in a scratch folder named by the source's
+   bytes (``_scratch``), so a new build directory or clone hits the cache;
+2. ``ptxas`` per SASS architecture, from that PTX, with nvcc's options
+   (``nvcc -cubin`` from the source would key the front end on a fresh module
+   id and never hit);
+3. the toolkit's ``fatbinary``, as nvcc calls it. The fatbin is byte-identical
+   to the one ``nvcc -fatbin`` writes.
+
+One cache entry per architecture also lets a build for fewer architectures
+reuse a full build's entries.
 
 Imports only the standard library on the nvcc path: it runs for every kernel
 of every build, so its start-up is paid a thousand times.
