@@ -42,7 +42,7 @@ def _run(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> tuple
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
         sys.exit(f"{tail}\nbuild_times: {' '.join(command)} failed in {cwd}")
-    return seconds, len(_COMPILING.findall(result.stdout))
+    return seconds, len(_COMPILING.findall(result.stdout + result.stderr))
 
 
 def _clone(work: Path, name: str) -> Path:
@@ -58,7 +58,7 @@ def _size(path: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--archs", default="", help="AOTC_ARCHS for every build (default: the manifest's full matrix)")
-    parser.add_argument("--skip-sccache", action="store_true")
+    parser.add_argument("--skip-sccache", action="store_true", help="leave out the compiler-cache builds")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="aotc-build-times-") as tmp:
@@ -85,7 +85,10 @@ def main() -> int:
             mode_env = dict(env, AOTC_FATBIN_COMPRESSION=mode)
             if mode != "size":
                 rows.append((f"rebuild with AOTC_FATBIN_COMPRESSION={mode}", *_run(install, clone, mode_env, work / f"{mode}.log")))
-            site = subprocess.run([python, "-c", "import aotc; print(aotc.library_dir('tropical'))"], capture_output=True, text=True, check=True)
+            # From the work folder: run in the checkout, -c would import its aotc, not the installed one.
+            site = subprocess.run(
+                [python, "-c", "import aotc; print(aotc.library_dir('tropical'))"], cwd=work, capture_output=True, text=True, check=True
+            )
             wheels = work / f"wheel-{mode}"
             subprocess.run([python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), "."], cwd=clone, env=mode_env, check=True)
             sizes[mode] = (_size(Path(site.stdout.strip())), next(wheels.glob("*.whl")).stat().st_size)

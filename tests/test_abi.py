@@ -78,7 +78,7 @@ def test_every_pass_and_variant_packs_into_one_block() -> None:
 def test_unknown_pass_and_variant_name_the_known_ones() -> None:
     with pytest.raises(ValueError, match=r"^unknown pass 'sideways' \(known: forward, argmax, backward_a, backward_b\)$"):
         kernel_params("sideways", "single", DTYPES["f32"])
-    with pytest.raises(ValueError, match=r"^unknown variant 'ragged' \(known: single, batched\)$"):
+    with pytest.raises(ValueError, match=r"^unknown variant 'ragged' \(known: single, batched, packed\)$"):
         kernel_params("forward", "ragged", DTYPES["f32"])
 
 
