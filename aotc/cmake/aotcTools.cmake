@@ -87,6 +87,24 @@ function(aotc_cuda_lane out_var)
   set(${out_var} "${cuda}" PARENT_SCOPE)
 endfunction()
 
+# The wheel a user on an older driver is sent to: this project's, for its lane.
+# aotc's own lanes are named in aotc._toolchain; a downstream project's wheel is
+# its own name, suffixed as CuPy suffixes its wheels (-cuda12x).
+function(_aotc_lane_wheel_name cuda aotc_wheel out_var)
+  if(CMAKE_PROJECT_NAME STREQUAL "aotc")
+    set(wheel "${aotc_wheel}")
+  else()
+    set(wheel "${CMAKE_PROJECT_NAME}")
+    if(DEFINED SKBUILD_PROJECT_NAME)
+      set(wheel "${SKBUILD_PROJECT_NAME}")
+    endif()
+    if(NOT cuda STREQUAL "13")
+      string(APPEND wheel "-cuda${cuda}x")
+    endif()
+  endif()
+  set(${out_var} "${wheel}" PARENT_SCOPE)
+endfunction()
+
 # Once per configure: choose the compiler, write the wrappers and the identity stamp.
 function(_aotc_setup_tools)
   get_property(done GLOBAL PROPERTY _AOTC_TOOLS_READY)
@@ -138,19 +156,7 @@ function(_aotc_setup_tools)
   set(_AOTC_COMPILE_TOOL "${tools}/aotc-compile${suffix}" CACHE INTERNAL "")
   set(_AOTC_COMPILER_IDENTITY_FILE "${tools}/compiler-identity.txt" CACHE INTERNAL "")
   set(_AOTC_FATBIN_COMPRESSION "${compression}" CACHE INTERNAL "")
-  # The wheel a user on an older driver is sent to names this project's lane:
-  # aotc's own, or the downstream project's, suffixed as CuPy suffixes its wheels.
-  if(CMAKE_PROJECT_NAME STREQUAL "aotc")
-    set(wheel "${_aotc_lane_wheel}")
-  else()
-    set(wheel "${CMAKE_PROJECT_NAME}")
-    if(DEFINED SKBUILD_PROJECT_NAME)
-      set(wheel "${SKBUILD_PROJECT_NAME}")
-    endif()
-    if(NOT cuda STREQUAL "13")
-      string(APPEND wheel "-cuda${cuda}x")
-    endif()
-  endif()
+  _aotc_lane_wheel_name("${cuda}" "${_aotc_lane_wheel}" wheel)
   set(_AOTC_TOOLKIT_ARGS
       "--compiler=${_aotc_compiler_kind}" "--compiler-version=${_aotc_compiler_version}"
       "--min-driver=${_aotc_min_driver}" "--wheel=${wheel}" "--compression=${compression}"
