@@ -11,6 +11,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/aotc-install-checks.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# set -e ends the script at any failing command; say where, so CI's log shows it.
+trap 'echo "install-check: FAILED: line $LINENO: $BASH_COMMAND" >&2' ERR
 archs=${AOTC_CHECK_ARCHS:-80}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 
@@ -28,11 +30,11 @@ py="$work/venv/bin/python"
   { tail -40 "$work/install.log"; fail "pip install . in a fresh venv"; }
 n=$(compiled "$work/install.log" | wc -l)
 # Every kernel of the manifest, as the installed aotc counts them ("library tropical: N kernels").
-want=$("$work/venv/bin/aotc" list "$work/clone/kernels/manifest.yaml" | head -1 | awk '{print $3}')
+want=$("$work/venv/bin/aotc" list "$work/clone/kernels/manifest.yaml" | awk 'NR == 1 {print $3}')
 [ "$n" -gt 0 ] && [ "$n" -eq "$want" ] || fail "a first build compiled $n kernels, expected the manifest's $want"
 grep -q "aotc: compiler: nvcc" "$work/install.log" || fail "the build log does not name its nvcc"
 "$work/venv/bin/aotc" inspect tropical >"$work/inspect.log" || { cat "$work/inspect.log"; fail "aotc inspect after install"; }
-say "fresh venv: pip install . built and installed $n kernels ($(grep -o 'aotc: compiler: .*' "$work/install.log" | head -1))"
+say "fresh venv: pip install . built and installed $n kernels ($(grep -m1 -o 'aotc: compiler: .*' "$work/install.log"))"
 
 # 2. The same command again: nothing changed, nothing compiles.
 ( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/noop.log" 2>&1 ) || fail "pip rebuild"
@@ -64,7 +66,7 @@ no_nvcc_path=$(echo "$PATH" | tr ':' '\n' | while read -r d; do [ -x "$d/nvcc" ]
     AOTC_ARCHS=$archs "$py" -m pip wheel -v --no-deps -w "$work/wheels-nvrtc" . >"$work/nvrtc.log" 2>&1 ) ||
   { tail -40 "$work/nvrtc.log"; fail "pip wheel without nvcc on PATH"; }
 grep -q "aotc: compiler: NVRTC" "$work/nvrtc.log" || fail "the nvcc-less build did not say it used NVRTC"
-say "without nvcc: $(grep -o 'aotc: compiler: .*' "$work/nvrtc.log" | head -1)"
+say "without nvcc: $(grep -m1 -o 'aotc: compiler: .*' "$work/nvrtc.log")"
 
 # 6. The CUDA 12 lane: an aotc-cuda12x wheel with sm_70 SASS.
 ( cd "$work/clone2" && rm -rf build && AOTC_CUDA=12 AOTC_ARCHS=70 "$py" -m pip wheel -v --no-deps -w "$work/wheels-cu12" . \
