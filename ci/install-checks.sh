@@ -59,6 +59,10 @@ a=$(sha256sum "$work"/wheels/aotc-*.whl | cut -d' ' -f1)
 b=$(sha256sum "$work"/wheels2/aotc-*.whl | cut -d' ' -f1)
 [ "$a" = "$b" ] || fail "two builds of one commit differ: $a vs $b"
 say "two clones built byte-identical wheels (sha256 ${a:0:16}...)"
+"$py" -m pip install --quiet twine check-wheel-contents >/dev/null 2>&1 || fail "pip install twine check-wheel-contents"
+"$work/venv/bin/twine" check --strict "$work"/wheels/aotc-*.whl >"$work/twine.log" 2>&1 || { cat "$work/twine.log"; fail "twine check"; }
+"$work/venv/bin/check-wheel-contents" "$work"/wheels/aotc-*.whl >"$work/cwc.log" 2>&1 || { cat "$work/cwc.log"; fail "check-wheel-contents"; }
+say "twine check --strict and check-wheel-contents pass on $(basename "$work"/wheels/aotc-*.whl)"
 
 # 5. No nvcc anywhere: the build takes NVRTC and nvFatbin from PyPI.
 no_nvcc_path=$(echo "$PATH" | tr ':' '\n' | while read -r d; do [ -x "$d/nvcc" ] || echo "$d"; done | paste -sd: -)
@@ -78,7 +82,9 @@ cuobjdump=$("$py" -c "import glob, sysconfig; print(glob.glob(sysconfig.get_path
 "$cuobjdump" --list-elf "$work/cu12/aotc/_lib/tropical/gemm_maxplus_f32_forward.fatbin" | grep -q "sm_70" ||
   fail "no sm_70 SASS in the CUDA 12 lane's fatbin"
 grep -q "^Requires-Dist: cuda-bindings>=12" "$work"/cu12/aotc_cuda12x-*.dist-info/METADATA || fail "the CUDA 12 wheel does not pin cuda-bindings 12"
-say "CUDA 12 lane: $(basename "$cu12") holds sm_70 SASS and pins cuda-bindings 12"
+"$work/venv/bin/twine" check --strict "$cu12" >/dev/null 2>&1 && "$work/venv/bin/check-wheel-contents" "$cu12" >/dev/null 2>&1 ||
+  fail "twine check or check-wheel-contents on the CUDA 12 wheel"
+say "CUDA 12 lane: $(basename "$cu12") holds sm_70 SASS, pins cuda-bindings 12, and passes twine and check-wheel-contents"
 
 # 7. A downstream project: its own manifest, find_package(aotc), aotc as a build requirement.
 cp -r "$work/clone/examples/downstream" "$work/downstream"
