@@ -17,7 +17,8 @@ from pathlib import Path
 
 from aotc._resources import parse_resource_report
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, ArchError, parse_arch_list
-from aotc.codegen import generate, source_name, write_if_changed
+from aotc._files import write_if_changed
+from aotc.codegen import generate, source_name
 from aotc.errors import AotcError, BuildError, ManifestError
 from aotc.index import INDEX_NAME, SOURCE_DIR, build_index, dumps, kernel_entry
 from aotc.manifest import Manifest, load_manifest

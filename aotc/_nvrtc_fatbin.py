@@ -30,11 +30,11 @@ import importlib.util
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from aotc._files import write_if_changed
 from aotc.errors import BuildError
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "find_library",
     "load_toolchain",
     "main",
-    "write_if_changed",
 ]
 
 ENV_NVRTC = "AOTC_NVRTC_LIBRARY"
@@ -201,20 +200,20 @@ class Toolchain:
         )
 
     def _rtc(self, name: str, *args: object) -> None:
-        result = getattr(self.nvrtc, name)(*args)
-        if result != 0:
-            self.nvrtc.nvrtcGetErrorString.restype = ctypes.c_char_p
-            text = self.nvrtc.nvrtcGetErrorString(result) or b"?"
-            msg = f"{name} failed: {text.decode()} ({self.nvrtc_path})"
-            raise BuildError(msg)
+        _checked(self.nvrtc, "nvrtcGetErrorString", self.nvrtc_path, name, args)
 
     def _fat(self, name: str, *args: object) -> None:
-        result = getattr(self.nvfatbin, name)(*args)
-        if result != 0:
-            self.nvfatbin.nvFatbinGetErrorString.restype = ctypes.c_char_p
-            text = self.nvfatbin.nvFatbinGetErrorString(result) or b"?"
-            msg = f"{name} failed: {text.decode()} ({self.nvfatbin_path})"
-            raise BuildError(msg)
+        _checked(self.nvfatbin, "nvFatbinGetErrorString", self.nvfatbin_path, name, args)
+
+
+def _checked(lib: ctypes.CDLL, error_string: str, path: Path, name: str, args: tuple) -> None:
+    """Call ``lib.name(*args)``; a non-zero result is a BuildError with the library's own words."""
+    result = getattr(lib, name)(*args)
+    if result != 0:
+        getattr(lib, error_string).restype = ctypes.c_char_p
+        text = getattr(lib, error_string)(result) or b"?"
+        msg = f"{name} failed: {text.decode()} ({path})"
+        raise BuildError(msg)
 
 
 _toolchains: dict[int, Toolchain] = {}
@@ -397,29 +396,6 @@ def compile_fatbin(
     finally:
         tool.nvfatbin.nvFatbinDestroy(ctypes.byref(handle))
     return Fatbin(out.raw, "".join(line + "\n" for line in report), warnings)
-
-
-def write_if_changed(path: Path, data: bytes) -> bool:
-    """Replace ``path`` atomically with ``data`` unless it already holds it; True if written."""
-    try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        # mkstemp makes the file 0600; give it the mode open() would have.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True
 
 
 def _arch_list(text: str) -> list[str]:

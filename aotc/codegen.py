@@ -11,17 +11,17 @@ timestamps alone and recompiles nothing.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
+from aotc._files import write_if_changed
 from aotc.errors import BuildError
 from aotc.manifest import KernelSpec, Manifest
 
-__all__ = ["GenerateResult", "generate", "render_kernel", "write_if_changed"]
+__all__ = ["GenerateResult", "generate", "render_kernel", "source_name"]
 
 SOURCE_SUFFIX = ".cu"
 
@@ -112,20 +112,6 @@ def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[
             found = (filename[len(root) + 1 :], tb.tb_lineno)
         tb = tb.tb_next
     return found
-
-
-def write_if_changed(path: Path, data: bytes) -> bool:
-    """Write ``data`` atomically unless ``path`` already holds exactly it."""
-    try:
-        if path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return True
 
 
 def source_name(kernel: KernelSpec) -> str:

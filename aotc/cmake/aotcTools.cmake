@@ -14,7 +14,7 @@ get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE
 # Exactly the files the generate and index steps read: editing anything else
 # in aotc (the runtime, the tropical API) reruns no codegen.
 set(_AOTC_GENERATOR_FILES "")
-foreach(module IN ITEMS _buildtool codegen manifest _yaml semiring archs abi errors index _resources _version)
+foreach(module IN ITEMS _buildtool _files codegen manifest _yaml semiring archs abi errors index _resources _version)
   list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")
 endforeach()
 

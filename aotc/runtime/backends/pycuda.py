@@ -56,11 +56,7 @@ class PyCudaBackend:
             return self._device  # type: ignore[return-value]
 
     def driver_version(self) -> int:
-        try:
-            import pycuda.driver as cuda
-        except ImportError as exc:  # pycuda links libcuda: no driver fails here
-            msg = f"no CUDA GPU: pycuda cannot load the NVIDIA driver ({exc})"
-            raise NoDeviceError(msg) from None
+        cuda = _driver_module()
         try:
             # cuDriverGetVersion needs no cuInit, so a driver too old for the rest is still asked.
             return int(cuda.get_driver_version())
@@ -69,11 +65,7 @@ class PyCudaBackend:
             raise NoDeviceError(msg) from None
 
     def _open(self) -> DeviceInfo:
-        try:
-            import pycuda.driver as cuda
-        except ImportError as exc:  # pycuda links libcuda: no driver fails here
-            msg = f"no CUDA GPU: pycuda cannot load the NVIDIA driver ({exc})"
-            raise NoDeviceError(msg) from None
+        cuda = _driver_module()
         try:
             cuda.init()
             count = cuda.Device.count()
@@ -171,3 +163,13 @@ class PyCudaBackend:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _driver_module() -> Any:
+    """``pycuda.driver``; pycuda links libcuda, so a machine without a driver fails here."""
+    try:
+        import pycuda.driver as cuda
+    except ImportError as exc:
+        msg = f"no CUDA GPU: pycuda cannot load the NVIDIA driver ({exc})"
+        raise NoDeviceError(msg) from None
+    return cuda
