@@ -4,7 +4,7 @@ import functools
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -108,3 +108,13 @@ def emulated_tropical(tmp_path_factory: pytest.TempPathFactory) -> object:
 
     backend = EmulatorBackend(cache=DiskCache(tmp_path_factory.mktemp("emulator-cache")))
     return Library(installed_library(), backend=backend)
+
+
+@pytest.fixture
+def tropical_on_emulator(emulated_tropical: object) -> Iterator[None]:
+    """aotc.tropical's module functions on the emulated library, for one test."""
+    from aotc import tropical
+
+    tropical.set_library(emulated_tropical)
+    yield
+    tropical.set_library(None)

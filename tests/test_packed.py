@@ -4,7 +4,6 @@ choice to pack, on the CPU emulator against the NumPy reference."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,11 +16,8 @@ from conftest import installed_library
 LIBRARY = installed_library()
 
 
-@pytest.fixture(autouse=True)
-def use_emulator(emulated_tropical: Any) -> Iterator[None]:
-    tropical.set_library(emulated_tropical)
-    yield
-    tropical.set_library(None)
+# aotc.tropical's functions run on the emulated library (conftest).
+pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 
 
 def _bools(rng: np.random.Generator, shape: tuple[int, int], density: float = 0.1) -> np.ndarray:

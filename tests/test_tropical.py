@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +15,8 @@ from kernel_harness import Case, operands
 LIBRARY = installed_library()
 
 
-@pytest.fixture(autouse=True)
-def use_emulator(emulated_tropical: Any) -> Iterator[None]:
-    tropical.set_library(emulated_tropical)
-    yield
-    tropical.set_library(None)
+# aotc.tropical's functions run on the emulated library (conftest).
+pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 
 
 def _kinds() -> list[tuple[str, str]]:
