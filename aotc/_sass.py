@@ -26,7 +26,7 @@ from typing import Any
 
 from aotc.semiring import DTYPES, Semiring
 
-__all__ = ["Tools", "find_tools", "k_loops", "kernel_figures", "over_budget"]
+__all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "over_budget"]
 
 # "/*17b0*/  @!P2 LDS.128 R12, [R103+-0x10] ;" -> address, opcode, operands
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
@@ -46,7 +46,7 @@ class Tools:
         return subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PATH": path}).stdout
 
 
-def _tool(distribution: str, name: str) -> str | None:
+def find_tool(distribution: str, name: str) -> str | None:
     """The executable ``name`` from a PyPI distribution, else from PATH."""
     try:
         files = importlib.metadata.distribution(distribution).files or ()
@@ -57,8 +57,8 @@ def _tool(distribution: str, name: str) -> str | None:
 
 def find_tools() -> Tools | str:
     """The disassemblers, or a sentence saying which one is missing."""
-    cuobjdump = _tool("nvidia-cuda-cuobjdump", "cuobjdump")
-    nvdisasm = _tool("nvidia-cuda-nvdisasm", "nvdisasm")
+    cuobjdump = find_tool("nvidia-cuda-cuobjdump", "cuobjdump")
+    nvdisasm = find_tool("nvidia-cuda-nvdisasm", "nvdisasm")
     for found, distribution in ((cuobjdump, "nvidia-cuda-cuobjdump"), (nvdisasm, "nvidia-cuda-nvdisasm")):
         if found is None:
             return f"{distribution.rsplit('-', 1)[1]} not found: pip install {distribution}"

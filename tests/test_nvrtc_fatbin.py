@@ -8,9 +8,7 @@ cuobjdump (nvidia-cuda-cuobjdump, or a CUDA toolkit).
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from aotc import _nvrtc_fatbin
 from aotc._resources import parse_resource_report
 from aotc.codegen import render_kernel
+from aotc._sass import find_tool
 from aotc.errors import BuildError
 from aotc.manifest import load_manifest
 from conftest import REPO, aotc_env
@@ -35,18 +34,11 @@ def require_toolchain(major: int) -> _nvrtc_fatbin.Toolchain:
 
 
 def cuobjdump() -> str:
-    """cuobjdump from PATH, the nvidia-cuda-cuobjdump wheel or /usr/local/cuda; else skip."""
-    found = shutil.which("cuobjdump")
-    spec = importlib.util.find_spec("nvidia")
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    candidates = [found] if found else []
-    for root in roots:
-        candidates += [str(root / sub / "bin" / "cuobjdump") for sub in ("cu13", "cu12", "cuda_cuobjdump")]
-    candidates.append("/usr/local/cuda/bin/cuobjdump")
-    for candidate in candidates:
-        if os.access(candidate, os.X_OK):
-            return candidate
-    pytest.skip("no cuobjdump: pip install nvidia-cuda-cuobjdump")
+    """cuobjdump from the nvidia-cuda-cuobjdump wheel, else PATH; else skip."""
+    found = find_tool("nvidia-cuda-cuobjdump", "cuobjdump")
+    if found is None:
+        pytest.skip("no cuobjdump: pip install nvidia-cuda-cuobjdump")
+    return found
 
 
 @pytest.fixture(scope="module")
