@@ -11,7 +11,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 def cmake_dir() -> Path:
     """The folder holding aotcConfig.cmake, for ``-Daotc_DIR=...``."""
-    return _PACKAGE_DIR / "cmake"
+    return _PACKAGE_DIR / "build" / "cmake"
 
 
 def libraries_root() -> Path:

@@ -31,7 +31,7 @@ def _size(n: int) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from aotc.manifest import load_manifest
+    from aotc.build.manifest import load_manifest
 
     manifest = load_manifest(args.manifest)
     print(f"library {manifest.library}: {len(manifest.kernels)} kernels")
@@ -47,8 +47,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from aotc.codegen import generate
-    from aotc.manifest import load_manifest
+    from aotc.build.codegen import generate
+    from aotc.build.manifest import load_manifest
 
     result = generate(load_manifest(args.manifest), args.output)
     print(

@@ -17,7 +17,7 @@ from aotc._version import __version__
 from aotc.errors import AotcError
 
 if TYPE_CHECKING:  # the runtime reads indexes and must not import the manifest's YAML parser
-    from aotc.manifest import KernelSpec, Manifest
+    from aotc.build.manifest import KernelSpec, Manifest
 
 __all__ = [
     "INDEX_NAME",

@@ -74,7 +74,7 @@ def main() -> int:
         clone = _clone(work, "clone")
         rows.append(("cold build", *_run(install, clone, env, work / "cold.log")))
         rows.append(("no-op rebuild", *_run(install, clone, env, work / "noop.log")))
-        template = clone / "aotc" / "templates" / "tropical" / "gemm" / "backward.cuh.j2"
+        template = clone / "aotc" / "build" / "templates" / "tropical" / "gemm" / "backward.cuh.j2"
         template.write_text(template.read_text() + "// edited\n")
         rows.append(("one template edit (backward.cuh.j2)", *_run(install, clone, env, work / "edit.log")))
         subprocess.run(["git", "checkout", "--quiet", "--", "."], cwd=clone, check=True)

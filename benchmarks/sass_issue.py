@@ -4,7 +4,7 @@
 
 Needs no GPU: NVIDIA's cuobjdump and nvdisasm (PyPI ``nvidia-cuda-cuobjdump``
 and ``nvidia-cuda-nvdisasm``) disassemble the shipped fatbins. The counting
-lives in ``aotc/_sass.py``, shared with the CI guard ``tests/test_sass_budget.py``;
+lives in ``aotc/build/sass.py``, shared with the CI guard ``tests/build/test_sass_budget.py``;
 ``--update-budget`` writes this arch's figures (single variants only) into
 ``benchmarks/sass_budget.json``, the table that guard holds the kernels to.
 

@@ -5,7 +5,7 @@ a ``-C cmake.define.AOTC_CUDA=12`` config setting or the environment variable):
 
 - **Build requirements.** When no nvcc of the lane's CUDA major is found here,
   the build asks pip for the NVRTC and nvFatbin wheels, and compiles with them
-  (``aotc._toolchain``). pip installs them into its isolated build environment,
+  (``aotc.build.toolchain``). pip installs them into its isolated build environment,
   so ``pip install .`` needs no CUDA toolkit at all.
 - **The CUDA 12 wheel's name and pins.** Following CuPy's ``cupy-cuda12x``,
   the CUDA 12 lane is the distribution ``aotc-cuda12x``, depending on the

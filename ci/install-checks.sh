@@ -43,13 +43,13 @@ n=$(compiled "$work/noop.log" | wc -l)
 say "no-op pip rebuild compiled 0 kernels"
 
 # 3. One template edit: exactly the kernels rendered from it recompile.
-echo "// edited by install-checks" >>"$work/clone/aotc/templates/tropical/gemm/backward.cuh.j2"
+echo "// edited by install-checks" >>"$work/clone/aotc/build/templates/tropical/gemm/backward.cuh.j2"
 ( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/edit.log" 2>&1 ) || fail "pip rebuild after an edit"
 n=$(compiled "$work/edit.log" | wc -l)
 others=$(compiled "$work/edit.log" | grep -vc backward || true)
 [ "$n" -eq 24 ] && [ "$others" -eq 0 ] || fail "editing backward.cuh.j2 compiled $n kernels ($others not backward), expected its 24"
 say "one-template edit recompiled exactly its 24 backward kernels"
-git -C "$work/clone" checkout --quiet -- aotc/templates
+git -C "$work/clone" checkout --quiet -- aotc/build/templates
 
 # 4. Byte-reproducible: a second clone, built later in another folder, gives the same wheel.
 ( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip wheel --no-deps -w "$work/wheels" . >"$work/wheel1.log" 2>&1 ) || fail "pip wheel"

@@ -227,7 +227,7 @@ def assert_same(got: np.ndarray, want: np.ndarray, semiring: reference.Semiring)
 
 def _run_packed(launcher: Any, memory: DeviceArrays, a: np.ndarray, b: np.ndarray, case: Case, pass_name: str, semiring: reference.Semiring) -> None:
     """The packed variant: A packed along k per row, B along k per column."""
-    from aotc._packed import pack_bool
+    from aotc.tropical._packed import pack_bool
 
     pa, pb = pack_bool(a, 1), pack_bool(b, 0)
     values = {"M": case.m, "N": case.n, "K": case.k, "ldc": case.n, "ldk": case.n}

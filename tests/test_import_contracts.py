@@ -78,7 +78,7 @@ def test_a_planted_import_breaks_its_contract(tmp_path: Path) -> None:
     python_only = shutil.ignore_patterns("_lib", "__pycache__", "templates", "cmake")
     shutil.copytree(AOTC_IMPORT_ROOT / "aotc", copy / "aotc", ignore=python_only)
     with (copy / "aotc" / "runtime" / "launcher.py").open("a") as f:
-        f.write("\nimport aotc.manifest  # planted\n")
+        f.write("\nimport aotc.build.manifest  # planted\n")
     with (copy / "aotc" / "tropical.py").open("a") as f:
         f.write("\nimport yaml  # planted\n")
     result = lint_imports(copy, tmp_path)
@@ -87,7 +87,7 @@ def test_a_planted_import_breaks_its_contract(tmp_path: Path) -> None:
     assert verdicts(result.stdout) == {
         names[0]: "BROKEN", names[1]: "KEPT", names[2]: "BROKEN", names[3]: "KEPT", names[4]: "KEPT",
     }  # fmt: skip
-    assert "aotc.runtime.launcher -> aotc.manifest" in result.stdout
+    assert "aotc.runtime.launcher -> aotc.build.manifest" in result.stdout
     assert "aotc.tropical -> yaml" in result.stdout
 
 

@@ -8,7 +8,7 @@ import sys
 
 from conftest import aotc_env
 
-FORBIDDEN = ("aotc.runtime", "aotc.manifest", "aotc.codegen", "cuda", "pycuda", "numpy", "torch", "jinja2", "yaml", "ctypes")
+FORBIDDEN = ("aotc.runtime", "aotc.build.manifest", "aotc.build.codegen", "cuda", "pycuda", "numpy", "torch", "jinja2", "yaml", "ctypes")
 
 
 def imported_by(code: str) -> list[str]:

@@ -20,7 +20,7 @@ from aotc.index import (
     sha256_bytes,
     toolkit_label,
 )
-from aotc.manifest import Manifest, load_manifest
+from aotc.build.manifest import Manifest, load_manifest
 
 MANIFEST = """\
 library: mini

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aotc.manifest import load_manifest
+from aotc.build.manifest import load_manifest
 from conftest import REPO, RunAotc, installed_library
 
 # The wheel itself is under test here, never a build folder.

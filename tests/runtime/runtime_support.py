@@ -31,7 +31,7 @@ FIXTURE = REPO / "tests" / "packages" / "runtime"
 
 def _project(root: Path) -> Path:
     shutil.copytree(FIXTURE, root)
-    shutil.copytree(REPO / "aotc" / "templates" / "tropical", root / "kernels" / "templates", dirs_exist_ok=True)
+    shutil.copytree(REPO / "aotc" / "build" / "templates" / "tropical", root / "kernels" / "templates", dirs_exist_ok=True)
     return root
 
 
@@ -42,9 +42,9 @@ def make_library(
 
     ``manifest_text`` replaces the fixture's manifest (same templates), for a library of other kernels.
     """
-    from aotc.codegen import generate, source_name
+    from aotc.build.codegen import generate, source_name
     from aotc.index import INDEX_NAME, build_index, dumps, kernel_entry
-    from aotc.manifest import load_manifest
+    from aotc.build.manifest import load_manifest
 
     project = _project(root / "project")
     if manifest_text is not None:

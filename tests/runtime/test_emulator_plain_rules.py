@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from aotc import reference
-from aotc.codegen import render_kernel
-from aotc.manifest import load_manifest
+from aotc.build.codegen import render_kernel
+from aotc.build.manifest import load_manifest
 from aotc.runtime.cache import DiskCache
 from aotc.runtime.emulator.backend import EmulatorBackend
 from conftest import REPO
@@ -61,7 +61,7 @@ DTYPE = {"counting": "f32", "andor": "bool"}
 def _run(tmp_path: Path, mutation: str | None, semiring: str, pass_name: str) -> None:
     """Render, compile and launch one kernel (mutated or not); assert it matches the reference."""
     templates = tmp_path / "templates"
-    shutil.copytree(REPO / "aotc" / "templates" / "tropical", templates)
+    shutil.copytree(REPO / "aotc" / "build" / "templates" / "tropical", templates)
     if mutation:
         old, new, _ = MUTATIONS[mutation]
         header = templates / "common" / "semiring.cuh.j2"

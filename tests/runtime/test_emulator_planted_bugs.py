@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from aotc import reference
-from aotc.codegen import render_kernel
-from aotc.manifest import load_manifest
+from aotc.build.codegen import render_kernel
+from aotc.build.manifest import load_manifest
 from aotc.runtime.cache import DiskCache
 from aotc.runtime.emulator.backend import EmulatorBackend
 from conftest import REPO
@@ -44,7 +44,7 @@ BUGS = {
 
 def _run(tmp_path: Path, bug: str, semiring: str, case: Case) -> tuple[np.ndarray, np.ndarray]:
     templates = tmp_path / "templates"
-    shutil.copytree(REPO / "aotc" / "templates" / "tropical", templates)
+    shutil.copytree(REPO / "aotc" / "build" / "templates" / "tropical", templates)
     old, new = BUGS[bug]
     body = templates / "gemm" / "product.cuh.j2"
     if old:

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from aotc.abi import Tile, kernel_params, launch_geometry
+from aotc.build.abi import Tile, kernel_params, launch_geometry
 from aotc.errors import AotcError
 from aotc.runtime.launcher import KernelSignature, Launcher
 from aotc.semiring import DTYPES

@@ -97,7 +97,7 @@ def test_load_imports_no_backend_and_nothing_heavy(lib_dir: Path) -> None:
         "import sys, aotc\n"
         f"lib = aotc.load({str(lib_dir)!r})\n"
         "print(len(lib))\n"
-        "heavy = ('cuda', 'pycuda', 'numpy', 'jinja2', 'yaml', 'aotc.manifest', 'aotc.codegen')\n"
+        "heavy = ('cuda', 'pycuda', 'numpy', 'jinja2', 'yaml', 'aotc.build.manifest', 'aotc.build.codegen')\n"
         "backends = [m for m in sys.modules if m.startswith('aotc.runtime.backends.') and m != 'aotc.runtime.backends.base']\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy) + backends)\n"
     )

@@ -13,9 +13,9 @@ are found in the nvidia wheels on the running interpreter's path, or at
 
 CLI (one kernel per call, for a build system)::
 
-    python -m aotc._nvrtc_fatbin --cuda 12 --sass 70,80 --ptx 90 --out K.fatbin \\
+    python -m aotc.build.nvrtc_fatbin --cuda 12 --sass 70,80 --ptx 90 --out K.fatbin \\
         [--resources K.resources.txt] [--werror] [--option=-DX=1] [--compress=MODE] K.cu
-    python -m aotc._nvrtc_fatbin --cuda 12 --version
+    python -m aotc.build.nvrtc_fatbin --cuda 12 --version
 
 Outputs are replaced atomically and only when their bytes change, so a ninja
 ``restat`` rule sees an unchanged fatbin as up to date.
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aotc._files import write_if_changed
+from aotc.build._files import write_if_changed
 from aotc.errors import BuildError
 
 __all__ = [
@@ -404,7 +404,7 @@ def _arch_list(text: str) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m aotc._nvrtc_fatbin",
+        prog="python -m aotc.build.nvrtc_fatbin",
         description="Compile one self-contained kernel .cu into a fatbin with NVRTC and nvFatbin.",
     )
     parser.add_argument("--cuda", type=int, required=True, choices=(12, 13), help="CUDA major of NVRTC/nvFatbin")

@@ -10,7 +10,7 @@ Inputs are NumPy arrays, PyTorch tensors (CPU or CUDA), or anything with
 the same device. 3-D inputs run batched, and a 2-D operand broadcasts over the
 batch. The dtype comes from the inputs; a counting semiring takes and returns
 a trailing axis of length 2 (value, count). PyTorch tensors that require
-gradients get a ``torch.autograd.Function`` (see ``aotc._torch_autograd``).
+gradients get a ``torch.autograd.Function`` (see ``aotc.tropical._torch``).
 
 Bool matrices for an or/and semiring can also be packed 32 values to a word
 (``pack_bool``) and multiplied packed (``matmul_packed``), which folds 32
@@ -41,7 +41,7 @@ import sys
 import threading
 from typing import Any
 
-from aotc._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, zeros_like_kind
+from aotc.tropical._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, zeros_like_kind
 
 __all__ = [
     "PackedBool",
@@ -352,7 +352,7 @@ class Tropical:
             if out is not None:
                 msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
                 raise ValueError(msg)
-            from aotc._torch_autograd import tropical_matmul
+            from aotc.tropical._torch import tropical_matmul
 
             return tropical_matmul(a, b, semiring, self)
         if self._packs(a, b, semiring):
@@ -464,7 +464,7 @@ class Tropical:
     def _packed_product(
         self, pass_name: str, pa: Any, pb: Any, semiring: str, out: Any, k_out: Any, stream: Any
     ) -> tuple[Any, Any]:
-        from aotc._packed import PackedBool
+        from aotc.tropical._packed import PackedBool
 
         for p, name, axis in ((pa, "pa", 1), (pb, "pb", 0)):
             if not isinstance(p, PackedBool) or p.axis != axis:
@@ -529,14 +529,14 @@ def pack_bool(a: Any, axis: int = 1) -> Any:
     """``a`` (a 2-D NumPy bool array) packed 32 values to a uint32 word along
     ``axis``: 1 for a left operand (each row), 0 for a right one (each column).
     Returns a ``PackedBool``; its ``unpack()`` gives the bool matrix back."""
-    from aotc._packed import pack_bool as pack
+    from aotc.tropical._packed import pack_bool as pack
 
     return pack(a, axis)
 
 
 def __getattr__(name: str) -> Any:
     if name == "PackedBool":  # imported on first use, like NumPy itself
-        from aotc._packed import PackedBool
+        from aotc.tropical._packed import PackedBool
 
         return PackedBool
     msg = f"module {__name__!r} has no attribute {name!r}"

@@ -15,20 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from aotc import _nvrtc_fatbin
-from aotc._resources import parse_resource_report
-from aotc.codegen import render_kernel
-from aotc._sass import find_tool
+from aotc.build import nvrtc_fatbin
+from aotc.build.resources import parse_resource_report
+from aotc.build.codegen import render_kernel
+from aotc.build.sass import find_tool
 from aotc.errors import BuildError
-from aotc.manifest import load_manifest
+from aotc.build.manifest import load_manifest
 from conftest import REPO, aotc_env
 
 KERNEL = "gemm_counting_f32_forward"
 
 
-def require_toolchain(major: int) -> _nvrtc_fatbin.Toolchain:
+def require_toolchain(major: int) -> nvrtc_fatbin.Toolchain:
     try:
-        return _nvrtc_fatbin.load_toolchain(major)
+        return nvrtc_fatbin.load_toolchain(major)
     except BuildError as exc:
         pytest.skip(f"no CUDA {major} NVRTC/nvFatbin in this interpreter: {exc}")
 
@@ -53,7 +53,7 @@ def kernel_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_tool(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "aotc._nvrtc_fatbin", *map(str, args)],
+        [sys.executable, "-m", "aotc.build.nvrtc_fatbin", *map(str, args)],
         env=aotc_env(env),
         capture_output=True,
         text=True,
@@ -170,13 +170,13 @@ def test_unsupported_arch_is_refused(kernel_source: Path, tmp_path: Path) -> Non
 
 
 def test_missing_library_names_the_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(_nvrtc_fatbin.ENV_NVRTC, raising=False)
+    monkeypatch.delenv(nvrtc_fatbin.ENV_NVRTC, raising=False)
     with pytest.raises(BuildError, match=r"libnvrtc\.so\.12 not found .*nvidia-cuda-nvrtc-cu12.*AOTC_NVRTC_LIBRARY"):
-        _nvrtc_fatbin.find_library("nvrtc", 12, search=[tmp_path])
+        nvrtc_fatbin.find_library("nvrtc", 12, search=[tmp_path])
     with pytest.raises(BuildError, match=r"libnvfatbin\.so\.13 not found .*nvidia-nvfatbin.*AOTC_NVFATBIN_LIBRARY"):
-        _nvrtc_fatbin.find_library("nvfatbin", 13, search=[tmp_path])
+        nvrtc_fatbin.find_library("nvfatbin", 13, search=[tmp_path])
     # Through the CLI: an override that points nowhere; one line, naming the variable.
-    result = run_tool("--cuda", "12", "--version", env={_nvrtc_fatbin.ENV_NVRTC: str(tmp_path / "nope.so")})
+    result = run_tool("--cuda", "12", "--version", env={nvrtc_fatbin.ENV_NVRTC: str(tmp_path / "nope.so")})
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"aotc: error: AOTC_NVRTC_LIBRARY={tmp_path / 'nope.so'} is not a file")
@@ -184,13 +184,13 @@ def test_missing_library_names_the_variable(tmp_path: Path, monkeypatch: pytest.
 
 def test_wheel_layouts_are_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cu12 wheels: nvidia/cuda_nvrtc/lib, nvidia/nvfatbin/lib; CUDA 13: nvidia/cu13/lib."""
-    monkeypatch.delenv(_nvrtc_fatbin.ENV_NVRTC, raising=False)
-    monkeypatch.delenv(_nvrtc_fatbin.ENV_NVFATBIN, raising=False)
+    monkeypatch.delenv(nvrtc_fatbin.ENV_NVRTC, raising=False)
+    monkeypatch.delenv(nvrtc_fatbin.ENV_NVFATBIN, raising=False)
     for relative in ("cuda_nvrtc/lib/libnvrtc.so.12", "nvfatbin/lib/libnvfatbin.so.12", "cu13/lib/libnvrtc.so.13"):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).touch()
-    assert _nvrtc_fatbin.find_library("nvrtc", 12, [tmp_path]) == (tmp_path / "cuda_nvrtc/lib/libnvrtc.so.12", False)
-    assert _nvrtc_fatbin.find_library("nvfatbin", 12, [tmp_path])[0] == tmp_path / "nvfatbin/lib/libnvfatbin.so.12"
-    assert _nvrtc_fatbin.find_library("nvrtc", 13, [tmp_path])[0] == tmp_path / "cu13/lib/libnvrtc.so.13"
-    monkeypatch.setenv(_nvrtc_fatbin.ENV_NVRTC, str(tmp_path / "cu13/lib/libnvrtc.so.13"))
-    assert _nvrtc_fatbin.find_library("nvrtc", 12, []) == (tmp_path / "cu13/lib/libnvrtc.so.13", True)
+    assert nvrtc_fatbin.find_library("nvrtc", 12, [tmp_path]) == (tmp_path / "cuda_nvrtc/lib/libnvrtc.so.12", False)
+    assert nvrtc_fatbin.find_library("nvfatbin", 12, [tmp_path])[0] == tmp_path / "nvfatbin/lib/libnvfatbin.so.12"
+    assert nvrtc_fatbin.find_library("nvrtc", 13, [tmp_path])[0] == tmp_path / "cu13/lib/libnvrtc.so.13"
+    monkeypatch.setenv(nvrtc_fatbin.ENV_NVRTC, str(tmp_path / "cu13/lib/libnvrtc.so.13"))
+    assert nvrtc_fatbin.find_library("nvrtc", 12, []) == (tmp_path / "cu13/lib/libnvrtc.so.13", True)

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from aotc.errors import ManifestError
-from aotc.manifest import KernelSpec, load_manifest
-from conftest import RunAotc
+from aotc.build.manifest import KernelSpec, load_manifest
+from conftest import REPO, RunAotc
 
 VALID = """\
 library: mini
@@ -81,8 +81,7 @@ def test_arch_specific_and_family_archs_are_accepted(tmp_path: Path) -> None:
 
 
 def test_default_manifest_is_valid() -> None:
-    root = Path(__file__).resolve().parents[1]
-    manifest = load_manifest(root / "kernels" / "manifest.yaml")
+    manifest = load_manifest(REPO / "kernels" / "manifest.yaml")
     assert manifest.library == "tropical"
     assert len({k.name for k in manifest.kernels}) == len(manifest.kernels) > 0
 
@@ -199,7 +198,7 @@ def test_new_semiring_is_a_manifest_edit(tmp_path: Path) -> None:
 
 
 def test_shipped_templates_are_named_with_the_aotc_prefix(tmp_path: Path) -> None:
-    from aotc.manifest import SHIPPED_TEMPLATES_DIR
+    from aotc.build.manifest import SHIPPED_TEMPLATES_DIR
 
     manifest = load_manifest(write_manifest(tmp_path, "templates: aotc:tropical\n" + VALID))
     assert manifest.templates_dir == SHIPPED_TEMPLATES_DIR / "tropical"

@@ -1,6 +1,6 @@
 """Which compiler builds a kernel library's fatbins, and what it is.
 
-The build asks this module once per configure (``python -m aotc._toolchain``)
+The build asks this module once per configure (``python -m aotc.build.toolchain``)
 and never puts the answer's paths in a compile command: the commands stay
 byte-identical across pip's throwaway build environments, and only a change of
 the compiler's *identity* (kind and version, written to a stamp file) makes
@@ -14,7 +14,7 @@ Two kinds of toolchain build the same fatbins:
   this Python. Nothing is guessed beyond these (no ``/usr/local/cuda``): a
   toolkit that isn't named anywhere is not the one the user means. Only an nvcc of the requested CUDA major counts.
 - ``nvrtc``: no toolkit at all. NVRTC compiles each kernel for every
-  architecture and nvFatbin bundles the images (``aotc._nvrtc_fatbin``), both
+  architecture and nvFatbin bundles the images (``aotc.build.nvrtc_fatbin``), both
   from PyPI wheels. This is how a machine without a toolkit builds, and how the
   CUDA 12 lane builds where no CUDA 12 toolkit is installed.
 
@@ -133,7 +133,7 @@ def find_nvcc(cuda: str, cmake_cuda_compiler: str = "") -> Toolchain | None:
 
 def _nvrtc_toolchain(cuda: str) -> Toolchain | None:
     """NVRTC and nvFatbin of CUDA ``cuda`` from the wheels in this Python, or None."""
-    from aotc._nvrtc_fatbin import load_toolchain
+    from aotc.build.nvrtc_fatbin import load_toolchain
     from aotc.errors import BuildError
 
     try:
@@ -186,7 +186,7 @@ def _cmake_quote(value: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aotc._toolchain")
+    parser = argparse.ArgumentParser(prog="python -m aotc.build.toolchain")
     parser.add_argument("--cuda", default="13")
     parser.add_argument("--prefer", default="auto")
     parser.add_argument("--cmake-cuda-compiler", default="")

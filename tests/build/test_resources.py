@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from aotc._resources import parse_resource_report
+from aotc.build.resources import parse_resource_report
 
 REPORT = """\
 ptxas info    : 0 bytes gmem

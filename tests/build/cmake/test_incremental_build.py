@@ -56,7 +56,7 @@ def project(tmp_path: Path) -> Project:
     root = tmp_path / "project"
     shutil.copytree(FIXTURE, root)
     # The real templates beside the fixture's alt.cu.j2, so this also checks that they compile.
-    shutil.copytree(REPO / "aotc" / "templates" / "tropical", root / "kernels" / "templates", dirs_exist_ok=True)
+    shutil.copytree(REPO / "aotc" / "build" / "templates" / "tropical", root / "kernels" / "templates", dirs_exist_ok=True)
     return Project(root)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aotc import _toolchain
-from aotc._toolchain import ToolchainError, find_nvcc, find_toolchain, lane_requirements
+from aotc.build.toolchain import ToolchainError, find_nvcc, find_toolchain, lane_requirements
 
 
 def fake_nvcc(folder: Path, version: str) -> Path:

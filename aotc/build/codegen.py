@@ -17,9 +17,9 @@ from pathlib import Path
 
 import jinja2
 
-from aotc._files import write_if_changed
+from aotc.build._files import write_if_changed
 from aotc.errors import BuildError
-from aotc.manifest import KernelSpec, Manifest
+from aotc.build.manifest import KernelSpec, Manifest
 
 __all__ = ["GenerateResult", "generate", "render_kernel", "source_name"]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from aotc.codegen import generate, render_kernel
+from aotc.build.codegen import generate, render_kernel
 from aotc.errors import BuildError
-from aotc.manifest import load_manifest
+from aotc.build.manifest import load_manifest
 from conftest import REPO, RunAotc
 
 GOLDEN_DIR = Path(__file__).parent / "codegen" / "golden"
@@ -20,7 +20,7 @@ UPDATE = os.environ.get("AOTC_UPDATE_GOLDEN") == "1"
 def golden_project(tmp_path: Path) -> Path:
     """The golden manifest beside a copy of the repository's real templates."""
     shutil.copy(REPO / "tests" / "packages" / "golden" / "manifest.yaml", tmp_path / "manifest.yaml")
-    shutil.copytree(REPO / "aotc" / "templates" / "tropical", tmp_path / "templates")
+    shutil.copytree(REPO / "aotc" / "build" / "templates" / "tropical", tmp_path / "templates")
     return tmp_path / "manifest.yaml"
 
 

@@ -1,6 +1,6 @@
 # Version of the aotc CMake package, read from the Python package it ships in,
 # so there is exactly one place the version is written (aotc/_version.py).
-file(STRINGS "${CMAKE_CURRENT_LIST_DIR}/../_version.py" _aotc_version_line REGEX "^__version__ = ")
+file(STRINGS "${CMAKE_CURRENT_LIST_DIR}/../../_version.py" _aotc_version_line REGEX "^__version__ = ")
 string(REGEX REPLACE "^__version__ = \"([^\"]+)\".*$" "\\1" PACKAGE_VERSION "${_aotc_version_line}")
 
 if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)

@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from aotc.abi import PASSES, VARIANTS, LaunchGeometry, Param, Tile, kernel_params, launch_geometry, product_shared_bytes
+from aotc.build.abi import PASSES, VARIANTS, LaunchGeometry, Param, Tile, kernel_params, launch_geometry, product_shared_bytes
 from aotc.semiring import DTYPES
 
 TILE = Tile(block_m=32, block_n=64, block_k=8, thread_m=4, thread_n=8)

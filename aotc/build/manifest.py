@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from aotc._yaml import LineDict, LineList, YamlError, load_yaml
-from aotc.abi import PASSES, VARIANTS, LaunchGeometry, Param, Tile, kernel_params, launch_geometry
+from aotc.build._yaml import LineDict, LineList, YamlError, load_yaml
+from aotc.build.abi import PASSES, VARIANTS, LaunchGeometry, Param, Tile, kernel_params, launch_geometry
 from aotc.archs import DEFAULT_SASS, ArchError, arch_sort_key, parse_arch
 from aotc.errors import ManifestError
 from aotc.semiring import CONSTANTS, DTYPES, DType, Semiring
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 SHIPPED_TEMPLATES_PREFIX = "aotc:"
-# Template sets that ship inside the aotc package (aotc/templates/<set>/).
+# Template sets that ship inside the aotc package (aotc/build/templates/<set>/).
 SHIPPED_TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aotc import _compile
-from aotc._compile import nvcc_command
+from aotc.build.compile import nvcc_command
 
 
 def test_sass_and_ptx_become_generate_code_pairs() -> None:

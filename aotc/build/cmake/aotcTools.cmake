@@ -8,13 +8,15 @@
 
 include_guard(GLOBAL)
 
-get_filename_component(_AOTC_PYTHONPATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
-get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+get_filename_component(_AOTC_PYTHONPATH "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
 
 # Exactly the files the generate and index steps read: editing anything else
 # in aotc (the runtime, the tropical API) reruns no codegen.
 set(_AOTC_GENERATOR_FILES "")
-foreach(module IN ITEMS _buildtool _files codegen manifest _yaml semiring archs abi errors index _resources _version)
+foreach(module IN ITEMS
+    __init__ _version errors index archs semiring
+    build/__init__ build/tool build/_files build/codegen build/manifest build/_yaml build/abi build/resources)
   list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")
 endforeach()
 
@@ -54,7 +56,7 @@ function(_aotc_run_python context module)
 endfunction()
 
 function(_aotc_configure_step name)
-  _aotc_run_python("aotc_add_kernel_library(${name})" aotc._buildtool ${ARGN})
+  _aotc_run_python("aotc_add_kernel_library(${name})" aotc.build.tool ${ARGN})
 endfunction()
 
 # Writes a wrapper script that runs `python -m <module>` with <env> exported.
@@ -88,7 +90,7 @@ function(aotc_cuda_lane out_var)
 endfunction()
 
 # The wheel a user on an older driver is sent to: this project's, for its lane.
-# aotc's own lanes are named in aotc._toolchain; a downstream project's wheel is
+# aotc's own lanes are named in aotc.build.toolchain; a downstream project's wheel is
 # its own name, suffixed as CuPy suffixes its wheels (-cuda12x).
 function(_aotc_lane_wheel_name cuda aotc_wheel out_var)
   if(CMAKE_PROJECT_NAME STREQUAL "aotc")
@@ -129,7 +131,7 @@ function(_aotc_setup_tools)
 
   set(tools "${CMAKE_BINARY_DIR}/aotc-tools")
   file(MAKE_DIRECTORY "${tools}")
-  _aotc_run_python("aotc" aotc._toolchain "--cuda=${cuda}" "--prefer=${prefer}"
+  _aotc_run_python("aotc" aotc.build.toolchain "--cuda=${cuda}" "--prefer=${prefer}"
                    "--cmake-cuda-compiler=${CMAKE_CUDA_COMPILER}" "--out=${tools}/toolchain.cmake")
   include("${tools}/toolchain.cmake")
   if(_aotc_compiler_kind STREQUAL "nvcc")
@@ -144,8 +146,8 @@ function(_aotc_setup_tools)
   # Every fatbin depends on this file; it changes only when the compiler does.
   file(CONFIGURE OUTPUT "${tools}/compiler-identity.txt" CONTENT "${_aotc_compiler_identity}\n" @ONLY)
 
-  _aotc_write_wrapper("${tools}/aotc-buildtool" aotc._buildtool "")
-  _aotc_write_wrapper("${tools}/aotc-compile" aotc._compile
+  _aotc_write_wrapper("${tools}/aotc-buildtool" aotc.build.tool "")
+  _aotc_write_wrapper("${tools}/aotc-compile" aotc.build.compile
     "AOTC_TOOLCHAIN_KIND=${_aotc_compiler_kind};AOTC_TOOLCHAIN_NVCC=${_aotc_compiler_path};AOTC_TOOLCHAIN_CUDA=${cuda};AOTC_COMPILER_LAUNCHER=${launcher}")
 
   set(suffix "")

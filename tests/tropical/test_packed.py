@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
-from aotc._packed import PackedBool
+from aotc.tropical._packed import PackedBool
 from conftest import installed_library
 
 LIBRARY = installed_library()

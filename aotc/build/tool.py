@@ -1,9 +1,9 @@
 """The steps aotc's CMake functions run: plan, generate, index.
 
-Compiling is not here: ``aotc._compile`` runs once per kernel and must start
+Compiling is not here: ``aotc.build.compile`` runs once per kernel and must start
 fast, so it imports neither Jinja2 nor PyYAML.
 
-This is an internal command line (``python -m aotc._buildtool``); its only
+This is an internal command line (``python -m aotc.build.tool``); its only
 caller is ``aotcConfig.cmake``. Each step reads the manifest itself, so the
 build never passes kernel data through CMake strings.
 """
@@ -15,13 +15,13 @@ import os
 import sys
 from pathlib import Path
 
-from aotc._resources import parse_resource_report
+from aotc.build.resources import parse_resource_report
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, ArchError, parse_arch_list
-from aotc._files import write_if_changed
-from aotc.codegen import generate, source_name
+from aotc.build._files import write_if_changed
+from aotc.build.codegen import generate, source_name
 from aotc.errors import AotcError, BuildError, ManifestError
 from aotc.index import INDEX_NAME, SOURCE_DIR, build_index, dumps, kernel_entry
-from aotc.manifest import Manifest, load_manifest
+from aotc.build.manifest import Manifest, load_manifest
 
 __all__ = ["main"]
 
@@ -114,7 +114,7 @@ def _index(args: argparse.Namespace) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m aotc._buildtool")
+    parser = argparse.ArgumentParser(prog="python -m aotc.build.tool")
     steps = parser.add_subparsers(dest="step", required=True)
     for name, func in (("plan", _plan), ("generate", _generate), ("index", _index)):
         step = steps.add_parser(name)

@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aotc._arrays import (
+from aotc.tropical._arrays import (
     Operand,
     as_operand,
     contiguous,

@@ -169,7 +169,7 @@ def _run_per_arch(args: argparse.Namespace, nvcc: str, launcher: list[str], sass
 
 
 def _run_nvrtc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int:
-    from aotc import _nvrtc_fatbin
+    from aotc.build import nvrtc_fatbin
 
     argv = ["--cuda", os.environ.get("AOTC_TOOLCHAIN_CUDA", "13"), "--sass", ",".join(sass), "--ptx", ",".join(ptx), "--out", args.out]
     if args.resources:
@@ -177,7 +177,7 @@ def _run_nvrtc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int
     if args.werror:
         argv.append("--werror")
     argv.append(f"--compress={args.compress}")
-    return _nvrtc_fatbin.main([*argv, args.source])
+    return nvrtc_fatbin.main([*argv, args.source])
 
 
 def main(argv: list[str] | None = None) -> int:

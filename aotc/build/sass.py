@@ -1,7 +1,7 @@
 """Instructions per term in the product kernels' k loops, read from their SASS.
 
 Shared by ``benchmarks/sass_issue.py`` (the report) and
-``tests/test_sass_budget.py`` (the CI guard). Needs no GPU: NVIDIA's cuobjdump
+``tests/build/test_sass_budget.py`` (the CI guard). Needs no GPU: NVIDIA's cuobjdump
 and nvdisasm (PyPI ``nvidia-cuda-cuobjdump`` and ``nvidia-cuda-nvdisasm``)
 disassemble the fatbins.
 
