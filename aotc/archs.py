@@ -13,11 +13,12 @@ import re
 import shutil
 import subprocess
 
+from aotc.errors import ArchError
+
 __all__ = [
     "DEFAULT_SASS",
     "MIN_ARCH",
     "MIN_ARCH_CUDA12",
-    "ArchError",
     "arch_sort_key",
     "parse_arch",
     "parse_arch_list",
@@ -32,8 +33,6 @@ _KNOWN_BASE = frozenset({70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120,
 _ARCH_RE = re.compile(r"^([0-9]+)([af]?)$")
 
 
-class ArchError(ValueError):
-    """An architecture value is malformed or unknown; the caller adds where."""
 
 
 def arch_sort_key(arch: str) -> tuple[int, str]:

@@ -138,7 +138,9 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 def _cmd_cache(args: argparse.Namespace) -> int:
     import warnings
 
-    from aotc.runtime.cache import CacheWarning, default_cache
+    from aotc.runtime.cache import default_cache
+
+    from aotc.errors import CacheWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CacheWarning)  # info prints the state and its reason itself

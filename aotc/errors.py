@@ -1,47 +1,141 @@
-"""The exceptions aotc raises on purpose.
+"""The exceptions aotc raises on purpose: the project's one hierarchy.
 
 Every expected failure is one of these, and its message is a single line a
-person can act on: the CLI prints it without a traceback. Anything else that
-escapes is a bug and keeps its traceback.
+person can act on: the CLI prints it without a traceback. ``str()`` escapes
+control characters, so a value echoed from a hostile file cannot forge a
+second line. Anything else that escapes is a bug and keeps its traceback.
+
+Errors about a caller's argument also derive from the built-in a Python user
+would catch (``ValueError``, ``TypeError``, ``KeyError``), so code written
+against NumPy-style APIs keeps working. ``tests/test_errors.py`` walks the
+package and fails on any raise of a class not defined here.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AotcError",
+    "ArchError",
+    "ArgumentError",
+    "ArgumentTypeError",
     "BackendError",
     "BuildError",
     "CacheError",
+    "CacheWarning",
     "ConfigurationError",
+    "DamagedLibraryError",
     "DriverTooOldError",
+    "IndexFormatError",
+    "LibraryNotFoundError",
     "ManifestError",
     "NoDeviceError",
     "NoKernelImageError",
+    "ToolchainError",
+    "UnknownKernelError",
+    "YamlError",
+    "one_line",
 ]
+
+# Longest echo of a user's value inside a message; longer values are cut.
+ECHO_LIMIT = 80
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character escaped (``\\n`` -> ``\\\\n``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def echo(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``repr(value)`` fit for an error line: control characters escaped, cut to ``limit``."""
+    text = one_line(repr(value))
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
 
 
 class AotcError(Exception):
     """Root of every error aotc raises deliberately."""
+
+    def __str__(self) -> str:
+        return one_line(str(self.args[0])) if len(self.args) == 1 else one_line(super().__str__())
+
+
+# --- build time -------------------------------------------------------------
 
 
 class ManifestError(AotcError):
     """The manifest is malformed: the message names the file, line and key."""
 
 
+class YamlError(ManifestError):
+    """A YAML problem at a line (1-based); the manifest loader adds the file name."""
+
+    def __init__(self, line: int, message: str, key: str = "(yaml)") -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+        self.key = key
+
+
+class ArchError(AotcError, ValueError):
+    """An architecture value is malformed or unknown; the caller adds where."""
+
+
 class BuildError(AotcError):
     """Generating, compiling or indexing kernels failed."""
+
+
+class ToolchainError(BuildError):
+    """No usable compiler for the requested lane; the message says what to install."""
+
+
+# --- an installed library ---------------------------------------------------
+
+
+class LibraryNotFoundError(AotcError):
+    """No kernel library where one was named: no index.json, no such wheel or name."""
+
+
+class IndexFormatError(AotcError):
+    """index.json is unreadable, of another schema, or malformed; the message names the field."""
+
+
+class DamagedLibraryError(AotcError):
+    """A file of an installed library is missing or does not match its checksum."""
+
+
+class UnknownKernelError(AotcError, KeyError):
+    """The library has no kernel of that name or kind."""
 
 
 class NoKernelImageError(AotcError):
     """No image in the library can run on the device in hand."""
 
 
-class CacheError(AotcError):
-    """The disk cache cannot be used as configured."""
+# --- the caller's arguments and environment ---------------------------------
+
+
+class ArgumentError(AotcError, ValueError):
+    """An argument has a value aotc cannot use; the message names the argument."""
+
+
+class ArgumentTypeError(AotcError, TypeError):
+    """An argument is of a type aotc does not accept; the message names it and what is."""
 
 
 class ConfigurationError(AotcError):
     """An environment variable or option has a value aotc cannot use; the message names it."""
+
+
+class CacheError(AotcError):
+    """The disk cache cannot be used as configured."""
+
+
+class CacheWarning(UserWarning):
+    """The disk cache was refused and aotc runs uncached."""
+
+
+# --- the GPU ----------------------------------------------------------------
 
 
 class BackendError(AotcError):

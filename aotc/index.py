@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aotc._version import __version__
-from aotc.errors import AotcError
+from aotc.errors import IndexFormatError
 
 if TYPE_CHECKING:  # the runtime reads indexes and must not import the manifest's YAML parser
     from aotc.build.manifest import KernelSpec, Manifest
@@ -23,7 +23,6 @@ __all__ = [
     "INDEX_NAME",
     "SCHEMA",
     "SOURCE_DIR",
-    "IndexFormatError",
     "build_index",
     "dumps",
     "kernel_entry",
@@ -99,8 +98,6 @@ def dumps(index: Mapping[str, Any]) -> bytes:
     return (json.dumps(index, indent=1) + "\n").encode("utf-8")
 
 
-class IndexFormatError(AotcError):
-    """index.json is unreadable or of another schema; the message names the file."""
 
 
 def read_index(data: bytes, where: str) -> dict[str, Any]:

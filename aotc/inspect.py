@@ -15,7 +15,7 @@ from typing import Any
 
 from aotc._locations import library_dir
 from aotc.archs import arch_sort_key
-from aotc.errors import AotcError
+from aotc.errors import IndexFormatError, LibraryNotFoundError
 from aotc.index import INDEX_NAME, read_index, sha256_bytes
 
 __all__ = ["KernelReport", "LibraryReport", "inspect_target"]
@@ -74,7 +74,7 @@ def _report(where: str, index_bytes: bytes, read: Callable[[str], bytes | None])
             spills = max((u["spill_stores"] for u in usage), default=None)
         except (KeyError, TypeError) as exc:
             msg = f"{where}/{INDEX_NAME}: kernel {name}: malformed entry ({exc})"
-            raise AotcError(msg) from None
+            raise IndexFormatError(msg) from None
         kernels.append(KernelReport(name, sass, ptx, size, (*problems, *source_problems), registers, spills))
     return LibraryReport(where, index, tuple(kernels))
 
@@ -87,7 +87,7 @@ def _folder_reports(folder: Path) -> Iterator[LibraryReport]:
     index_path = folder / INDEX_NAME
     if not index_path.is_file():
         msg = f"{folder}: no {INDEX_NAME} here"
-        raise AotcError(msg)
+        raise LibraryNotFoundError(msg)
     yield _report(str(folder), index_path.read_bytes(), read)
 
 
@@ -96,13 +96,13 @@ def _wheel_reports(wheel: Path) -> Iterator[LibraryReport]:
         archive = zipfile.ZipFile(wheel)
     except (OSError, zipfile.BadZipFile) as exc:
         msg = f"{wheel}: not a readable wheel ({exc})"
-        raise AotcError(msg) from None
+        raise LibraryNotFoundError(msg) from None
     with archive:
         members = set(archive.namelist())
         indexes = sorted(m for m in members if PurePosixPath(m).name == INDEX_NAME and "/_lib/" in f"/{m}")
         if not indexes:
             msg = f"{wheel}: holds no aotc kernel library (no */_lib/*/{INDEX_NAME})"
-            raise AotcError(msg)
+            raise LibraryNotFoundError(msg)
         for member in indexes:
             prefix = str(PurePosixPath(member).parent)
 
@@ -125,4 +125,4 @@ def inspect_target(target: str) -> list[LibraryReport]:
     if "/" not in target and library_dir(target).is_dir():
         return list(_folder_reports(library_dir(target)))
     msg = f"{target}: not a wheel, a library folder, an {INDEX_NAME} or an installed library name"
-    raise AotcError(msg)
+    raise LibraryNotFoundError(msg)

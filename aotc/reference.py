@@ -46,6 +46,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from aotc.errors import ArgumentError
+
 # One semiring type for the manifest, the index and the reference: the reference
 # accepts exactly what kernels can be built for.
 from aotc.semiring import Semiring
@@ -144,7 +146,7 @@ def _resolve(semiring: str | Semiring) -> Semiring:
     if isinstance(semiring, str) and semiring in SEMIRINGS:
         return SEMIRINGS[semiring]
     msg = f"semiring: unknown semiring {semiring!r} (known: {', '.join(SEMIRINGS)})"
-    raise ValueError(msg)
+    raise ArgumentError(msg)
 
 
 def _check_operands(a: Any, b: Any, sr: Semiring) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
@@ -153,29 +155,29 @@ def _check_operands(a: Any, b: Any, sr: Semiring) -> tuple[np.ndarray, np.ndarra
     for name, x in (("a", a), ("b", b)):
         if x.dtype.name not in DTYPES:
             msg = f"{name}: unsupported dtype {x.dtype.name} (supported: {', '.join(DTYPES)})"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
     if b.dtype != a.dtype:
         msg = f"b: dtype {b.dtype.name} does not match a's dtype {a.dtype.name}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     if sr.is_boolean != (a.dtype == np.bool_):
         need = "dtype bool" if sr.is_boolean else "a numeric dtype"
         msg = f"a: semiring {sr.name!r} needs {need}, got {a.dtype.name}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     extra = 1 if sr.counting else 0
     for name, x, dims in (("a", a, "M, K"), ("b", b, "K, N")):
         pair = ", 2" if sr.counting else ""
         if x.ndim - extra not in (2, 3) or (sr.counting and x.shape[-1] != 2):
             msg = f"{name}: expected shape ({dims}{pair}) or (batch, {dims}{pair}), got {x.shape}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
     a_core = a.shape[a.ndim - extra - 2 : a.ndim - extra]
     b_core = b.shape[b.ndim - extra - 2 : b.ndim - extra]
     if a_core[1] != b_core[0]:
         msg = f"b: has K={b_core[0]} rows but a has K={a_core[1]} columns"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     batches = [x.shape[0] for x in (a, b) if x.ndim - extra == 3]
     if len(batches) == 2 and batches[0] != batches[1]:
         msg = f"b: batch size {batches[1]} does not match a's batch size {batches[0]}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     out_shape = (*batches[:1], a_core[0], b_core[1]) + ((2,) if sr.counting else ())
     return a, b, out_shape
 
@@ -276,23 +278,23 @@ def _backward(grad_c: Any, kstar: Any, a: Any, b: Any, semiring: str | Semiring,
     sr = _resolve(semiring)
     if sr.counting or sr.add not in ("max", "min") or sr.mul not in ("add", "mul"):
         msg = f"semiring: no backward for {sr.name!r} (needs add max/min, mul add/mul, no counting)"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     a, b, out_shape = _check_operands(a, b, sr)
     if not np.issubdtype(a.dtype, np.floating):
         msg = f"a: backward needs a float dtype, got {a.dtype.name}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     grad_c, kstar = np.asarray(grad_c), np.asarray(kstar)
     if grad_c.dtype != a.dtype or grad_c.shape != out_shape:
         got = f"{grad_c.dtype.name} of shape {grad_c.shape}"
         msg = f"grad_c: expected {a.dtype.name} of shape {out_shape}, got {got}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     if not np.issubdtype(kstar.dtype, np.integer) or kstar.shape != out_shape:
         msg = f"kstar: expected integers of shape {out_shape}, got {kstar.dtype.name} of shape {kstar.shape}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     k_size = a.shape[-1]
     if kstar.size and (kstar.min() < -1 or kstar.max() >= k_size):
         msg = f"kstar: values must lie in [-1, {k_size - 1}]"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     a3, b3 = _as_batched(a, sr), _as_batched(b, sr)
     core = (1, *out_shape) if len(out_shape) == 2 else out_shape
     g3, ks3 = grad_c.reshape(core), kstar.reshape(core)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aotc.errors import ArgumentError
+
 __all__ = [
     "ADD_OPS",
     "CONSTANTS",
@@ -98,26 +100,26 @@ class Semiring:
         for field, op, vocabulary in (("add", self.add, ADD_OPS), ("mul", self.mul, MUL_OPS)):
             if op not in vocabulary:
                 msg = f"{field}: unknown operation {op!r} (known: {', '.join(vocabulary)})"
-                raise ValueError(msg)
+                raise ArgumentError(msg)
         if (self.add == "or") != (self.mul == "and"):
             msg = f"mul: {self.mul!r} cannot pair with add {self.add!r} ('or' pairs only with 'and')"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         if self.add == self.mul:
             msg = f"mul: {self.mul!r} cannot equal add: the zero would not absorb"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         for field, value, identity in (
             ("zero", self.zero, IDENTITY_OF_ADD[self.add]),
             ("one", self.one, IDENTITY_OF_MUL[self.mul]),
         ):
             if value not in CONSTANTS:
                 msg = f"{field}: unknown value {value!r} (known: {', '.join(CONSTANTS)})"
-                raise ValueError(msg)
+                raise ArgumentError(msg)
             if value != identity:
                 msg = f"{field}: {value!r} is not the identity of {self.add}/{self.mul}; expected {identity!r}"
-                raise ValueError(msg)
+                raise ArgumentError(msg)
         if self.counting and (self.add == "or" or self.mul != "add"):
             msg = "counting: needs add 'max' or 'min' and mul 'add'"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
 
     @property
     def is_boolean(self) -> bool:

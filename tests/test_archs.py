@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from aotc.archs import MIN_ARCH_CUDA12, ArchError, parse_arch, parse_arch_list
+from aotc.archs import MIN_ARCH_CUDA12, parse_arch, parse_arch_list
+
+from aotc.errors import ArchError
 
 
 def test_volta_needs_the_cuda12_lane() -> None:

@@ -11,17 +11,11 @@ from typing import Any
 
 import yaml
 
-__all__ = ["LineDict", "LineList", "YamlError", "load_yaml"]
+from aotc.errors import YamlError
+
+__all__ = ["LineDict", "LineList", "load_yaml"]
 
 
-class YamlError(Exception):
-    """A YAML problem at a line (1-based); the caller adds the file name."""
-
-    def __init__(self, line: int, message: str, key: str = "(yaml)") -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
-        self.key = key
 
 
 class LineDict(dict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aotc.errors import ArgumentError
 from aotc.semiring import DType
 
 __all__ = [
@@ -133,14 +134,14 @@ def kernel_params(pass_name: str, variant: str, dtype: DType) -> tuple[Param, ..
         strides = ("ldgc", "ldk", "lda", "ldgb")
     else:
         msg = f"unknown pass {pass_name!r} (known: {', '.join(PASSES)})"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     params = (*pointers, *sizes, *(Param(s, "long long", "i64") for s in strides))
     if variant == "batched":
         batch_strides = tuple(Param(f"batch_stride_{p.name}", "long long", "i64") for p in pointers)
         params = (*params, Param("batch", "int", "i32"), *batch_strides)
     elif variant not in ("single", "packed"):
         msg = f"unknown variant {variant!r} (known: {', '.join(VARIANTS)})"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     return params
 
 

@@ -15,9 +15,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from aotc.build._yaml import LineDict, LineList, YamlError, load_yaml
+from aotc.build._yaml import LineDict, LineList, load_yaml
+
+from aotc.errors import YamlError
 from aotc.build.abi import PASSES, VARIANTS, LaunchGeometry, Param, Tile, kernel_params, launch_geometry
-from aotc.archs import DEFAULT_SASS, ArchError, arch_sort_key, parse_arch
+from aotc.archs import DEFAULT_SASS, arch_sort_key, parse_arch
+from aotc.errors import ArchError
 from aotc.errors import ManifestError
 from aotc.semiring import CONSTANTS, DTYPES, DType, Semiring
 

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from aotc.build.resources import parse_resource_report
-from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, ArchError, parse_arch_list
+from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, parse_arch_list
+from aotc.errors import ArchError
 from aotc.build._files import write_if_changed
 from aotc.build.codegen import generate, source_name
 from aotc.errors import AotcError, BuildError, ManifestError

@@ -33,10 +33,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from aotc.errors import BuildError, ToolchainError
+
 __all__ = [
     "CUDA_LANES",
     "Toolchain",
-    "ToolchainError",
     "find_nvcc",
     "find_toolchain",
     "lane_requirements",
@@ -56,8 +57,6 @@ CUDA_LANES = {
 _VERSION = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
 
 
-class ToolchainError(Exception):
-    """No usable compiler for the requested lane; the message says what to install."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,6 @@ def find_nvcc(cuda: str, cmake_cuda_compiler: str = "") -> Toolchain | None:
 def _nvrtc_toolchain(cuda: str) -> Toolchain | None:
     """NVRTC and nvFatbin of CUDA ``cuda`` from the wheels in this Python, or None."""
     from aotc.build.nvrtc_fatbin import load_toolchain
-    from aotc.errors import BuildError
 
     try:
         tool = load_toolchain(int(cuda))

@@ -39,7 +39,7 @@ except ImportError:  # Windows: fills are serialised per process only.
     fcntl = None  # type: ignore[assignment]
 
 from aotc._version import __version__
-from aotc.errors import CacheError
+from aotc.errors import ArgumentError, ArgumentTypeError, CacheError, CacheWarning
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -48,7 +48,6 @@ __all__ = [
     "CacheInfo",
     "CacheKey",
     "CacheStats",
-    "CacheWarning",
     "DiskCache",
     "default_cache",
     "default_cache_dir",
@@ -75,8 +74,6 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
-class CacheWarning(UserWarning):
-    """The disk cache was refused and aotc runs uncached."""
 
 
 @dataclass(frozen=True)
@@ -107,22 +104,22 @@ class CacheKey:
     ) -> CacheKey:
         if not isinstance(source, (bytes, bytearray, memoryview)):
             msg = f"source must be bytes, not {type(source).__name__}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg)
         digest = hashlib.sha256(source).hexdigest()
         return cls(digest, options, target, compiler, aotc_version, key_schema)  # type: ignore[arg-type]
 
     def __post_init__(self) -> None:
         if isinstance(self.options, str):
             msg = "options must be a sequence of str, not one str"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg)
         object.__setattr__(self, "options", tuple(self.options))
         texts = (self.source_sha256, self.target, self.compiler, self.aotc_version, *self.options)
         if not all(isinstance(text, str) for text in texts):
             msg = f"every CacheKey field except key_schema must be str: {self!r}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg)
         if type(self.key_schema) is not int:
             msg = f"key_schema must be int, not {type(self.key_schema).__name__}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg)
 
     @cached_property
     def digest(self) -> str:
@@ -172,7 +169,7 @@ class DiskCache:
     def __init__(self, directory: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         if type(max_bytes) is not int or max_bytes < 0:
             msg = f"max_bytes must be a non-negative int, not {max_bytes!r}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         self.directory = Path(os.path.abspath(os.path.expanduser(os.fspath(directory))))
         self.max_bytes = max_bytes
         self._mutex = threading.Lock()
@@ -224,7 +221,7 @@ class DiskCache:
                     payload = build()
                     if not isinstance(payload, (bytes, bytearray, memoryview)):
                         msg = f"build() must return bytes, not {type(payload).__name__}"
-                        raise TypeError(msg)
+                        raise ArgumentTypeError(msg)
                     payload = bytes(payload)
                     self._count(builds=1)
                     self.save(key, payload)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aotc.errors import DriverTooOldError
-from aotc.index import IndexFormatError
+from aotc.errors import IndexFormatError
 
 __all__ = ["OLDEST_SUPPORTED", "Toolkit", "check_driver", "cuda_text", "toolkit_from_index"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aotc.errors import AotcError
+from aotc.errors import ArgumentError, IndexFormatError
 from aotc.runtime.select import ImageChoice
 
 __all__ = ["KernelSignature", "Launcher"]
@@ -48,7 +48,7 @@ class KernelSignature:
             symbol = str(entry["symbol"])
         except (KeyError, TypeError, ValueError) as exc:
             msg = f"{where}: kernel {name!r} has a malformed entry ({type(exc).__name__}: {exc})"
-            raise AotcError(msg) from None
+            raise IndexFormatError(msg) from None
         problems = []
         for param, kind, code in zip(params, kinds, codes):
             if _KINDS.get(kind) != code:
@@ -60,7 +60,7 @@ class KernelSignature:
                 problems.append(f"grid extent {extent!r} / tile {tile} is neither a size parameter nor a number")
         if problems:
             msg = f"{where}: kernel {name!r}: {'; '.join(problems)}"
-            raise AotcError(msg)
+            raise IndexFormatError(msg)
         return cls(name, symbol, params, kinds, "@" + "".join(codes), block, grid, dynamic)  # type: ignore[arg-type]
 
 
@@ -160,4 +160,4 @@ class Launcher:
         if any(value < 0 for _, value in sizes):
             listed = ", ".join(f"{extent}={value}" for extent, value in sizes)
             msg = f"{self.signature.name}: a size is negative ({listed})"
-            raise ValueError(msg)
+            raise ArgumentError(msg)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aotc._locations import libraries_root, library_dir
-from aotc.errors import AotcError, DriverTooOldError
-from aotc.index import INDEX_NAME, IndexFormatError, load_index_file
+from aotc.errors import DamagedLibraryError, DriverTooOldError, IndexFormatError, LibraryNotFoundError, UnknownKernelError
+from aotc.index import INDEX_NAME, load_index_file
 from aotc.runtime.backends import Backend, get_backend
 from aotc.runtime.cache import DiskCache
 from aotc.runtime.driver import Toolkit, check_driver, toolkit_from_index
@@ -97,7 +97,7 @@ class Library:
         if not index_path.is_file():
             known = ", ".join(installed_libraries()) or "none"
             msg = f"no kernel library at {self.directory} ({INDEX_NAME} not found; installed libraries: {known})"
-            raise AotcError(msg)
+            raise LibraryNotFoundError(msg)
         self.index: dict[str, Any] = load_index_file(index_path)
         self._where = str(index_path)
         self.name: str = str(self.index.get("library", self.directory.name))
@@ -182,7 +182,7 @@ class Library:
             name = self._by_kind.get(key)
             if name is None:
                 msg = f"library {self.name!r} has no kernel for semiring={semiring}, dtype={dtype}, pass={pass_}, variant={variant}"
-                raise KeyError(msg)
+                raise UnknownKernelError(msg)
             launcher = self._launchers_by_kind[key] = self.kernel(name)
         return launcher
 
@@ -244,7 +244,7 @@ class Library:
             close = [k for k in self.index["kernels"] if name in k or k in name][:5]
             hint = f" (did you mean: {', '.join(close)})" if close else ""
             msg = f"library {self.name!r} has no kernel {name!r}{hint}"
-            raise KeyError(msg) from None
+            raise UnknownKernelError(msg) from None
 
     def _load(self, name: str) -> Launcher:
         entry = self._entry(name)
@@ -298,10 +298,10 @@ class Library:
             data = path.read_bytes()
         except OSError as exc:
             msg = f"{path}: cannot read the {part} of kernel {name!r} ({exc.strerror})"
-            raise AotcError(msg) from None
+            raise DamagedLibraryError(msg) from None
         if hashlib.sha256(data).hexdigest() != expected:
             msg = f"{path}: sha256 does not match {INDEX_NAME}; the library is damaged (reinstall it)"
-            raise AotcError(msg)
+            raise DamagedLibraryError(msg)
         return data
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12
-from aotc.errors import AotcError, ConfigurationError, NoKernelImageError
+from aotc.errors import ArgumentError, ConfigurationError, IndexFormatError, NoKernelImageError
 
 __all__ = [
     "INTEGRATED_ARCHS",
@@ -74,7 +74,7 @@ class Arch:
         if match is None:
             expected = "digits and an optional 'a' or 'f', e.g. '86', '90a', '100f'"
             msg = f"malformed {what} {text!r} in the index (expected {expected})"
-            raise AotcError(msg)
+            raise IndexFormatError(msg)
         return cls(int(match[1]), int(match[2]), match[3])
 
     def __str__(self) -> str:
@@ -84,11 +84,11 @@ class Arch:
 def _parse_archs(archs: Iterable[str], what: str, kernel: str) -> tuple[Arch, ...]:
     if isinstance(archs, str):
         msg = f"{kernel}{what} archs must be a list of strings, not the string {archs!r}"
-        raise TypeError(msg)
+        raise IndexFormatError(msg)
     try:
         return tuple(Arch.parse(text, what=f"{what} arch") for text in archs)
-    except AotcError as error:
-        raise AotcError(f"{kernel}{error}") from None
+    except IndexFormatError as error:
+        raise IndexFormatError(f"{kernel}{error}") from None
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class Platform:
         major, minor = self.capability
         if major < 1 or not 0 <= minor <= 9:
             msg = f"impossible compute capability {self.capability!r}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         object.__setattr__(self, "capability", (major, minor))
         object.__setattr__(self, "driver_version", tuple(self.driver_version))
         if self.nvrtc_archs is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from aotc.errors import AotcError, BuildError, CacheError
+from aotc.errors import AotcError, BuildError, CacheError, LibraryNotFoundError, UnknownKernelError
 from aotc.index import INDEX_NAME, load_index_file
 from aotc.runtime.cache import DiskCache, default_cache
 from aotc.runtime.jit import NvrtcInfo, jit_cubin, jit_key, nvrtc_info, nvrtc_problem
@@ -84,13 +84,13 @@ def plan_warm(
     index_path = directory / INDEX_NAME
     if not index_path.is_file():
         msg = f"no kernel library at {directory} ({INDEX_NAME} not found)"
-        raise AotcError(msg)
+        raise LibraryNotFoundError(msg)
     index = load_index_file(index_path)
     names = list(index["kernels"])
     unknown = [k for k in kernels if k not in index["kernels"]]
     if unknown:
         msg = f"library {index.get('library')!r} has no kernel {', '.join(map(repr, unknown))}"
-        raise AotcError(msg)
+        raise UnknownKernelError(msg)
     order = tuple(k for k in names if not kernels or k in kernels)
     # The driver version only matters where NVRTC is not used; assume one new
     # enough for the library's PTX so that the answer is about the images.

@@ -41,6 +41,7 @@ import sys
 import threading
 from typing import Any
 
+from aotc.errors import ArgumentError
 from aotc.tropical._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, zeros_like_kind
 
 __all__ = [
@@ -119,7 +120,7 @@ def _semiring(library: Any, semiring: str) -> dict[str, Any]:
     spec = table.get(semiring) if isinstance(semiring, str) else None
     if spec is None:
         msg = f"semiring: unknown {semiring!r} (known: {', '.join(table)})"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     return spec
 
 
@@ -133,7 +134,7 @@ def _matrix(op: Operand, name: str, counting: bool) -> tuple[Operand, int, int, 
     if counting:
         if not shape or shape[-1] != 2:
             msg = f"{name}: a counting semiring needs a trailing axis of length 2 (value, count), got shape {shape}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         if strides[-1] != 1 or any(s % 2 for s in strides[:-1]):
             op = contiguous(op, name)
             shape, strides = op.shape, op.strides
@@ -141,7 +142,7 @@ def _matrix(op: Operand, name: str, counting: bool) -> tuple[Operand, int, int, 
     if len(shape) not in (2, 3):
         what = "(..., 2) " if counting else ""
         msg = f"{name}: expected a 2-D or 3-D {what}array, got shape {op.shape}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     rows, cols = shape[-2], shape[-1]
     row_stride, col_stride = strides[-2], strides[-1]
     # An empty array's strides are whatever NumPy chose (often 0), and copying
@@ -157,10 +158,10 @@ def _matrix(op: Operand, name: str, counting: bool) -> tuple[Operand, int, int, 
 def _same(a: Operand, other: Operand, name: str) -> None:
     if other.dtype != a.dtype:
         msg = f"{name}: dtype {other.dtype} does not match a's {a.dtype}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     if other.device != a.device:
         msg = f"{name}: on {other.device}, but a is on {a.device}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
 
 
 def _pair(A: Operand, B: Operand, counting: bool) -> tuple[Operand, Operand, tuple[int, ...]]:
@@ -170,10 +171,10 @@ def _pair(A: Operand, B: Operand, counting: bool) -> tuple[Operand, Operand, tup
     B, batch_b, k2, n, sb, ldb = _matrix(B, "b", counting)
     if k2 != k:
         msg = f"b: shape {B.shape} does not fit a's {A.shape}: a has {k} columns, b has {k2} rows"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     if batch_a and batch_b and batch_a != batch_b:
         msg = f"b: batch of {batch_b} does not match a's batch of {batch_a}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     return A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb)
 
 
@@ -184,7 +185,7 @@ def _launcher(library: Any, semiring: str, dtype: str, pass_name: str, variant: 
         kernels = library.index["kernels"].values()
         have = sorted({e["dtype"] for e in kernels if e["semiring"] == semiring and e["pass"] == pass_name})
         msg = f"a: no {pass_name} kernel for semiring {semiring!r} and dtype {dtype} (dtypes with one: {', '.join(have) or 'none'})"
-        raise ValueError(msg) from None
+        raise ArgumentError(msg) from None
 
 
 def _stream(stream: Any, op: Operand) -> Any:
@@ -214,7 +215,7 @@ class _Memory:
         """Refuse, before anything is allocated, arrays this backend cannot reach."""
         if self.host_backend and not op.on_host:
             msg = f"{name}: a {op.device} array, but the {self.backend.name} backend runs on host memory"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
 
     def pointer(self, op: Operand, name: str, *, result: bool = False, zeroed: bool = False) -> int:
         self.check(op, name)
@@ -258,13 +259,13 @@ def _output(out: Any, name: str, like: Operand, shape: tuple[int, ...], dtype: s
     op = as_operand(out, name)
     if op.shape != shape or op.dtype != dtype:
         msg = f"{name}: expected shape {shape} and dtype {dtype}, got {op.shape} and {op.dtype}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     if op.device != like.device:
         msg = f"{name}: on {op.device}, but a is on {like.device}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     if not (op.obj.flags.c_contiguous if op.kind == "numpy" else is_row_major(op)):
         msg = f"{name}: must be a contiguous row-major array"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     return op
 
 
@@ -351,7 +352,7 @@ class Tropical:
         if _wants_autograd(a, b):
             if out is not None:
                 msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
-                raise ValueError(msg)
+                raise ArgumentError(msg)
             from aotc.tropical._torch import tropical_matmul
 
             return tropical_matmul(a, b, semiring, self)
@@ -379,7 +380,7 @@ class Tropical:
         spec = _semiring(library, semiring)
         if spec.get("counting") or spec["add"] not in ("max", "min") or spec["mul"] not in ("add", "mul"):
             msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         A, B = as_operand(a, "a"), as_operand(b, "b")
         G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
         _same(A, B, "b")
@@ -392,10 +393,10 @@ class Tropical:
         G, batch_g, gm, gn, sg, ldgc = _matrix(G, "grad_c", False)
         if (gm, gn) != (m, n) or batch_g != batch:
             msg = f"grad_c: shape {G.shape} does not match the product's {(*lead, m, n)}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         if Kop.dtype != "i32" or Kop.shape != (*lead, m, n) or Kop.device != A.device:
             msg = f"k: expected the int32 {(*lead, m, n)} array matmul_argmax returned on {A.device}, got {Kop.dtype} {Kop.shape} on {Kop.device}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         Kop, _, _, _, sk, ldk = _matrix(Kop, "k", False)
         variant = "batched" if batch else "single"
         _Memory(library.backend, _host_backend(library.backend)).check(A, "a")
@@ -470,11 +471,11 @@ class Tropical:
             if not isinstance(p, PackedBool) or p.axis != axis:
                 side = "pack_bool(A, 1), packed along each row" if axis == 1 else "pack_bool(B, 0), packed along each column"
                 msg = f"{name}: expected {side}"
-                raise ValueError(msg)
+                raise ArgumentError(msg)
         (m, k), (k2, n) = pa.shape, pb.shape
         if k2 != k:
             msg = f"pb: shape {pb.shape} does not fit pa's {pa.shape}: A has {k} columns, B has {k2} rows"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         library = self.library
         _semiring(library, semiring)
         launcher, pick = self._plan(semiring, "bool", pass_name, "packed")

@@ -14,6 +14,8 @@ import ctypes
 import sys
 from typing import Any
 
+from aotc.errors import ArgumentError, ArgumentTypeError
+
 __all__ = ["Operand", "as_operand", "contiguous", "empty_like_kind", "is_row_major", "zeros_like_kind"]
 
 DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool"}
@@ -127,7 +129,7 @@ def _cai_operand(obj: Any, name: str) -> Operand:
     else:
         if any(s % itemsize for s in strides):
             msg = f"{name}: strides {tuple(strides)} are not whole elements"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         strides = tuple(s // itemsize for s in strides)
     pointer = interface["data"][0] or 0
     device = f"cuda:{_cai_device(obj)}"
@@ -162,7 +164,7 @@ def as_operand(obj: Any, name: str) -> Operand:
 
         return _numpy_operand(np.asarray(obj), name)
     msg = f"{name}: expected a NumPy array, a PyTorch tensor or a CUDA array, got {type(obj).__name__}"
-    raise TypeError(msg)
+    raise ArgumentTypeError(msg)
 
 
 def contiguous(operand: Operand, name: str) -> Operand:
@@ -178,7 +180,7 @@ def contiguous(operand: Operand, name: str) -> Operand:
     if cupy is not None and isinstance(obj, cupy.ndarray):
         return _cai_operand(cupy.ascontiguousarray(obj), name)
     msg = f"{name}: a strided {type(obj).__name__} cannot be copied here; pass a contiguous array"
-    raise ValueError(msg)
+    raise ArgumentError(msg)
 
 
 def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool) -> Any:
@@ -199,7 +201,7 @@ def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool) 
     if gpuarray is not None and isinstance(like.obj, gpuarray.GPUArray):
         return (gpuarray.zeros if zero else gpuarray.empty)(shape, numpy_name)
     msg = f"out: cannot allocate a result like {type(like.obj).__name__}; pass out="
-    raise TypeError(msg)
+    raise ArgumentTypeError(msg)
 
 
 def empty_like_kind(like: Operand, shape: tuple[int, ...], dtype: str) -> Any:

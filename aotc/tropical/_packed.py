@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from aotc.errors import ArgumentError
+
 __all__ = ["PackedBool", "pack_bool"]
 
 WORD_BITS = 32
@@ -46,10 +48,10 @@ def pack_bool(a: Any, axis: int = 1) -> PackedBool:
     array = np.asarray(a)
     if array.dtype != np.bool_ or array.ndim != 2:
         msg = f"a: expected a 2-D bool array, got {array.dtype} of shape {array.shape}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     if axis not in (0, 1):
         msg = f"axis: must be 0 (pack each column, for B) or 1 (each row, for A), got {axis!r}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     lines = array.view(np.uint8) != 0  # any nonzero byte is True
     if axis == 0:
         lines = lines.T

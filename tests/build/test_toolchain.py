@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from aotc import _toolchain
-from aotc.build.toolchain import ToolchainError, find_nvcc, find_toolchain, lane_requirements
+from aotc.build.toolchain import find_nvcc, find_toolchain, lane_requirements
+from aotc.errors import ToolchainError
 
 
 def fake_nvcc(folder: Path, version: str) -> Path:

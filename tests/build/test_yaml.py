@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from aotc.build._yaml import LineDict, LineList, YamlError, load_yaml
+from aotc.build._yaml import LineDict, LineList, load_yaml
+
+from aotc.errors import YamlError
 
 
 def test_mappings_and_sequences_remember_their_lines() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from aotc.errors import DriverTooOldError, NoDeviceError
-from aotc.index import IndexFormatError
+from aotc.errors import IndexFormatError
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
 from aotc.runtime.driver import Toolkit, check_driver, toolkit_from_index
 from aotc.runtime.library import Library

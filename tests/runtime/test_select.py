@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from aotc.errors import AotcError, NoKernelImageError
+from aotc.errors import AotcError, IndexFormatError, NoKernelImageError
 from aotc.runtime.select import (
     ImageChoice,
     ImageKind,
@@ -223,7 +223,7 @@ def test_malformed_arch(sass, ptx, bad) -> None:
 
 
 def test_arch_list_must_not_be_a_bare_string() -> None:
-    with pytest.raises(TypeError, match="'80'"):
+    with pytest.raises(IndexFormatError, match="'80'"):
         KernelImages("80", (), (13, 0))
 
 

@@ -25,6 +25,8 @@ import os
 import tempfile
 from collections.abc import Sequence
 
+from aotc.errors import ArgumentError, ArgumentTypeError, UnknownKernelError
+
 __all__ = [
     "ABI_VERSION",
     "THREADINGS",
@@ -72,7 +74,7 @@ def _dim3(value: int | Sequence[int], what: str) -> ctypes.Array[ctypes.c_uint]:
         dims = ()
     if not 1 <= len(dims) <= 3 or not all(0 <= d < 2**32 for d in dims):
         msg = f"{what} must be an int or 1 to 3 ints in [0, 2**32), got {value!r}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     return (ctypes.c_uint * 3)(*dims, *(1,) * (3 - len(dims)))
 
 
@@ -87,7 +89,7 @@ class EmulatorKernel:
             describe = getattr(library.cdll, f"aotc_emu_describe__{symbol}")
         except AttributeError:
             msg = f"{library.path}: no kernel {symbol!r} (was it in the symbol list at compile time?)"
-            raise KeyError(msg) from None
+            raise UnknownKernelError(msg) from None
         self._launch.argtypes = _LAUNCH_ARGTYPES
         self._launch.restype = ctypes.c_int
         sizes = (ctypes.c_ulonglong * _MAX_PARAMETERS)()
@@ -103,19 +105,19 @@ class EmulatorKernel:
     def _check_arguments(self, args: Sequence[ctypes._CData]) -> None:
         if len(args) != len(self.sizes):
             msg = f"kernel {self.symbol} takes {len(self.sizes)} arguments, got {len(args)}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg)
         for index, (value, size, kind) in enumerate(zip(args, self.sizes, self.kinds)):
             if not isinstance(value, _CTYPES_VALUES):
                 given = type(value).__name__
                 msg = f"argument {index} of kernel {self.symbol} must be a ctypes value, got {given}"
-                raise TypeError(msg)
+                raise ArgumentTypeError(msg)
             given = _argument_kind(value)
             if ctypes.sizeof(value) != size or (kind != "o" and given != kind):
                 msg = (
                     f"argument {index} of kernel {self.symbol}: the parameter takes {_KIND_NAMES[kind]} of "
                     f"{size} bytes, got {type(value).__name__} ({ctypes.sizeof(value)} bytes)"
                 )
-                raise TypeError(msg)
+                raise ArgumentTypeError(msg)
 
     def launch(
         self,
@@ -141,7 +143,7 @@ class EmulatorKernel:
         grid3, block3 = _dim3(grid, "grid"), _dim3(block, "block")
         if not 0 <= shared_bytes < 2**64:
             msg = f"shared_bytes must be in [0, 2**64), got {shared_bytes}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         status = self._launch(grid3, block3, shared_bytes, params)
         if status != 0:
             raise self._launch_error(status, tuple(grid3), tuple(block3), shared_bytes)
@@ -179,16 +181,16 @@ class EmulatorLibrary:
         threading = threading or os.environ.get("AOTC_EMULATOR_THREADING") or "fibers"
         if threading not in THREADINGS:
             msg = f"emulator threading must be one of {', '.join(THREADINGS)}, got {threading!r}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         if workers is None:
             workers_text = os.environ.get("AOTC_EMULATOR_WORKERS") or "0"
             if not workers_text.isdigit():
                 msg = f"AOTC_EMULATOR_WORKERS must be a whole number, got {workers_text!r}"
-                raise ValueError(msg)
+                raise ArgumentError(msg)
             workers = int(workers_text)
         if workers < 0:
             msg = f"workers must be 0 (one per processor) or more, got {workers}"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         self.path = os.fspath(path)
         self.cdll = ctypes.CDLL(self.path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
@@ -196,7 +198,7 @@ class EmulatorLibrary:
         version = abi() if abi is not None else None
         if version != ABI_VERSION:
             msg = f"{self.path} is not an aotc emulator library of ABI {ABI_VERSION} (found {version})"
-            raise ValueError(msg)
+            raise ArgumentError(msg)
         self.cdll.aotc_emu_max_dynamic_shared_bytes.restype = ctypes.c_ulonglong
         self.max_dynamic_shared_bytes: int = self.cdll.aotc_emu_max_dynamic_shared_bytes()
         self.cdll.aotc_emu_configure(THREADINGS.index(threading), workers)
