@@ -1,8 +1,9 @@
 """The ``aotc`` command line.
 
-Exit codes: 0 ok, 1 failure (for example a checksum mismatch), 2 usage or
-input error (for example a malformed manifest). Expected failures print one
-line and no traceback.
+Exit codes: 0 ok, 1 an expected failure (any ``AotcError``: a malformed
+manifest, a checksum mismatch, a missing library), 2 a usage error that
+argparse reports. Expected failures print one line and no traceback;
+anything else escaping is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from aotc._version import __version__
-from aotc.errors import AotcError, ConfigurationError, ManifestError
+from aotc.errors import AotcError
 
 __all__ = ["main"]
 
@@ -212,9 +213,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ManifestError, ConfigurationError) as exc:
-        print(f"aotc: error: {exc}", file=sys.stderr)
-        return 2
     except AotcError as exc:
         print(f"aotc: error: {exc}", file=sys.stderr)
         return 1

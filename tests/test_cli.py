@@ -109,16 +109,16 @@ def test_list_prints_every_kernel(run_aotc: RunAotc, tmp_path: Path) -> None:
     assert rows[3][3:5] == ["argmax", "batched"]
 
 
-def test_list_of_a_missing_manifest_is_one_line_exit_2(run_aotc: RunAotc, tmp_path: Path) -> None:
+def test_list_of_a_missing_manifest_is_one_line_exit_1(run_aotc: RunAotc, tmp_path: Path) -> None:
     result = run_aotc("list", str(tmp_path / "nope.yaml"))
-    assert (result.returncode, result.stdout) == (2, "")
+    assert (result.returncode, result.stdout) == (1, "")
     assert one_line_error(result.stderr).startswith(f"{tmp_path / 'nope.yaml'}: cannot read manifest")
 
 
-def test_list_of_a_malformed_manifest_is_one_line_exit_2(run_aotc: RunAotc, tmp_path: Path) -> None:
+def test_list_of_a_malformed_manifest_is_one_line_exit_1(run_aotc: RunAotc, tmp_path: Path) -> None:
     path = write_manifest(tmp_path, MANIFEST.replace("maxplus: {add: max,", "maxplus: {add: maximum,"))
     result = run_aotc("list", str(path))
-    assert (result.returncode, result.stdout) == (2, "")
+    assert (result.returncode, result.stdout) == (1, "")
     assert one_line_error(result.stderr).startswith(f"{path}:4: semirings.maxplus.add: ")
 
 
@@ -182,8 +182,8 @@ def test_a_bad_compute_capability_is_a_usage_error(run_aotc: RunAotc) -> None:
     )
 
 
-def test_a_configuration_error_is_one_line_exit_2(run_aotc: RunAotc, tmp_path: Path) -> None:
+def test_a_configuration_error_is_one_line_exit_1(run_aotc: RunAotc, tmp_path: Path) -> None:
     env = {"AOTC_CACHE_DIR": str(tmp_path / "cache"), "AOTC_JIT": "sometimes"}
     result = run_aotc("warm", "--arch", "9.0", "--library", str(tmp_path), env=env)
-    assert (result.returncode, result.stdout) == (2, "")
+    assert (result.returncode, result.stdout) == (1, "")
     assert one_line_error(result.stderr) == "AOTC_JIT='sometimes' is not one of: auto, nvrtc, driver, off"

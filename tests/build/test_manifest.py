@@ -128,10 +128,10 @@ MALFORMED = [
 
 
 @pytest.mark.parametrize(("text", "key", "line"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
-def test_malformed_manifest_is_one_line_exit_2(tmp_path: Path, run_aotc: RunAotc, text: str, key: str, line: int) -> None:
+def test_malformed_manifest_is_one_line_exit_1(tmp_path: Path, run_aotc: RunAotc, text: str, key: str, line: int) -> None:
     path = write_manifest(tmp_path, text)
     result = run_aotc("list", str(path))
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
