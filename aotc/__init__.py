@@ -1,17 +1,19 @@
 """aotc: CUDA kernels compiled ahead of time into Python wheels.
 
-Importing this package is cheap on purpose: it imports no backend, NumPy,
-Jinja2 or PyYAML. Those load on first use of whatever needs them.
+Importing this package is cheap on purpose: it imports nothing beyond its
+version string, not even ``typing`` or ``pathlib``. The runtime, NumPy,
+Jinja2 and PyYAML load on first use of whatever needs them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from aotc._locations import cmake_dir, library_dir, libraries_root
 from aotc._version import __version__
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from aotc.runtime.library import Library
 
 __all__ = ["__version__", "cmake_dir", "libraries_root", "library_dir", "load"]
@@ -26,3 +28,24 @@ def load(library: str = "tropical", **options: Any) -> Library:
     from aotc.runtime.library import load as load_library
 
     return load_library(library, **options)
+
+
+def cmake_dir() -> Path:
+    """The folder holding aotcConfig.cmake, for ``-Daotc_DIR=...``."""
+    from aotc._locations import cmake_dir as find
+
+    return find()
+
+
+def libraries_root() -> Path:
+    """The folder that kernel libraries are installed under (``aotc/_lib``)."""
+    from aotc._locations import libraries_root as find
+
+    return find()
+
+
+def library_dir(name: str) -> Path:
+    """The installed folder of one kernel library, holding its index.json."""
+    from aotc._locations import library_dir as find
+
+    return find(name)
