@@ -42,6 +42,17 @@ n=$(compiled "$work/noop.log" | wc -l)
 [ "$n" -eq 0 ] || fail "a pip rebuild with nothing changed compiled $n kernels"
 say "no-op pip rebuild compiled 0 kernels"
 
+# 2b. Editing the runtime or the tropical API reruns no codegen and compiles nothing:
+# the generator depends on exactly the build-time modules it imports.
+echo "# edited by install-checks" >>"$work/clone/aotc/tropical/__init__.py"
+echo "# edited by install-checks" >>"$work/clone/aotc/runtime/library.py"
+( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/api-edit.log" 2>&1 ) || fail "pip rebuild after a runtime edit"
+n=$(compiled "$work/api-edit.log" | wc -l)
+[ "$n" -eq 0 ] || fail "editing aotc/tropical and aotc/runtime compiled $n kernels"
+if grep -q "aotc: tropical: generating" "$work/api-edit.log"; then fail "editing aotc/tropical reran codegen"; fi
+git -C "$work/clone" checkout --quiet -- aotc/tropical aotc/runtime
+say "editing aotc/tropical/__init__.py and aotc/runtime/library.py reran no codegen and compiled 0 kernels"
+
 # 3. One template edit: exactly the kernels rendered from it recompile.
 echo "// edited by install-checks" >>"$work/clone/aotc/build/templates/tropical/gemm/backward.cuh.j2"
 ( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/edit.log" 2>&1 ) || fail "pip rebuild after an edit"
