@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aotc.archs import DEFAULT_SASS, arch_sort_key, parse_arch
-from aotc.build._checks import Checker, describe, line_of
-from aotc.build._yaml import LineDict, LineList
+from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.build.abi import PASSES, VARIANTS, Tile
-from aotc.errors import ArchError
+from aotc.errors import ArchError, echo
 from aotc.semiring import CONSTANTS, DTYPES, Semiring
 
 __all__ = ["MATRIX_AXES", "Matrix", "parse_archs", "parse_excludes", "parse_matrices", "parse_semirings", "parse_tiles"]
@@ -59,7 +59,7 @@ def constant(check: Checker, value: Any, key: str, line: int) -> str:
     else:
         check.fail(line, key, f"expected a constant, got {describe(value)}")
     if text not in CONSTANTS:
-        check.fail(line, key, f"unknown constant {value!r} (known: {', '.join(CONSTANTS)})")
+        check.fail(line, key, f"unknown constant {echo(value)} (known: {listing(CONSTANTS)})")
     return text
 
 
@@ -69,7 +69,7 @@ def parse_semirings(check: Checker, value: Any, line: int) -> tuple[Semiring, ..
         check.fail(line, "semirings", "must not be empty")
     result = []
     for name, spec in table.items():
-        key, name_line = f"semirings.{name}", line_of(table, name)
+        key, name_line = f"semirings.{key_text(name)}", line_of(table, name)
         check.identifier(name, key, name_line)
         fields = check.mapping(spec, key, name_line, required=("add", "mul", "zero", "one"), optional=("counting",))
         counting = fields.get("counting", False)
@@ -109,9 +109,14 @@ def parse_tile(check: Checker, value: Any, key: str, line: int) -> Tile:
 
 
 def _names(check: Checker, value: Any, key: str, line: int) -> tuple[str, ...]:
+    """An exclude's axis: one name or a list of names."""
     if isinstance(value, str):
         return (value,)
-    return tuple(check.sequence(value, key, line))
+    items = check.sequence(value, key, line)
+    for item, item_line in zip(items, items.item_lines):
+        if not isinstance(item, str):
+            check.fail(item_line, key, f"expected a name, got {describe(item)}")
+    return tuple(items)
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,7 @@ def parse_excludes(check: Checker, value: Any, key: str, line: int, matrices: li
             used = {n for m in matrices for n in m.axes[axis]}
             for name in names:
                 if name not in used:
-                    check.fail(line_of(fields, axis), f"{item_key}.{axis}", f"{name!r} is not in this family's matrix")
+                    check.fail(line_of(fields, axis), f"{item_key}.{axis}", f"{echo(name)} is not in this family's matrix")
             rule[axis] = frozenset(names)
         excludes.append(rule)
     return excludes

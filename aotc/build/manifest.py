@@ -9,19 +9,21 @@ unknown dtype 'f16' (known: f32, f64)``).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from aotc.archs import arch_sort_key
-from aotc.build._checks import Checker, describe, line_of
+from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._manifest_fields import MATRIX_AXES, parse_archs, parse_excludes, parse_matrices, parse_semirings, parse_tiles
-from aotc.build._yaml import LineDict, load_yaml
+from aotc.build._yaml import LineDict, key_text, load_yaml
 from aotc.build.abi import LaunchGeometry, Param, Tile, kernel_params, launch_geometry
-from aotc.errors import ManifestError, YamlError
+from aotc.errors import ManifestError, YamlError, echo
 from aotc.semiring import DTYPES, DType, Semiring
 
 __all__ = [
+    "MAX_MANIFEST_BYTES",
     "SHIPPED_TEMPLATES_DIR",
     "SHIPPED_TEMPLATES_PREFIX",
     "Archs",
@@ -36,6 +38,9 @@ SHIPPED_TEMPLATES_PREFIX = "aotc:"
 SHIPPED_TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 _MAX_STATIC_SHARED = 48 * 1024  # the static __shared__ limit on every supported arch
+# aotc's own manifest is 3 KiB. The cap bounds what `aotc list` spends on a
+# file it was handed: the pure-Python YAML reader takes about a second per MiB.
+MAX_MANIFEST_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ class Manifest:
 def _expand_family(
     check: Checker, name: str, spec: Any, line: int, manifest_semirings: tuple[Semiring, ...], dtypes: tuple[str, ...], templates_dir: Path
 ) -> list[tuple[KernelSpec, int]]:
-    key = f"families.{name}"
+    key = f"families.{key_text(name)}"
     check.identifier(name, key, line)
     fields = check.mapping(spec, key, line, required=("template", "matrix"), optional=("tiles", "exclude"))
 
@@ -110,9 +115,9 @@ def _expand_family(
         check.fail(template_line, f"{key}.template", f"expected a template file name, got {describe(template)}")
     template_path = Path(template)
     if template_path.is_absolute() or ".." in template_path.parts:
-        check.fail(template_line, f"{key}.template", f"{template!r} must be a path inside {templates_dir}")
-    if not (templates_dir / template_path).is_file():
-        check.fail(template_line, f"{key}.template", f"template {template!r} not found in {templates_dir}")
+        check.fail(template_line, f"{key}.template", f"{echo(template)} must be a path inside {echo(str(templates_dir))}")
+    if not _is(Path.is_file, templates_dir / template_path):
+        check.fail(template_line, f"{key}.template", f"template {echo(template)} not found in {echo(str(templates_dir))}")
 
     semirings = {s.name: s for s in manifest_semirings}
     matrices = parse_matrices(check, fields["matrix"], f"{key}.matrix", line_of(fields, "matrix"), semirings, dtypes)
@@ -133,27 +138,35 @@ def _expand_family(
             semiring, dtype = semirings[point["semiring"]], DTYPES[point["dtype"]]
             where = f"{point['semiring']} x {point['dtype']} x {point['pass']}"
             if not semiring.supports(dtype):
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name!r} is not defined on {dtype.name}; exclude it or split the matrix")
+                check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name} is not defined on {dtype.name}; exclude it or split the matrix")
             if point["pass"].startswith("backward") and not dtype.is_float:
                 check.fail(matrix.line, f"{key}.matrix", f"{where}: backward passes need a float dtype; exclude it or split the matrix")
             if point["variant"] == "packed" and (dtype.name != "bool" or point["pass"] not in ("forward", "argmax")):
                 check.fail(matrix.line, f"{key}.matrix", f"{where}: the packed variant is for bool forward and argmax only")
             if point["pass"].startswith("backward") and not semiring.has_gradient:
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name!r} has no gradient (needs add max/min, mul add/mul, no counting)")
+                check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name} has no gradient (needs add max/min, mul add/mul, no counting)")
             # A matrix block's own tiles come first, then the family's.
             tile = next((t[n] for t in (matrix.tiles, tiles) for n in (dtype.name, "default") if n in t), None)
             if tile is None:
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: no tile sizes for dtype {dtype.name!r} (add tiles: {{{dtype.name}: ...}} or default)")
+                check.fail(matrix.line, f"{key}.matrix", f"{where}: no tile sizes for dtype {dtype.name} (add tiles: {{{dtype.name}: ...}} or default)")
             suffix = "" if point["variant"] == "single" else f"_{point['variant']}"
             kernel_name = f"{name}_{semiring.name}_{dtype.name}_{point['pass']}{suffix}"
             kernel = KernelSpec(kernel_name, name, template, semiring, dtype, point["pass"], point["variant"], tile)
             shared = kernel.launch.shared_bytes_static
             if shared > _MAX_STATIC_SHARED:
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: {kernel_name} needs {shared} bytes of shared memory, over the {_MAX_STATIC_SHARED}-byte static limit")
+                check.fail(matrix.line, f"{key}.matrix", f"{kernel_name} needs {shared} bytes of shared memory, over the {_MAX_STATIC_SHARED}-byte static limit")
             kernels.append((kernel, matrix.line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")
     return kernels
+
+
+def _is(kind: Callable[[Path], bool], path: Path) -> bool:
+    """``path.is_file()`` or ``is_dir()``, false for a name the OS refuses (too long)."""
+    try:
+        return kind(path)
+    except (OSError, ValueError):
+        return False
 
 
 def _templates_dir(check: Checker, templates: Any, line: int, path: Path) -> Path:
@@ -166,13 +179,13 @@ def _templates_dir(check: Checker, templates: Any, line: int, path: Path) -> Pat
         name = templates.removeprefix(SHIPPED_TEMPLATES_PREFIX)
         known = shipped_template_sets()
         if name not in known:
-            check.fail(line, "templates", f"no template set {name!r} ships with aotc (shipped: {', '.join(known) or 'none'})")
+            check.fail(line, "templates", f"no template set {echo(name)} ships with aotc (shipped: {listing(known) or 'none'})")
         return SHIPPED_TEMPLATES_DIR / name
     if not isinstance(templates, str) or not templates or Path(templates).is_absolute() or ".." in Path(templates).parts:
-        check.fail(line, "templates", f"expected a folder inside the manifest's folder or aotc:<set>, got {templates!r}")
+        check.fail(line, "templates", f"expected a folder inside the manifest's folder or aotc:<set>, got {describe(templates)}")
     templates_dir = path.parent / templates
-    if not templates_dir.is_dir():
-        check.fail(line, "templates", f"folder {templates_dir} not found")
+    if not _is(Path.is_dir, templates_dir):
+        check.fail(line, "templates", f"folder {echo(templates)} not found beside the manifest")
     return templates_dir
 
 
@@ -212,7 +225,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         expanded = _expand_family(check, name, spec, line_of(families_map, name), semirings, dtypes, templates_dir)
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
-                check.fail(kernel_line, f"families.{name}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
+                check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
             seen[kernel.name] = name
             kernels.append(kernel)
     return Manifest(path, library, templates_dir, archs, semirings, dtypes, tuple(kernels))
@@ -222,10 +235,14 @@ def load_manifest(path: str | Path) -> Manifest:
     """Read, validate and expand the manifest at ``path``."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            raw = file.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
         msg = f"{path}: cannot read manifest: {exc.strerror or exc}"
         raise ManifestError(msg) from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        msg = f"{path}:1: (file): larger than {MAX_MANIFEST_BYTES // 1024} KiB; a manifest is a few KiB of YAML"
+        raise ManifestError(msg)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
