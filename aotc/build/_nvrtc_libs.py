@@ -13,7 +13,7 @@ import ctypes
 import importlib.metadata
 import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,6 +159,16 @@ def _checked(lib: ctypes.CDLL, error_string: str, path: Path, name: str, args: t
         raise BuildError(msg)
 
 
+def _major_minor(call: Callable[..., None], name: str, c_type: type, major: int, what: str, env: str) -> str:
+    """``"major.minor"`` from a library's version function; another major is a BuildError."""
+    got_major, got_minor = c_type(), c_type()
+    call(name, ctypes.byref(got_major), ctypes.byref(got_minor))
+    if got_major.value != major:
+        msg = f"{what} {got_major.value}.{got_minor.value}, not CUDA {major}; fix {env} or --cuda"
+        raise BuildError(msg)
+    return f"{got_major.value}.{got_minor.value}"
+
+
 _toolchains: dict[int, Toolchain] = {}
 
 
@@ -184,18 +194,8 @@ def load_toolchain(major: int) -> Toolchain:
         msg = f"{nvrtc_path} or {fatbin_path} lacks a needed function ({exc}); nvFatbin needs CUDA 12.4 or newer"
         raise BuildError(msg) from None
     tool = Toolchain(major, nvrtc_path, fatbin_path, "", "", frozenset(), nvrtc, nvfatbin)
-    a, b = ctypes.c_int(), ctypes.c_int()
-    tool._rtc("nvrtcVersion", ctypes.byref(a), ctypes.byref(b))
-    if a.value != major:
-        msg = f"{nvrtc_path} is NVRTC {a.value}.{b.value}, not CUDA {major}; fix {ENV_NVRTC} or --cuda"
-        raise BuildError(msg)
-    rtc_version = f"{a.value}.{b.value}"
-    ua, ub = ctypes.c_uint(), ctypes.c_uint()
-    tool._fat("nvFatbinVersion", ctypes.byref(ua), ctypes.byref(ub))
-    if ua.value != major:
-        msg = f"{fatbin_path} is nvFatbin {ua.value}.{ub.value}, not CUDA {major}; fix {ENV_NVFATBIN} or --cuda"
-        raise BuildError(msg)
-    fat_version = f"{ua.value}.{ub.value}"
+    rtc_version = _major_minor(tool._rtc, "nvrtcVersion", ctypes.c_int, major, f"{nvrtc_path} is NVRTC", ENV_NVRTC)
+    fat_version = _major_minor(tool._fat, "nvFatbinVersion", ctypes.c_uint, major, f"{fatbin_path} is nvFatbin", ENV_NVFATBIN)
     # The wheel's version is the full one (12.9.86); trust it only when the
     # library came from that wheel and agrees on major.minor.
     full = None if nvrtc_override else _wheel_version("nvrtc", major)

@@ -21,27 +21,10 @@ from aotc import errors
 from aotc.build.manifest import MAX_MANIFEST_BYTES, Manifest, load_manifest
 from conftest import REPO, RunAotc
 
-BASE = """\
-library: mini
-templates: aotc:tropical
-archs:
-  sass: [75, 80]
-  ptx: [80]
-semirings:
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-  andor: {add: or, mul: and, zero: false, one: true}
-dtypes: [f32, i32, bool]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [maxplus], dtype: [f32, i32], pass: [forward, argmax], variant: [single, batched]}
-      - {semiring: [andor], dtype: [bool], pass: [forward]}
-    tiles:
-      default: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
-    exclude:
-      - {dtype: i32, variant: batched}
-"""
+# tests/packages/mini with aotc's shipped templates, so no template file is needed.
+BASE = (REPO / "tests" / "packages" / "mini" / "manifest.yaml").read_text().replace(
+    "library: mini\n", "library: mini\ntemplates: aotc:tropical\n", 1
+)
 BASE_KERNELS = 7
 LONG_LINE = 300  # no error line may reach this, whatever the file holds
 SENTINEL = "aotc-fault-tag-executed"
