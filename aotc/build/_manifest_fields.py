@@ -48,7 +48,7 @@ def parse_archs(check: Checker, value: Any, line: int) -> tuple[tuple[str, ...],
     return sass, ptx
 
 
-def constant(check: Checker, value: Any, key: str, line: int) -> str:
+def _constant(check: Checker, value: Any, key: str, line: int) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -75,8 +75,8 @@ def parse_semirings(check: Checker, value: Any, line: int) -> tuple[Semiring, ..
         counting = fields.get("counting", False)
         if not isinstance(counting, bool):
             check.fail(line_of(fields, "counting"), f"{key}.counting", f"expected true or false, got {describe(counting)}")
-        zero = constant(check, fields["zero"], f"{key}.zero", line_of(fields, "zero"))
-        one = constant(check, fields["one"], f"{key}.one", line_of(fields, "one"))
+        zero = _constant(check, fields["zero"], f"{key}.zero", line_of(fields, "zero"))
+        one = _constant(check, fields["one"], f"{key}.one", line_of(fields, "one"))
         semiring = Semiring(name, fields["add"], fields["mul"], zero, one, counting)
         try:
             semiring.validate()
@@ -89,7 +89,7 @@ def parse_semirings(check: Checker, value: Any, line: int) -> tuple[Semiring, ..
     return tuple(result)
 
 
-def parse_tile(check: Checker, value: Any, key: str, line: int) -> Tile:
+def _parse_tile(check: Checker, value: Any, key: str, line: int) -> Tile:
     fields = check.mapping(
         value, key, line, required=("block_m", "block_n", "block_k", "thread_m", "thread_n"), optional=("stages",)
     )
@@ -155,7 +155,7 @@ def parse_matrices(
 def parse_tiles(check: Checker, value: Any, key: str, line: int, dtypes: tuple[str, ...]) -> dict[str, Tile]:
     """Tile sizes per dtype, or under ``default``."""
     tiles = check.mapping(value, key, line, optional=(*dtypes, "default"))
-    return {dt: parse_tile(check, v, f"{key}.{dt}", line_of(tiles, dt)) for dt, v in tiles.items()}
+    return {dt: _parse_tile(check, v, f"{key}.{dt}", line_of(tiles, dt)) for dt, v in tiles.items()}
 
 
 def parse_excludes(check: Checker, value: Any, key: str, line: int, matrices: list[Matrix]) -> list[dict[str, frozenset[str]]]:

@@ -4,6 +4,10 @@ Validation is strict because a manifest drives a long build: every mistake is
 caught here, before anything compiles, and reported as one line naming the
 file, the line and the key (``manifest.yaml:12: families.gemm.matrix.dtype:
 unknown dtype 'f16' (known: f32, f64)``).
+
+This module holds the model and the family expansion; :mod:`aotc.build._yaml`
+reads the file, :mod:`aotc.build._checks` turns each problem into that line,
+and :mod:`aotc.build._manifest_fields` parses the sections.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ SHIPPED_TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 _MAX_STATIC_SHARED = 48 * 1024  # the static __shared__ limit on every supported arch
 # aotc's own manifest is 3 KiB. The cap bounds what `aotc list` spends on a
-# file it was handed: the pure-Python YAML reader takes about a second per MiB.
+# file it was handed: the pure-Python YAML reader needs several seconds for
+# 256 KiB of dense flow mappings.
 MAX_MANIFEST_BYTES = 256 * 1024
 
 
