@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 
-from aotc.errors import ArchError
+from aotc.errors import ArchError, echo
 
 __all__ = [
     "DEFAULT_SASS",
@@ -30,9 +30,8 @@ MIN_ARCH_CUDA12 = 70  # the CUDA 12 lane (AOTC_CUDA=12) also builds Volta
 
 # What nvcc 13.0 and 12.9 know; a newer nvcc on PATH is asked about anything else.
 _KNOWN_BASE = frozenset({70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
-_ARCH_RE = re.compile(r"^([0-9]+)([af]?)$")
-
-
+_MAX_DIGITS = 4  # sm_1000 is far off; a longer number is a typo, and int() of 5000 digits raises
+_ARCH_RE = re.compile(rf"^([0-9]{{1,{_MAX_DIGITS}}})([af]?)$")
 
 
 def arch_sort_key(arch: str) -> tuple[int, str]:
@@ -58,18 +57,26 @@ def parse_arch(value: object, min_arch: int = MIN_ARCH) -> str:
     ``min_arch`` is the oldest the build's CUDA lane compiles for.
     """
     if isinstance(value, bool) or not isinstance(value, (int, str, float)):
-        msg = f"architecture must be a number like 80 or a string like '90a', not {value!r}"
+        msg = f"architecture must be a number like 80 or a string like '90a', not {echo(value)}"
         raise ArchError(msg)
     if isinstance(value, float):
+        # .inf, .nan and 1e300 are floats too, and int() of them raises.
+        if not 0 < value < 100:
+            msg = f"architecture {echo(value)} is not of the form 80, 90a or 100f"
+            raise ArchError(msg)
         msg = f"architecture {value!r} looks like a compute capability; write {int(round(value * 10))}, not {value}"
         raise ArchError(msg)
+    if isinstance(value, int) and value.bit_length() > 64:
+        # str() of an integer over 4300 digits raises; no architecture is near this.
+        msg = f"architecture of {value.bit_length()} bits is not of the form 80, 90a or 100f"
+        raise ArchError(msg)
     text = str(value).strip()
-    if re.fullmatch(r"[0-9]+\.[0-9]+", text):
+    if len(text) < 8 and re.fullmatch(r"[0-9]+\.[0-9]+", text):
         msg = f"architecture {text!r} looks like a compute capability; write {text.replace('.', '')}"
         raise ArchError(msg)
     match = _ARCH_RE.match(text)
     if match is None:
-        msg = f"architecture {text!r} is not of the form 80, 90a or 100f"
+        msg = f"architecture {echo(text)} is not of the form 80, 90a or 100f"
         raise ArchError(msg)
     number, suffix = int(match.group(1)), match.group(2)
     if number < min_arch:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, echo
 
 __all__ = [
     "ADD_OPS",
@@ -98,8 +98,9 @@ class Semiring:
         """Raise ValueError("<field>: <why>") for the first rule this declaration
         breaks; the manifest adds the file and line, the reference raises as is."""
         for field, op, vocabulary in (("add", self.add, ADD_OPS), ("mul", self.mul, MUL_OPS)):
-            if op not in vocabulary:
-                msg = f"{field}: unknown operation {op!r} (known: {', '.join(vocabulary)})"
+            # A declaration is data from a file: an op may be any YAML value, a list included.
+            if not isinstance(op, str) or op not in vocabulary:
+                msg = f"{field}: unknown operation {echo(op)} (known: {', '.join(vocabulary)})"
                 raise ArgumentError(msg)
         if (self.add == "or") != (self.mul == "and"):
             msg = f"mul: {self.mul!r} cannot pair with add {self.add!r} ('or' pairs only with 'and')"
@@ -111,8 +112,8 @@ class Semiring:
             ("zero", self.zero, IDENTITY_OF_ADD[self.add]),
             ("one", self.one, IDENTITY_OF_MUL[self.mul]),
         ):
-            if value not in CONSTANTS:
-                msg = f"{field}: unknown value {value!r} (known: {', '.join(CONSTANTS)})"
+            if not isinstance(value, str) or value not in CONSTANTS:
+                msg = f"{field}: unknown value {echo(value)} (known: {', '.join(CONSTANTS)})"
                 raise ArgumentError(msg)
             if value != identity:
                 msg = f"{field}: {value!r} is not the identity of {self.add}/{self.mul}; expected {identity!r}"

@@ -6,10 +6,8 @@ generated ``.cu`` files are self-contained, so NVRTC compiles each as is: a
 CUBIN per SASS architecture, PTX per PTX architecture, bundled by nvFatbin
 into the same kind of fatbin ``nvcc -fatbin`` writes.
 
-The libraries are loaded with ctypes, not cuda-bindings, so that a CUDA 12
-build does not depend on which CUDA major the installed bindings target. They
-are found in the nvidia wheels on the running interpreter's path, or at
-``AOTC_NVRTC_LIBRARY`` / ``AOTC_NVFATBIN_LIBRARY``. Linux only.
+The libraries are found and loaded by :mod:`aotc.build._nvrtc_libs`; this
+module drives the compiles and the bundling. Linux only.
 
 CLI (one kernel per call, for a build system)::
 
@@ -25,9 +23,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import importlib.metadata
-import importlib.util
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -35,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aotc.build._files import write_if_changed
+# ENV_*, find_library and load_toolchain are re-exported: build scripts and
+# tests name them here, beside the compile they configure.
+from aotc.build._nvrtc_libs import ENV_NVFATBIN, ENV_NVRTC, Toolchain, c_strings, find_library, load_toolchain
 from aotc.errors import BuildError
 
 __all__ = [
@@ -48,7 +46,6 @@ __all__ = [
     "main",
 ]
 
-ENV_NVRTC = "AOTC_NVRTC_LIBRARY"
 # nvFatbin's options for each of nvcc's --compress-mode values.
 _COMPRESSION_OPTIONS = {
     "none": ("-compress=false",),
@@ -57,21 +54,6 @@ _COMPRESSION_OPTIONS = {
     "balance": ("-compress-mode=balance",),
     "speed": ("-compress-mode=speed",),
 }
-ENV_NVFATBIN = "AOTC_NVFATBIN_LIBRARY"
-
-# Where the wheels put the libraries, under site-packages/nvidia/: the cu12
-# wheels use one folder per component, the CUDA 13 wheels share nvidia/cu13/.
-# The file name carries the major, so every folder is searched for every major.
-_WHEEL_LIB_DIRS = ("cu{major}/lib", "cuda_nvrtc/lib", "nvfatbin/lib")
-# The wheel that holds each library, for the full version (the C APIs report
-# only major.minor). CUDA 13 dropped the -cuXX suffix.
-_DISTRIBUTIONS = {
-    ("nvrtc", 12): "nvidia-cuda-nvrtc-cu12",
-    ("nvfatbin", 12): "nvidia-nvfatbin-cu12",
-    ("nvrtc", 13): "nvidia-cuda-nvrtc",
-    ("nvfatbin", 13): "nvidia-nvfatbin",
-}
-_PIP_HINT = {12: "nvidia-cuda-nvrtc-cu12 nvidia-nvfatbin-cu12", 13: "nvidia-cuda-nvrtc nvidia-nvfatbin"}
 
 # What nvcc uses for these sources where NVRTC has a matching option: the C++
 # dialect nvcc 12 and 13 default to, and nvcc's floating-point defaults (the
@@ -95,179 +77,6 @@ _DEPRECATED_ARCH = re.compile(r"Architectures prior to .* are deprecated")
 _ARCH = re.compile(r"^[0-9]+[af]?$")
 
 
-def _nvidia_dirs() -> list[Path]:
-    """The folders of the ``nvidia`` namespace package on this interpreter's path."""
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        return []
-    return [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-
-
-def find_library(kind: str, major: int, search: Sequence[Path] | None = None) -> tuple[Path, bool]:
-    """The path of ``lib<kind>.so.<major>`` and whether it came from the env override."""
-    env = ENV_NVRTC if kind == "nvrtc" else ENV_NVFATBIN
-    name = f"lib{kind}.so.{major}"
-    if override := os.environ.get(env):
-        if not Path(override).is_file():
-            msg = f"{env}={override} is not a file; point it at {name}"
-            raise BuildError(msg)
-        return Path(override), True
-    roots = _nvidia_dirs() if search is None else list(search)
-    for root in roots:
-        for sub in _WHEEL_LIB_DIRS:
-            candidate = root / sub.format(major=major) / name
-            if candidate.is_file():
-                return candidate, False
-    where = ", ".join(str(r) for r in roots) or "no nvidia package on sys.path"
-    msg = f"{name} not found (searched {where}): pip install {_PIP_HINT.get(major, '')}, or set {env} to its path"
-    raise BuildError(msg)
-
-
-def _wheel_version(kind: str, major: int) -> str | None:
-    try:
-        return importlib.metadata.version(_DISTRIBUTIONS[(kind, major)])
-    except (KeyError, importlib.metadata.PackageNotFoundError):
-        return None
-
-
-def _load(path: Path, env: str) -> ctypes.CDLL:
-    try:
-        return ctypes.CDLL(str(path))
-    except OSError as exc:
-        msg = f"cannot load {path} ({exc}); set {env} to a working copy"
-        raise BuildError(msg) from None
-
-
-def _bind(lib: ctypes.CDLL, signatures: dict[str, tuple]) -> None:
-    for name, argtypes in signatures.items():
-        func = getattr(lib, name)
-        func.argtypes = list(argtypes)
-        func.restype = ctypes.c_int
-
-
-_P = ctypes.c_void_p
-_PP = ctypes.POINTER(ctypes.c_void_p)
-_SZ = ctypes.POINTER(ctypes.c_size_t)
-_INT = ctypes.POINTER(ctypes.c_int)
-_UINT = ctypes.POINTER(ctypes.c_uint)
-_STRS = ctypes.POINTER(ctypes.c_char_p)
-_NVRTC_API = {
-    "nvrtcVersion": (_INT, _INT),
-    "nvrtcGetNumSupportedArchs": (_INT,),
-    "nvrtcGetSupportedArchs": (_INT,),
-    "nvrtcCreateProgram": (_PP, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, _STRS, _STRS),
-    "nvrtcCompileProgram": (_P, ctypes.c_int, _STRS),
-    "nvrtcGetProgramLogSize": (_P, _SZ),
-    "nvrtcGetProgramLog": (_P, ctypes.c_char_p),
-    "nvrtcGetCUBINSize": (_P, _SZ),
-    "nvrtcGetCUBIN": (_P, ctypes.c_char_p),
-    "nvrtcGetPTXSize": (_P, _SZ),
-    "nvrtcGetPTX": (_P, ctypes.c_char_p),
-    "nvrtcDestroyProgram": (_PP,),
-}
-_NVFATBIN_API = {
-    "nvFatbinVersion": (_UINT, _UINT),
-    "nvFatbinCreate": (_PP, _STRS, ctypes.c_size_t),
-    "nvFatbinAddCubin": (_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p),
-    "nvFatbinAddPTX": (_P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p),
-    "nvFatbinSize": (_P, _SZ),
-    "nvFatbinGet": (_P, ctypes.c_char_p),
-    "nvFatbinDestroy": (_PP,),
-}
-
-
-def _strings(items: Sequence[str]) -> ctypes.Array:
-    return (ctypes.c_char_p * len(items))(*(s.encode() for s in items))
-
-
-@dataclass
-class Toolchain:
-    """NVRTC and nvFatbin of one CUDA major, loaded into this process."""
-
-    major: int
-    nvrtc_path: Path
-    nvfatbin_path: Path
-    nvrtc_version: str
-    nvfatbin_version: str
-    archs: frozenset[int]  # the sm_XX numbers this NVRTC compiles for
-    nvrtc: ctypes.CDLL
-    nvfatbin: ctypes.CDLL
-
-    def describe(self) -> str:
-        return (
-            f"nvrtc {self.nvrtc_version} ({self.nvrtc_path}), nvfatbin {self.nvfatbin_version} ({self.nvfatbin_path})"
-        )
-
-    def _rtc(self, name: str, *args: object) -> None:
-        _checked(self.nvrtc, "nvrtcGetErrorString", self.nvrtc_path, name, args)
-
-    def _fat(self, name: str, *args: object) -> None:
-        _checked(self.nvfatbin, "nvFatbinGetErrorString", self.nvfatbin_path, name, args)
-
-
-def _checked(lib: ctypes.CDLL, error_string: str, path: Path, name: str, args: tuple) -> None:
-    """Call ``lib.name(*args)``; a non-zero result is a BuildError with the library's own words."""
-    result = getattr(lib, name)(*args)
-    if result != 0:
-        getattr(lib, error_string).restype = ctypes.c_char_p
-        text = getattr(lib, error_string)(result) or b"?"
-        msg = f"{name} failed: {text.decode()} ({path})"
-        raise BuildError(msg)
-
-
-_toolchains: dict[int, Toolchain] = {}
-
-
-def load_toolchain(major: int) -> Toolchain:
-    """Find, load and check NVRTC and nvFatbin for CUDA ``major`` (cached per process)."""
-    if major in _toolchains:
-        return _toolchains[major]
-    nvrtc_path, nvrtc_override = find_library("nvrtc", major)
-    fatbin_path, fatbin_override = find_library("nvfatbin", major)
-    # NVRTC dlopens libnvrtc-builtins.so.<major>.<minor> from its own folder at
-    # the first compile; a copy without it fails there with a vague
-    # BUILTIN_OPERATION_FAILURE, so say it up front.
-    folder = nvrtc_path.resolve().parent
-    if not any(folder.glob(f"libnvrtc-builtins.so.{major}.*")):
-        msg = f"no libnvrtc-builtins.so.{major}.* beside {nvrtc_path}; reinstall NVRTC or set {ENV_NVRTC}"
-        raise BuildError(msg)
-    nvrtc = _load(nvrtc_path, ENV_NVRTC)
-    nvfatbin = _load(fatbin_path, ENV_NVFATBIN)
-    try:
-        _bind(nvrtc, _NVRTC_API)
-        _bind(nvfatbin, _NVFATBIN_API)
-    except AttributeError as exc:
-        msg = f"{nvrtc_path} or {fatbin_path} lacks a needed function ({exc}); nvFatbin needs CUDA 12.4 or newer"
-        raise BuildError(msg) from None
-    tool = Toolchain(major, nvrtc_path, fatbin_path, "", "", frozenset(), nvrtc, nvfatbin)
-    a, b = ctypes.c_int(), ctypes.c_int()
-    tool._rtc("nvrtcVersion", ctypes.byref(a), ctypes.byref(b))
-    if a.value != major:
-        msg = f"{nvrtc_path} is NVRTC {a.value}.{b.value}, not CUDA {major}; fix {ENV_NVRTC} or --cuda"
-        raise BuildError(msg)
-    rtc_version = f"{a.value}.{b.value}"
-    ua, ub = ctypes.c_uint(), ctypes.c_uint()
-    tool._fat("nvFatbinVersion", ctypes.byref(ua), ctypes.byref(ub))
-    if ua.value != major:
-        msg = f"{fatbin_path} is nvFatbin {ua.value}.{ub.value}, not CUDA {major}; fix {ENV_NVFATBIN} or --cuda"
-        raise BuildError(msg)
-    fat_version = f"{ua.value}.{ub.value}"
-    # The wheel's version is the full one (12.9.86); trust it only when the
-    # library came from that wheel and agrees on major.minor.
-    full = None if nvrtc_override else _wheel_version("nvrtc", major)
-    tool.nvrtc_version = full if full and full.startswith(rtc_version + ".") else rtc_version
-    full = None if fatbin_override else _wheel_version("nvfatbin", major)
-    tool.nvfatbin_version = full if full and full.startswith(fat_version + ".") else fat_version
-    count = ctypes.c_int()
-    tool._rtc("nvrtcGetNumSupportedArchs", ctypes.byref(count))
-    archs = (ctypes.c_int * count.value)()
-    tool._rtc("nvrtcGetSupportedArchs", archs)
-    tool.archs = frozenset(archs)
-    _toolchains[major] = tool
-    return tool
-
-
 @dataclass(frozen=True)
 class Fatbin:
     """A compiled kernel: the fatbin, ptxas' report and NVRTC's other diagnostics."""
@@ -285,7 +94,7 @@ def _compile(
     tool._rtc("nvrtcCreateProgram", ctypes.byref(program), source, name.encode(), 0, None, None)
     try:
         argv = [f"--gpu-architecture={target}", *options]
-        result = tool.nvrtc.nvrtcCompileProgram(program, len(argv), _strings(argv))
+        result = tool.nvrtc.nvrtcCompileProgram(program, len(argv), c_strings(argv))
         size = ctypes.c_size_t()
         tool._rtc("nvrtcGetProgramLogSize", program, ctypes.byref(size))
         buffer = ctypes.create_string_buffer(size.value)
@@ -316,6 +125,32 @@ def _check_archs(tool: Toolchain, archs: Sequence[str], what: str) -> None:
             known = ", ".join(str(a) for a in sorted(tool.archs))
             msg = f"NVRTC {tool.nvrtc_version} cannot compile for {what} {arch} (it supports {known})"
             raise BuildError(msg)
+
+
+def _bundle(tool: Toolchain, images: Sequence[tuple[str, bytes, bool]], identifier: bytes, compress: str) -> bytes:
+    """nvFatbin's bundle of ``images``: (arch, code, is_cubin) triples."""
+    # -64: 64-bit entries, as nvcc writes for x86_64 and aarch64 hosts.
+    # "default" is nvFatbin's and nvcc's default mode: entries above a size
+    # threshold (in practice the PTX) are compressed, which every driver of the
+    # CUDA major reads. The named modes are nvcc's --compress-mode; "size"
+    # (zstd) needs a newer driver than CUDA 12's minimum (docs/design.md).
+    fat_options = ["-64", *_COMPRESSION_OPTIONS[compress]]
+    handle = ctypes.c_void_p()
+    tool._fat("nvFatbinCreate", ctypes.byref(handle), c_strings(fat_options), len(fat_options))
+    try:
+        for arch, code, is_cubin in images:
+            if is_cubin:
+                tool._fat("nvFatbinAddCubin", handle, code, len(code), arch.encode(), identifier)
+            else:
+                # PTX: size includes the NUL NVRTC returns; no extra ptxas options for the JIT.
+                tool._fat("nvFatbinAddPTX", handle, code, len(code), arch.encode(), identifier, b"")
+        size = ctypes.c_size_t()
+        tool._fat("nvFatbinSize", handle, ctypes.byref(size))
+        out = ctypes.create_string_buffer(size.value)
+        tool._fat("nvFatbinGet", handle, out)
+    finally:
+        tool.nvfatbin.nvFatbinDestroy(ctypes.byref(handle))
+    return out.raw
 
 
 def compile_fatbin(
@@ -373,29 +208,8 @@ def compile_fatbin(
         targets = ", ".join(target for target, _ in diagnostics)
         msg = f"{name}: NVRTC warned ({targets}) and --werror is set: {first}"
         raise BuildError(msg)
-    identifier = Path(name).stem.encode()
-    # -64: 64-bit entries, as nvcc writes for x86_64 and aarch64 hosts.
-    # "default" is nvFatbin's and nvcc's default mode: entries above a size
-    # threshold (in practice the PTX) are compressed, which every driver of the
-    # CUDA major reads. The named modes are nvcc's --compress-mode; "size"
-    # (zstd) needs a newer driver than CUDA 12's minimum (docs/design.md).
-    fat_options = ["-64", *_COMPRESSION_OPTIONS[compress]]
-    handle = ctypes.c_void_p()
-    tool._fat("nvFatbinCreate", ctypes.byref(handle), _strings(fat_options), len(fat_options))
-    try:
-        for arch, code, is_cubin in images:
-            if is_cubin:
-                tool._fat("nvFatbinAddCubin", handle, code, len(code), arch.encode(), identifier)
-            else:
-                # PTX: size includes the NUL NVRTC returns; no extra ptxas options for the JIT.
-                tool._fat("nvFatbinAddPTX", handle, code, len(code), arch.encode(), identifier, b"")
-        size = ctypes.c_size_t()
-        tool._fat("nvFatbinSize", handle, ctypes.byref(size))
-        out = ctypes.create_string_buffer(size.value)
-        tool._fat("nvFatbinGet", handle, out)
-    finally:
-        tool.nvfatbin.nvFatbinDestroy(ctypes.byref(handle))
-    return Fatbin(out.raw, "".join(line + "\n" for line in report), warnings)
+    data = _bundle(tool, images, Path(name).stem.encode(), compress)
+    return Fatbin(data, "".join(line + "\n" for line in report), warnings)
 
 
 def _arch_list(text: str) -> list[str]:

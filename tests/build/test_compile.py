@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aotc import _compile
+from aotc.build import compile as _compile
 from aotc.build.compile import nvcc_command
 
 

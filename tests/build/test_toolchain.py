@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aotc import _toolchain
+from aotc.build import toolchain as _toolchain
 from aotc.build.toolchain import find_nvcc, find_toolchain, lane_requirements
 from aotc.errors import ToolchainError
 

@@ -82,76 +82,102 @@ function(_aotc_add_compile_commands name work kernels sass ptx werror out_fatbin
   set(${out_fatbins} "${fatbins}" PARENT_SCOPE)
 endfunction()
 
-function(aotc_add_kernel_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "WARNINGS_AS_ERRORS" "MANIFEST;INSTALL_DIR" "ARCHS;PTX")
-  if(arg_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "aotc_add_kernel_library(${name}): unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
+# Fails fast on a bad call; returns the manifest's absolute path.
+function(_aotc_check_library_args name manifest_arg unparsed out_manifest)
+  if(NOT "${unparsed}" STREQUAL "")
+    message(FATAL_ERROR "aotc_add_kernel_library(${name}): unknown arguments: ${unparsed}")
   endif()
-  if(NOT arg_MANIFEST)
+  if(NOT manifest_arg)
     message(FATAL_ERROR "aotc_add_kernel_library(${name}): MANIFEST is required")
   endif()
   if(NOT name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
     message(FATAL_ERROR "aotc_add_kernel_library(): library name '${name}' is not an identifier")
   endif()
-  get_filename_component(manifest "${arg_MANIFEST}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  get_filename_component(manifest "${manifest_arg}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   if(NOT EXISTS "${manifest}")
     message(FATAL_ERROR "aotc_add_kernel_library(${name}): MANIFEST ${manifest} does not exist")
   endif()
-  if(NOT arg_INSTALL_DIR)
-    set(arg_INSTALL_DIR "aotc/_lib/${name}")
-  endif()
-  _aotc_setup_tools()
+  set(${out_manifest} "${manifest}" PARENT_SCOPE)
+endfunction()
+
+# The arguments every build-tool step takes: the manifest, the architecture
+# overrides and where each came from, and the CUDA lane. --opt=value keeps an
+# empty value a single argument through CMake lists.
+function(_aotc_step_args manifest archs_arg ptx_arg out_var)
   aotc_cuda_lane(lane)
+  _aotc_arch_override(AOTC_ARCHS "${archs_arg}" archs archs_source)
+  _aotc_arch_override(AOTC_PTX_ARCHS "${ptx_arg}" ptx ptx_source)
+  set(${out_var} "--manifest=${manifest}" "--archs=${archs}" "--archs-source=${archs_source}"
+                 "--ptx=${ptx}" "--ptx-source=${ptx_source}" "--cuda=${lane}" PARENT_SCOPE)
+endfunction()
 
-  _aotc_arch_override(AOTC_ARCHS "${arg_ARCHS}" archs archs_source)
-  _aotc_arch_override(AOTC_PTX_ARCHS "${arg_PTX}" ptx ptx_source)
-  # --opt=value keeps an empty value a single argument through CMake lists.
-  set(arch_args "--manifest=${manifest}" "--archs=${archs}" "--archs-source=${archs_source}"
-                "--ptx=${ptx}" "--ptx-source=${ptx_source}" "--cuda=${lane}")
-
-  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotc/${name}")
-  set(gen_dir "${work}/gen")
-  set(stage "${work}/lib")
-  file(MAKE_DIRECTORY "${gen_dir}" "${stage}" "${work}/fatbin")
-
-  # Configure time: validate the manifest and learn the kernel list. Editing the
-  # manifest re-runs this, since the set of targets may change.
-  _aotc_configure_step("${name}" plan ${arch_args} --library "${name}" --out "${work}/plan.cmake")
+# Configure time: validate the manifest and learn the kernel list, the
+# architectures and the template files (_aotc_kernels, _aotc_sass, _aotc_ptx,
+# _aotc_templates, set in the caller). Editing the manifest re-runs this, since
+# the set of targets may change.
+function(_aotc_read_plan name work manifest step_args)
+  _aotc_configure_step("${name}" plan ${step_args} --library "${name}" --out "${work}/plan.cmake")
   include("${work}/plan.cmake")
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${manifest}")
   list(LENGTH _aotc_kernels kernel_count)
   message(STATUS "aotc: ${name}: ${kernel_count} kernels, SASS ${_aotc_sass}, PTX ${_aotc_ptx}")
+  foreach(var IN ITEMS _aotc_kernels _aotc_sass _aotc_ptx _aotc_templates)
+    set(${var} "${${var}}" PARENT_SCOPE)
+  endforeach()
+endfunction()
 
-  # Build time: one codegen step renders every source. It rewrites only files
-  # whose bytes change, and sources are byproducts (Ninja restats them), so
-  # only kernels whose text changed recompile.
+# Build time: one codegen step renders every source. It rewrites only files
+# whose bytes change, and sources are byproducts (Ninja restats them), so
+# only kernels whose text changed recompile.
+function(_aotc_add_generate_command name work manifest kernels templates step_args)
   set(sources "")
-  foreach(kernel IN LISTS _aotc_kernels)
-    list(APPEND sources "${gen_dir}/${kernel}.cu")
+  foreach(kernel IN LISTS kernels)
+    list(APPEND sources "${work}/gen/${kernel}.cu")
   endforeach()
   add_custom_command(
     OUTPUT "${work}/generate.stamp"
     BYPRODUCTS ${sources}
-    COMMAND "${_AOTC_BUILD_TOOL}" generate ${arch_args} "--out-dir=${gen_dir}" "--stamp=${work}/generate.stamp"
-    DEPENDS "${manifest}" ${_aotc_templates} ${_AOTC_GENERATOR_FILES}
+    COMMAND "${_AOTC_BUILD_TOOL}" generate ${step_args} "--out-dir=${work}/gen" "--stamp=${work}/generate.stamp"
+    DEPENDS "${manifest}" ${templates} ${_AOTC_GENERATOR_FILES}
     COMMENT "aotc: ${name}: generating kernel sources"
     VERBATIM)
   add_custom_target(aotc_${name}_sources DEPENDS "${work}/generate.stamp")
+endfunction()
 
-  _aotc_add_compile_commands("${name}" "${work}" "${_aotc_kernels}" "${_aotc_sass}" "${_aotc_ptx}"
-                             "${arg_WARNINGS_AS_ERRORS}" fatbins)
-
+# The index step stages the library (index.json, *.fatbin, src/*.cu) from the
+# fatbins; target aotc_<name> builds it.
+function(_aotc_add_index_command name work manifest fatbins step_args)
   add_custom_command(
-    OUTPUT "${stage}/index.json"
-    COMMAND "${_AOTC_BUILD_TOOL}" index ${arch_args} "--fatbin-dir=${work}/fatbin" "--gen-dir=${gen_dir}"
-            "--stage=${stage}" ${_AOTC_TOOLKIT_ARGS}
+    OUTPUT "${work}/lib/index.json"
+    COMMAND "${_AOTC_BUILD_TOOL}" index ${step_args} "--fatbin-dir=${work}/fatbin" "--gen-dir=${work}/gen"
+            "--stage=${work}/lib" ${_AOTC_TOOLKIT_ARGS}
     DEPENDS ${fatbins} "${manifest}" ${_AOTC_GENERATOR_FILES}
     COMMENT "aotc: ${name}: indexing"
     VERBATIM)
-  add_custom_target(aotc_${name} ALL DEPENDS "${stage}/index.json")
+  add_custom_target(aotc_${name} ALL DEPENDS "${work}/lib/index.json")
   add_dependencies(aotc_${name} aotc_${name}_sources)
+endfunction()
 
-  # The staged folder is the installed library: index.json, *.fatbin, src/*.cu.
-  install(DIRECTORY "${stage}/" DESTINATION "${arg_INSTALL_DIR}")
-  set(AOTC_${name}_DIR "${stage}" PARENT_SCOPE)
+function(aotc_add_kernel_library name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "WARNINGS_AS_ERRORS" "MANIFEST;INSTALL_DIR" "ARCHS;PTX")
+  _aotc_check_library_args("${name}" "${arg_MANIFEST}" "${arg_UNPARSED_ARGUMENTS}" manifest)
+  if(NOT arg_INSTALL_DIR)
+    set(arg_INSTALL_DIR "aotc/_lib/${name}")
+  endif()
+  _aotc_setup_tools()
+  _aotc_step_args("${manifest}" "${arg_ARCHS}" "${arg_PTX}" step_args)
+
+  # gen/: rendered sources, fatbin/: compiled kernels, lib/: the staged library.
+  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotc/${name}")
+  file(MAKE_DIRECTORY "${work}/gen" "${work}/lib" "${work}/fatbin")
+
+  _aotc_read_plan("${name}" "${work}" "${manifest}" "${step_args}")
+  _aotc_add_generate_command("${name}" "${work}" "${manifest}" "${_aotc_kernels}" "${_aotc_templates}" "${step_args}")
+  _aotc_add_compile_commands("${name}" "${work}" "${_aotc_kernels}" "${_aotc_sass}" "${_aotc_ptx}"
+                             "${arg_WARNINGS_AS_ERRORS}" fatbins)
+  _aotc_add_index_command("${name}" "${work}" "${manifest}" "${fatbins}" "${step_args}")
+
+  # The staged folder is the installed library.
+  install(DIRECTORY "${work}/lib/" DESTINATION "${arg_INSTALL_DIR}")
+  set(AOTC_${name}_DIR "${work}/lib" PARENT_SCOPE)
 endfunction()
