@@ -60,7 +60,7 @@ def test_the_contracts_are_stated() -> None:
         "aotc.build imports neither the runtime nor the tropical API",
         "The runtime and the tropical API import neither Jinja2 nor PyYAML",
         "The tropical API is a client of the runtime, never the other way",
-        "Build pipeline: the build tool over codegen over the manifest over its parser and the ABI",
+        "Build pipeline: the build tool over codegen over the manifest over its field parsers over the ABI over YAML",
         "No import cycles between the top-level parts",
         "Backends do not import one another",
     ]
