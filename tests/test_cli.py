@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 
 from aotc._version import __version__
@@ -218,3 +219,16 @@ def test_a_configuration_error_is_one_line_exit_2(run_aotc: RunAotc, tmp_path: P
     result = run_aotc("warm", "--arch", "9.0", "--library", str(tmp_path), env=env)
     assert (result.returncode, result.stdout) == (2, "")
     assert one_line_error(result.stderr) == "AOTC_JIT='sometimes' is not one of: auto, nvrtc, driver, off"
+
+
+def test_inspect_a_wheel_checks_its_members_and_its_index(run_aotc: RunAotc, tmp_path: Path) -> None:
+    library = write_library(tmp_path / "lib")
+    wheel = tmp_path / "fake-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in sorted(p for p in library.rglob("*") if p.is_file()):
+            data = b"fatbin TWO!" if path.name == "k2.fatbin" else path.read_bytes()
+            archive.writestr(f"fake/_lib/fake/{path.relative_to(library).as_posix()}", data)
+    result = run_aotc("inspect", str(wheel))
+    assert result.returncode == 1
+    assert one_line_error(result.stderr).startswith(f"{wheel}!fake/_lib/fake/k2.fatbin: sha256 ")
+    assert result.stdout.splitlines()[-1] == "2 kernels, 0.0 KiB; 1 problems"

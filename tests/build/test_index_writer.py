@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,7 @@ families:
     tiles:
       default: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
 """
+REPO = Path(__file__).resolve().parents[2]
 TOOLKIT = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driver": 13000, "wheel": "aotc"}
 
 
@@ -99,3 +102,11 @@ def test_what_the_writer_writes_the_reader_reads(manifest: Manifest) -> None:
     assert kernel.launch.block == manifest.kernels[0].launch.block
     assert kernel.pack_format == "@" + "".join(p.pack for p in manifest.kernels[0].params)
     assert index.toolkit is not None and index.toolkit.min_driver == 13000
+
+
+def test_the_build_imports_the_schema_and_not_the_reader() -> None:
+    # aotcTools.cmake lists aotc/index/__init__.py and schema.py as inputs of the
+    # index step; the reader's modules are not, so the build must not import them.
+    script = "import sys, aotc.build.tool; print(sorted(m for m in sys.modules if m.startswith('aotc.index')))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO)
+    assert result.stdout.strip() == "['aotc.index', 'aotc.index.schema']"

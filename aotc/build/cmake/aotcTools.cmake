@@ -16,8 +16,7 @@ get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOL
 set(_AOTC_GENERATOR_FILES "")
 foreach(module IN ITEMS
     __init__ _version errors archs semiring
-    index/__init__ index/schema index/_json index/_validate index/views index/files index/library_index
-    build/index_writer
+    index/__init__ index/schema build/index_writer
     build/__init__ build/tool build/_files build/codegen build/manifest build/_yaml build/abi build/resources)
   list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")
 endforeach()
