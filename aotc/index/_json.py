@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -74,24 +75,23 @@ def _is_symlink(path: Path) -> bool:
         return False
 
 
+# A JSON string (unrolled, so a long string is one fast scan), and the brackets outside strings.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
 def _depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in ``text``, found without recursion."""
+    """The deepest nesting of arrays and objects in ``text``, found without recursion.
+
+    Brackets inside strings do not count. In text that is not JSON (a string
+    never closed) the count may come out higher, which only refuses it sooner.
+    """
     depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    for bracket in _BRACKET.findall(_STRING.sub("", text)):
+        if bracket in "[{":
             depth += 1
             deepest = max(deepest, depth)
-        elif ch in "]}":
+        else:
             depth -= 1
     return deepest
 

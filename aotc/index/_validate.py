@@ -29,7 +29,7 @@ from aotc.index.schema import (
 )
 from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 
-__all__ = ["Validated", "toolkit_entry", "validate"]
+__all__ = ["Validated", "freeze", "toolkit_entry", "validate"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
@@ -58,9 +58,10 @@ _TOOLKIT_OPTIONAL = frozenset({"compiler", "compression"})
 
 @dataclass(frozen=True)
 class Validated:
-    """What ``validate`` found: a read-only document and its typed views."""
+    """What ``validate`` found: the checked document (mutable: freeze() it before
+    handing it out) and its typed views."""
 
-    document: Mapping[str, Any]
+    document: dict[str, Any]
     kernels: dict[str, IndexKernel]
     toolkit: ToolkitEntry | None
 
@@ -123,12 +124,12 @@ def _int(where: str, path: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _freeze(value: Any) -> Any:
+def freeze(value: Any) -> Any:
     """The document, read-only: objects as mapping proxies, lists as tuples (depth is capped)."""
     if isinstance(value, dict):
-        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
+        return tuple(freeze(v) for v in value)
     return value
 
 
@@ -297,4 +298,4 @@ def validate(where: str, document: Any) -> Validated:
         if other != name:
             _fail(where, f"kernels.{name}", f"has the semiring, dtype, pass and variant of kernel {other!r}")
         kernels[name] = kernel
-    return Validated(_freeze(document), kernels, toolkit)
+    return Validated(document, kernels, toolkit)

@@ -17,7 +17,7 @@ from typing import Any
 
 from aotc.errors import IndexFormatError, UnknownKernelError
 from aotc.index._json import parse_index_bytes, read_index_file
-from aotc.index._validate import validate
+from aotc.index._validate import freeze, validate
 from aotc.index.files import FolderFiles, MemberFiles
 from aotc.index.schema import INDEX_NAME
 from aotc.index.views import FileEntry, IndexKernel, KernelKey, ToolkitEntry
@@ -34,7 +34,9 @@ class LibraryIndex(Mapping[str, Any]):
         for messages); ``files`` reads the kernels' files (None: no files to read)."""
         validated = validate(where, parse_index_bytes(data, where))
         self.where = where
-        self.document: Mapping[str, Any] = validated.document
+        self.name: str = validated.document["library"]
+        self._document = validated.document  # frozen on first use: launching never reads it
+        self._frozen: Mapping[str, Any] | None = None
         self.kernels: Mapping[str, IndexKernel] = MappingProxyType(validated.kernels)
         self.toolkit: ToolkitEntry | None = validated.toolkit
         self.by_kind: Mapping[KernelKey, IndexKernel] = MappingProxyType({k.key: k for k in validated.kernels.values()})
@@ -49,8 +51,11 @@ class LibraryIndex(Mapping[str, Any]):
         return cls(read_index_file(path), str(path), FolderFiles(folder))
 
     @property
-    def name(self) -> str:
-        return str(self.document["library"])
+    def document(self) -> Mapping[str, Any]:
+        """The validated document, read-only: objects as mapping proxies, lists as tuples."""
+        if self._frozen is None:
+            self._frozen = freeze(self._document)
+        return self._frozen
 
     @property
     def directory(self) -> Path | None:
@@ -121,10 +126,10 @@ class LibraryIndex(Mapping[str, Any]):
 
     def _ptx_toolkit(self) -> tuple[int, int]:
         # Indexes before the toolkit table named only nvcc's version.
-        text = self.toolkit.version if self.toolkit is not None else str(self.document.get("nvcc_version", ""))
+        text = self.toolkit.version if self.toolkit is not None else str(self._document.get("nvcc_version", ""))
         parts = text.split(".")
         if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-            what = "nvcc_version" if "nvcc_version" in self.document else "toolkit"
+            what = "nvcc_version" if "nvcc_version" in self._document else "toolkit"
             msg = f"{self.where}: {what}: no toolkit version like '13.0.88' (the CUDA version that wrote the PTX)"
             raise IndexFormatError(msg)
         return int(parts[0]), int(parts[1])

@@ -13,8 +13,8 @@ driver in hand (``aotc-cuda12x`` for CUDA 12, after CuPy's ``cupy-cuda12x``).
 Indexes written before the entry existed have no ``toolkit``: nothing is
 checked for them.
 
-Pure: no backend, no I/O. The entry is validated by ``aotc.index``. Driver versions are ``cuDriverGetVersion`` units,
-1000 * major + 10 * minor (12040 is CUDA 12.4).
+Pure: no backend, no I/O; ``aotc.index`` validates the entry. Driver versions
+are ``cuDriverGetVersion`` units, 1000 * major + 10 * minor (12040 is CUDA 12.4).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``aotc.load()``: a kernel library that reads its index at load and each kernel at first use.
 
-Loading reads ``index.json`` and nothing else. The first kernel loaded
+Loading reads ``index.json`` and nothing else, and validates it whole,
+checksums included (``aotc.index``). The first kernel loaded
 checks, once per library, that the backend's driver is new enough for the
 toolkit the index names (``aotc.runtime.driver``). The first use of a kernel
 chooses its image (``select_image`` against the device), opens only that
