@@ -13,6 +13,7 @@ import json
 import os
 import re
 import stat
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +76,13 @@ def _is_symlink(path: Path) -> bool:
         return False
 
 
-# A JSON string (unrolled, so a long string is one fast scan), and the brackets outside strings.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+# A JSON string, and the brackets outside strings. The closing quote is
+# optional so that a string never closed still matches (to the end of the
+# text): a pattern that could fail there would be retried from every later
+# quote, quadratic on text such as '\\"' * 40000.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def _depth(text: str) -> int:
@@ -85,15 +90,10 @@ def _depth(text: str) -> int:
 
     Brackets inside strings do not count. In text that is not JSON (a string
     never closed) the count may come out higher, which only refuses it sooner.
+    Each step runs in C, linear in the length of the text.
     """
-    depth = deepest = 0
-    for bracket in _BRACKET.findall(_STRING.sub("", text)):
-        if bracket in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+    brackets = _NOT_BRACKETS.sub("", _STRING.sub("", text))
+    return max(0, max(accumulate(map(_STEP.__getitem__, brackets)), default=0))
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

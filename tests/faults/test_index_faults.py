@@ -233,9 +233,13 @@ def test_unsealed_and_optional_fields_load(change: Change, check: Callable[[Libr
         (b'{"schema": 2, "schema": 2}', "not a valid index (key 'schema' appears twice in one object)"),
         (b'{"schema": ' + b"9" * 5000 + b"}", "not a valid index (Exceeds the limit"),
         (b"[]", "not an aotc index (the top level is a list, not an object)"),
+        (b'["' + b'\\"' * 100_000 + b"]", "not a valid index (Unterminated string"),
         (b" " * (MAX_INDEX_BYTES + 1), f"more than the {MAX_INDEX_BYTES} an index may have"),
     ],
-    ids=["deep arrays", "deep objects", "empty", "truncated", "not utf-8", "NaN", "duplicate key", "huge integer", "a list", "too big"],
+    ids=[
+        "deep arrays", "deep objects", "empty", "truncated", "not utf-8", "NaN", "duplicate key", "huge integer", "a list",
+        "escaped quotes never closed", "too big",
+    ],  # fmt: skip
 )
 def test_bytes_that_are_not_an_index_are_refused_in_one_line(data: bytes, fragment: str) -> None:
     with pytest.raises(IndexFormatError) as info:
