@@ -278,7 +278,7 @@ def validate(where: str, document: Any) -> Validated:
     if not isinstance(document, dict):
         _fail(where, "", f"not an aotc index (the top level is {_type(document)}, not an object)")
     schema = document.get("schema")
-    if schema != SCHEMA or isinstance(schema, bool):
+    if type(schema) is not int or schema != SCHEMA:  # not True, not 2.0
         hint = "; rebuild the library with this aotc" if schema == 1 else ""
         _fail(where, "", f"index schema {echo(schema)}, this aotc reads schema {SCHEMA}{hint}")
     _object(where, "", document, _TOP_REQUIRED, _TOP_OPTIONAL)

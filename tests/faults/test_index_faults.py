@@ -172,6 +172,7 @@ DOCUMENT_FAULTS = [
     ("schema 1", _set("schema", 1), True, "index schema 1, this aotc reads schema 2; rebuild the library"),
     ("schema missing", _delete("schema"), True, "index schema None, this aotc reads schema 2"),
     ("schema true", _set("schema", True), True, "index schema True"),
+    ("schema a float", _set("schema", 2.0), True, "index schema 2.0, this aotc reads schema 2"),
     ("unknown top key", _set("extra", 1), True, "(top level): unknown key 'extra'"),
     ("library with a newline", _set("library", "a\nb"), True, "library: 'a\\nb' is not a library name"),
     ("kernels a list", _set("kernels", []), False, "kernels: is a list, not an object"),
