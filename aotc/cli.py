@@ -60,7 +60,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from aotc.index import toolkit_label
     from aotc.inspect import inspect_target
 
     failed = False
@@ -68,7 +67,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         index = report.index
         print(
             f"{index.get('library', '?')}: {report.where} "
-            f"(aotc {index.get('aotc_version', '?')}, {toolkit_label(index)})"
+            f"(aotc {index.get('aotc_version', '?')}, {index.toolkit_label()})"
         )
         archs = report.archs()
         rows = [("kernel", *(f"sm_{a}" for a in archs), "regs", "spill", "size", "check")]
@@ -87,7 +86,10 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
             failed = True
             print(f"{len(report.kernels)} kernels, {_size(total)}; {len(report.problems)} problems")
         else:
-            print(f"{len(report.kernels)} kernels, {_size(total)}; every fatbin and source matches its sha256")
+            print(
+                f"{len(report.kernels)} kernels, {_size(total)}; the index's checksums hold "
+                "and every fatbin and source matches its sha256"
+            )
     return 1 if failed else 0
 
 

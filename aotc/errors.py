@@ -97,7 +97,8 @@ class LibraryNotFoundError(AotcError):
 
 
 class IndexFormatError(AotcError):
-    """index.json is unreadable, of another schema, or malformed; the message names the field."""
+    """index.json is unreadable, of another schema, malformed, or edited after the
+    build (a checksum mismatch); the message names the field."""
 
 
 class DamagedLibraryError(AotcError):

@@ -1,22 +1,24 @@
 """Check an installed or packaged kernel library against its index.
 
 Works on a wheel (zip), a library folder, an ``index.json`` path, or the name
-of a library installed with aotc. Every fatbin and source is re-hashed, so a
-flipped byte or a missing file is reported by name.
+of a library installed with aotc. Loading the index checks its own checksums
+(an edited launch geometry or parameter kind is refused in one line); then
+every fatbin and source is re-hashed, so a flipped byte or a missing file is
+reported by name.
 """
 
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from aotc._locations import library_dir
 from aotc.archs import arch_sort_key
-from aotc.errors import IndexFormatError, LibraryNotFoundError
-from aotc.index import INDEX_NAME, read_index, sha256_bytes
+from aotc.errors import DamagedLibraryError, LibraryNotFoundError
+from aotc.index import INDEX_NAME, MAX_INDEX_BYTES, LibraryIndex
+from aotc.index.files import MemberFiles
 
 __all__ = ["KernelReport", "LibraryReport", "inspect_target"]
 
@@ -35,7 +37,7 @@ class KernelReport:
 @dataclass(frozen=True)
 class LibraryReport:
     where: str
-    index: dict[str, Any]
+    index: LibraryIndex  # validated on load: its checksums matched, or there is no report
     kernels: tuple[KernelReport, ...]
 
     @property
@@ -47,48 +49,36 @@ class LibraryReport:
         return sorted(found, key=arch_sort_key)
 
 
-def _check_file(read: Callable[[str], bytes | None], where: str, entry: dict[str, Any]) -> tuple[int, list[str]]:
-    name = entry["file"]
-    data = read(name)
-    if data is None:
-        return 0, [f"{where}/{name}: missing"]
-    problems = []
-    if len(data) != entry["size"]:
-        problems.append(f"{where}/{name}: size {len(data)} bytes, index says {entry['size']}")
-    digest = sha256_bytes(data)
-    if digest != entry["sha256"]:
-        problems.append(f"{where}/{name}: sha256 {digest[:12]}..., index says {entry['sha256'][:12]}...")
-    return len(data), problems
-
-
-def _report(where: str, index_bytes: bytes, read: Callable[[str], bytes | None]) -> LibraryReport:
-    index = read_index(index_bytes, f"{where}/{INDEX_NAME}")
+def _report(where: str, index: LibraryIndex) -> LibraryReport:
+    """Every kernel's fatbin and source re-read and checked against the index."""
     kernels = []
-    for name, entry in index["kernels"].items():
-        try:
-            size, problems = _check_file(read, where, entry["fatbin"])
-            _, source_problems = _check_file(read, where, entry["source"])
-            sass, ptx = tuple(entry["sass"]), tuple(entry["ptx"])
-            usage = list(entry.get("resources", {}).values())
-            registers = max((u["registers"] for u in usage), default=None)
-            spills = max((u["spill_stores"] for u in usage), default=None)
-        except (KeyError, TypeError) as exc:
-            msg = f"{where}/{INDEX_NAME}: kernel {name}: malformed entry ({exc})"
-            raise IndexFormatError(msg) from None
-        kernels.append(KernelReport(name, sass, ptx, size, (*problems, *source_problems), registers, spills))
+    for name, kernel in index.kernels.items():
+        problems, size = [], 0
+        for part in ("fatbin", "source"):
+            try:
+                data = index.read_verified(kernel, part)
+            except DamagedLibraryError as exc:
+                problems.append(str(exc))
+                continue
+            size = len(data) if part == "fatbin" else size
+        usage = list(kernel.resources.values())
+        registers = max((u["registers"] for u in usage if "registers" in u), default=None)
+        spills = max((u["spill_stores"] for u in usage if "spill_stores" in u), default=None)
+        kernels.append(KernelReport(name, kernel.sass, kernel.ptx, size, tuple(problems), registers, spills))
     return LibraryReport(where, index, tuple(kernels))
 
 
 def _folder_reports(folder: Path) -> Iterator[LibraryReport]:
-    def read(name: str) -> bytes | None:
-        path = folder / name
-        return path.read_bytes() if path.is_file() else None
-
-    index_path = folder / INDEX_NAME
-    if not index_path.is_file():
+    if not (folder / INDEX_NAME).is_file():
         msg = f"{folder}: no {INDEX_NAME} here"
         raise LibraryNotFoundError(msg)
-    yield _report(str(folder), index_path.read_bytes(), read)
+    yield _report(str(folder), LibraryIndex.open(folder))
+
+
+def _capped(archive: zipfile.ZipFile, member: str, limit: int) -> bytes:
+    # One byte past the limit is enough for the size check to refuse it.
+    with archive.open(member) as stream:
+        return stream.read(limit + 1)
 
 
 def _wheel_reports(wheel: Path) -> Iterator[LibraryReport]:
@@ -106,11 +96,14 @@ def _wheel_reports(wheel: Path) -> Iterator[LibraryReport]:
         for member in indexes:
             prefix = str(PurePosixPath(member).parent)
 
-            def read(name: str, prefix: str = prefix) -> bytes | None:
+            def read(name: str, limit: int, prefix: str = prefix) -> bytes | None:
                 full = f"{prefix}/{name}"
-                return archive.read(full) if full in members else None
+                return _capped(archive, full, limit) if full in members else None
 
-            yield _report(f"{wheel}!{prefix}", archive.read(member), read)
+            where = f"{wheel}!{prefix}"
+            files = MemberFiles(read, where)
+            index = LibraryIndex(_capped(archive, member, MAX_INDEX_BYTES), f"{where}/{INDEX_NAME}", files)
+            yield _report(where, index)
 
 
 def inspect_target(target: str) -> list[LibraryReport]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 
 from aotc._version import __version__
-from aotc.index import SCHEMA, dumps, sha256_bytes
+from aotc.build.index_writer import dumps, seal
+from aotc.index import SCHEMA, sha256_bytes
 from conftest import RunAotc
 
 MANIFEST = """\
@@ -50,14 +52,32 @@ def write_library(folder: Path) -> Path:
         (folder / f"{name}.fatbin").write_bytes(fatbin)
         (folder / "src" / f"{name}.cu").write_bytes(source)
         kernels[name] = {
+            "symbol": name,
+            "family": "gemm",
+            "semiring": "maxplus",
+            "dtype": "f32",
+            "pass": "forward",
+            "variant": name,
+            "params": [{"name": "M", "ctype": "int", "kind": "i32", "pack": "i"}],
+            "launch": {
+                "block": [8, 8, 1],
+                "grid": [{"extent": "M", "tile": 64}, {"extent": "1", "tile": 1}, {"extent": "1", "tile": 1}],
+                "shared_bytes_static": 0,
+                "shared_bytes_dynamic": 0,
+            },
             "fatbin": {"file": f"{name}.fatbin", "sha256": sha256_bytes(fatbin), "size": len(fatbin)},
             "source": {"file": f"src/{name}.cu", "sha256": sha256_bytes(source), "size": len(source)},
             "sass": ["80"],
             "ptx": ["90"],
             "resources": {"80": {"registers": 40, "spill_stores": 0}},
         }
-    index = {"schema": SCHEMA, "library": "fake", "aotc_version": __version__, "toolkit": {}, "kernels": kernels}
-    (folder / "index.json").write_bytes(dumps(index))
+    toolkit = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driver": 13000, "wheel": "aotc"}
+    semirings = {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0", "counting": False}}
+    index = {
+        "schema": SCHEMA, "library": "fake", "aotc_version": __version__, "toolkit": toolkit,
+        "semirings": semirings, "kernels": kernels,
+    }  # fmt: skip
+    (folder / "index.json").write_bytes(dumps(seal(index)))
     return folder
 
 
@@ -143,10 +163,22 @@ def test_inspect_a_library_folder(run_aotc: RunAotc, tmp_path: Path) -> None:
     result = run_aotc("inspect", str(library))
     assert (result.returncode, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
-    assert lines[0] == f"fake: {library} (aotc {__version__}, ? ?, driver >= ?)"
+    assert lines[0] == f"fake: {library} (aotc {__version__}, nvcc 13.0.88, driver >= 13000)"
     assert re.split(r"\s{2,}", lines[1]) == ["kernel", "sm_80", "sm_90", "regs", "spill", "size", "check"]
     assert re.split(r"\s{2,}", lines[2]) == ["k1", "SASS", "PTX", "40", "0", "0.0 KiB", "ok"]
-    assert lines[-1] == "2 kernels, 0.0 KiB; every fatbin and source matches its sha256"
+    assert lines[-1] == "2 kernels, 0.0 KiB; the index's checksums hold and every fatbin and source matches its sha256"
+
+
+def test_inspect_refuses_an_edited_launch_geometry_in_one_line(run_aotc: RunAotc, tmp_path: Path) -> None:
+    library = write_library(tmp_path / "lib")
+    index = json.loads((library / "index.json").read_text())
+    index["kernels"]["k2"]["launch"]["block"] = [16, 8, 1]  # valid, but not what the build sealed
+    (library / "index.json").write_text(json.dumps(index))
+    result = run_aotc("inspect", str(library))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert one_line_error(result.stderr) == (
+        f"{library}/index.json: kernels.k2.launch: checksum mismatch: edited after the build (rebuild or reinstall the library)"
+    )
 
 
 def test_inspect_a_tampered_fatbin_fails_with_exit_1(run_aotc: RunAotc, tmp_path: Path) -> None:
@@ -187,3 +219,16 @@ def test_a_configuration_error_is_one_line_exit_1(run_aotc: RunAotc, tmp_path: P
     result = run_aotc("warm", "--arch", "9.0", "--library", str(tmp_path), env=env)
     assert (result.returncode, result.stdout) == (1, "")
     assert one_line_error(result.stderr) == "AOTC_JIT='sometimes' is not one of: auto, nvrtc, driver, off"
+
+
+def test_inspect_a_wheel_checks_its_members_and_its_index(run_aotc: RunAotc, tmp_path: Path) -> None:
+    library = write_library(tmp_path / "lib")
+    wheel = tmp_path / "fake-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path in sorted(p for p in library.rglob("*") if p.is_file()):
+            data = b"fatbin TWO!" if path.name == "k2.fatbin" else path.read_bytes()
+            archive.writestr(f"fake/_lib/fake/{path.relative_to(library).as_posix()}", data)
+    result = run_aotc("inspect", str(wheel))
+    assert result.returncode == 1
+    assert one_line_error(result.stderr).startswith(f"{wheel}!fake/_lib/fake/k2.fatbin: sha256 ")
+    assert result.stdout.splitlines()[-1] == "2 kernels, 0.0 KiB; 1 problems"

@@ -1,128 +1,218 @@
+"""``aotc.index.LibraryIndex``: the one reader of index.json. Faults of every
+field are in tests/faults/test_index_faults.py; the writer is tested in
+tests/build/test_index_writer.py."""
+
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
-import re
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from aotc._version import __version__
-from aotc.errors import AotcError
-from aotc.index import (
-    SCHEMA,
-    IndexFormatError,
-    build_index,
-    dumps,
-    kernel_entry,
-    load_index_file,
-    read_index,
-    sha256_bytes,
-    toolkit_label,
-)
-from aotc.build.manifest import Manifest, load_manifest
+from aotc.build.index_writer import dumps, seal
+from aotc.errors import DamagedLibraryError, IndexFormatError, LibraryNotFoundError, UnknownKernelError
+from aotc.index import SCHEMA, LibraryIndex, sha256_bytes
+from aotc.index.files import MemberFiles
+from aotc.index.schema import canonical_json, field_checksums
 
-MANIFEST = """\
-library: mini
-archs: {sass: [75, 80], ptx: [80]}
-semirings:
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-dtypes: [f32]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [maxplus], dtype: [f32], pass: [forward, argmax]}
-    tiles:
-      default: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
-"""
-TOOLKIT = {"compiler": "nvcc", "version": "13.0.88", "min_driver": 13000}
+FATBIN = b"fatbin"
+SOURCE = b"// source\n"
+TOOLKIT = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driver": 13000, "wheel": "aotc"}
+
+
+def _entry(name: str, semiring: str, pass_: str) -> dict[str, Any]:
+    return {
+        "symbol": name, "family": "gemm", "semiring": semiring, "dtype": "f32", "pass": pass_, "variant": "single",
+        "params": [
+            {"name": "A", "ctype": "const float*", "kind": "ptr", "pack": "Q"},
+            {"name": "M", "ctype": "int", "kind": "i32", "pack": "i"},
+            {"name": "lda", "ctype": "long long", "kind": "i64", "pack": "q"},
+        ],
+        "launch": {
+            "block": [8, 4, 1],
+            "grid": [{"extent": "M", "tile": 32}, {"extent": "7", "tile": 2}, {"extent": "1", "tile": 1}],
+            "shared_bytes_static": 1024,
+            "shared_bytes_dynamic": 16,
+        },
+        "fatbin": {"file": f"{name}.fatbin", "sha256": sha256_bytes(FATBIN), "size": len(FATBIN)},
+        "source": {"file": f"src/{name}.cu", "sha256": sha256_bytes(SOURCE), "size": len(SOURCE)},
+        "sass": ["80", "90a"],
+        "ptx": ["75"],
+        "resources": {"80": {"registers": 40, "spill_stores": 2}},
+    }  # fmt: skip
+
+
+def document(toolkit: dict[str, Any] | None = TOOLKIT) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "aotc_version": "0.1.0",
+        "library": "mini",
+        "semirings": {
+            "maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0", "counting": False},
+            "minplus": {"add": "min", "mul": "add", "zero": "+inf", "one": "0", "counting": False},
+        },
+        "kernels": {
+            "gemm_maxplus_forward": _entry("gemm_maxplus_forward", "maxplus", "forward"),
+            "gemm_maxplus_argmax": _entry("gemm_maxplus_argmax", "maxplus", "argmax"),
+            "gemm_minplus_forward": _entry("gemm_minplus_forward", "minplus", "forward"),
+        },
+    }
+    if toolkit is not None:
+        doc["toolkit"] = toolkit
+    else:
+        doc["nvcc_version"] = "12.8.93"
+    return seal(doc)
 
 
 @pytest.fixture
-def manifest(tmp_path: Path) -> Manifest:
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "gemm.cu.j2").write_text("// {{ kernel.name }}\n")
-    path = tmp_path / "manifest.yaml"
-    path.write_text(MANIFEST)
-    return load_manifest(path)
+def folder(tmp_path: Path) -> Path:
+    lib = tmp_path / "lib"
+    (lib / "src").mkdir(parents=True)
+    doc = document()
+    for name in doc["kernels"]:
+        (lib / f"{name}.fatbin").write_bytes(FATBIN)
+        (lib / "src" / f"{name}.cu").write_bytes(SOURCE)
+    (lib / "index.json").write_bytes(dumps(doc))
+    return lib
 
 
-def test_sha256_bytes() -> None:
-    assert sha256_bytes(b"abc") == hashlib.sha256(b"abc").hexdigest()
+def test_open_reads_a_folder(folder: Path) -> None:
+    index = LibraryIndex.open(folder)
+    assert (index.name, index.where, index.directory) == ("mini", str(folder / "index.json"), folder)
+    assert list(index.kernels) == ["gemm_maxplus_forward", "gemm_maxplus_argmax", "gemm_minplus_forward"]
+    assert repr(index) == f"<LibraryIndex 'mini' at {folder / 'index.json'}: 3 kernels>"
 
 
-def test_kernel_entry_records_signature_images_and_checksums(manifest: Manifest) -> None:
-    kernel = manifest.kernels[0]
-    resources = {"80": {"registers": 40, "spill_stores": 0}}
-    entry = kernel_entry(kernel, manifest, b"fatbin", b"// source", resources)
-    assert entry["symbol"] == kernel.symbol
-    assert (entry["family"], entry["semiring"], entry["dtype"], entry["pass"], entry["variant"]) == (
-        "gemm", "maxplus", "f32", "forward", "single",
-    )  # fmt: skip
-    assert entry["params"] == [p.to_json() for p in kernel.params]
-    assert entry["launch"] == kernel.launch.to_json()
-    assert entry["fatbin"] == {"file": f"{kernel.name}.fatbin", "sha256": sha256_bytes(b"fatbin"), "size": 6}
-    assert entry["source"] == {"file": f"src/{kernel.name}.cu", "sha256": sha256_bytes(b"// source"), "size": 9}
-    assert (entry["sass"], entry["ptx"]) == (["75", "80"], ["80"])
-    assert entry["resources"] == resources
+def test_a_kernel_view_holds_params_geometry_images_and_resources() -> None:
+    kernel = LibraryIndex(dumps(document()), "index.json").kernel("gemm_maxplus_forward")
+    assert (kernel.symbol, kernel.family, kernel.key) == ("gemm_maxplus_forward", "gemm", ("maxplus", "f32", "forward", "single"))
+    assert (kernel.param_names, kernel.kinds, kernel.pack_format) == (("A", "M", "lda"), ("ptr", "i32", "i64"), "@Qiq")
+    assert kernel.params[0].ctype == "const float*"
+    assert kernel.launch.block == (8, 4, 1)
+    assert kernel.launch.grid == (("M", 32), ("7", 2), ("1", 1))
+    assert (kernel.launch.shared_bytes_static, kernel.launch.shared_bytes_dynamic) == (1024, 16)
+    assert (kernel.sass, kernel.ptx) == (("80", "90a"), ("75",))
+    assert kernel.fatbin.file == "gemm_maxplus_forward.fatbin" and kernel.fatbin.size == len(FATBIN)
+    assert kernel.file("source").file == "src/gemm_maxplus_forward.cu"
+    assert dict(kernel.resources["80"]) == {"registers": 40, "spill_stores": 2}
 
 
-def test_build_index_keeps_manifest_order_and_names_the_toolkit(manifest: Manifest) -> None:
-    entries = {k.name: {"symbol": k.symbol} for k in reversed(manifest.kernels)}
-    index = build_index(manifest, entries, TOOLKIT)
-    assert index["schema"] == SCHEMA and index["aotc_version"] == __version__
-    assert index["library"] == "mini"
-    assert index["toolkit"] == TOOLKIT
-    assert list(index["kernels"]) == [k.name for k in manifest.kernels]
-    assert index["semirings"] == {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0", "counting": False}}
+def test_kernels_are_found_by_kind() -> None:
+    index = LibraryIndex(dumps(document()), "index.json")
+    assert index.find("maxplus", "f32", "argmax").name == "gemm_maxplus_argmax"
+    assert index.by_kind[("minplus", "f32", "forward", "single")].name == "gemm_minplus_forward"
+    with pytest.raises(UnknownKernelError, match=r"^library 'mini' has no kernel for semiring=maxmul, dtype=f32, pass=forward, variant=single$"):
+        index.find("maxmul", "f32")
 
 
-def test_build_index_needs_an_entry_per_kernel(manifest: Manifest) -> None:
-    with pytest.raises(KeyError):
-        build_index(manifest, {}, TOOLKIT)
+def test_an_unknown_kernel_name_suggests_near_ones() -> None:
+    index = LibraryIndex(dumps(document()), "index.json")
+    with pytest.raises(UnknownKernelError, match=r"^library 'mini' has no kernel 'maxplus' \(did you mean: gemm_maxplus_forward, gemm_maxplus_argmax\)$"):
+        index.kernel("maxplus")
+    with pytest.raises(KeyError):  # UnknownKernelError is a KeyError too
+        index.kernel("nothing")
 
 
-def test_dumps_then_read_index_round_trips(manifest: Manifest) -> None:
-    index = build_index(manifest, {k.name: {"symbol": k.symbol} for k in manifest.kernels}, TOOLKIT)
-    data = dumps(index)
-    assert data.endswith(b"}\n")
-    assert read_index(data, "index.json") == index
+def test_the_toolkit_table_and_the_ptx_toolkit() -> None:
+    index = LibraryIndex(dumps(document()), "index.json")
+    assert index.toolkit is not None
+    assert (index.toolkit.version, index.toolkit.cuda_major, index.toolkit.min_driver, index.toolkit.wheel) == ("13.0.88", 13, 13000, "aotc")
+    assert (index.ptx_toolkit, index.toolkit_label()) == ((13, 0), "nvcc 13.0.88, driver >= 13000")
 
 
-def test_load_index_file(tmp_path: Path) -> None:
-    path = tmp_path / "index.json"
-    path.write_bytes(dumps({"schema": SCHEMA, "kernels": {}}))
-    assert load_index_file(path) == {"schema": SCHEMA, "kernels": {}}
+def test_an_index_without_a_toolkit_table_reads_nvcc_version() -> None:
+    index = LibraryIndex(dumps(document(toolkit=None)), "index.json")
+    assert (index.toolkit, index.ptx_toolkit, index.toolkit_label()) == (None, (12, 8), "nvcc 12.8.93")
 
 
-def test_toolkit_label() -> None:
-    assert toolkit_label({"toolkit": TOOLKIT}) == "nvcc 13.0.88, driver >= 13000"
-    assert toolkit_label({"toolkit": {}}) == "? ?, driver >= ?"
-    assert toolkit_label({"nvcc_version": "12.8"}) == "nvcc 12.8"  # an index from before the toolkit table
-    assert toolkit_label({}) == "nvcc ?"
+def test_archs_lists_every_kernels_archs() -> None:
+    index = LibraryIndex(dumps(document()), "index.json")
+    assert (index.archs("sass"), index.archs("ptx")) == (["80", "90a"], ["75"])
 
 
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        (b"{", r"^lib/index\.json: not a valid index \(Expecting property name"),
-        (b"\xff\xfe", r"^lib/index\.json: not a valid index \("),
-        (b"[]", r"^lib/index\.json: not an aotc index \(no 'kernels' table\)$"),
-        (b'{"kernels": []}', r"^lib/index\.json: not an aotc index \(no 'kernels' table\)$"),
-        (b'{"kernels": {}}', r"^lib/index\.json: index schema None, this aotc reads schema 1$"),
-        (b'{"kernels": {}, "schema": 2}', r"^lib/index\.json: index schema 2, this aotc reads schema 1$"),
-    ],
-)
-def test_read_index_refuses_in_one_line(data: bytes, message: str) -> None:
-    with pytest.raises(IndexFormatError, match=message) as info:
-        read_index(data, "lib/index.json")
-    assert isinstance(info.value, AotcError)
-    assert "\n" not in str(info.value)
+def test_the_document_and_the_views_are_read_only() -> None:
+    index = LibraryIndex(dumps(document()), "index.json")
+    assert index["semirings"]["maxplus"]["zero"] == "-inf"  # the document, as a mapping
+    assert index["kernels"]["gemm_maxplus_forward"]["sass"] == ("80", "90a")
+    with pytest.raises(TypeError):
+        index["semirings"]["maxplus"]["zero"] = "+inf"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        index.kernels["new"] = index.kernel("gemm_maxplus_forward")  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        index.kernel("gemm_maxplus_forward").launch.block = (1, 1, 1)  # type: ignore[misc]
 
 
-def test_load_index_file_names_the_path(tmp_path: Path) -> None:
-    path = tmp_path / "index.json"
-    path.write_text(json.dumps({"kernels": {}, "schema": 0}))
-    with pytest.raises(IndexFormatError, match=f"^{re.escape(str(path))}: index schema 0"):
-        load_index_file(path)
+def test_read_verified_returns_checked_bytes(folder: Path) -> None:
+    index = LibraryIndex.open(folder)
+    assert index.read_verified("gemm_maxplus_forward", "fatbin") == FATBIN
+    assert index.read_verified(index.kernel("gemm_minplus_forward"), "source") == SOURCE
+    assert index.file_label("gemm_maxplus_forward", "source") == str(folder / "src" / "gemm_maxplus_forward.cu")
+
+
+def test_read_verified_refuses_a_flipped_byte_naming_the_file(folder: Path) -> None:
+    (folder / "gemm_maxplus_argmax.fatbin").write_bytes(b"fatbiN")
+    index = LibraryIndex.open(folder)
+    expected = sha256_bytes(FATBIN)[:12]
+    with pytest.raises(DamagedLibraryError) as info:
+        index.read_verified("gemm_maxplus_argmax", "fatbin")
+    assert str(info.value) == (
+        f"{folder}/gemm_maxplus_argmax.fatbin: sha256 {sha256_bytes(b'fatbiN')[:12]}... does not match index.json "
+        f"({expected}...); the library is damaged (reinstall it)"
+    )
+
+
+def test_read_verified_knows_only_fatbin_and_source(folder: Path) -> None:
+    with pytest.raises(IndexFormatError, match=r"^'ptx' is not a kernel file \(fatbin or source\)$"):
+        LibraryIndex.open(folder).read_verified("gemm_maxplus_forward", "ptx")
+
+
+def test_an_index_from_bytes_alone_reads_no_files() -> None:
+    index = LibraryIndex(dumps(document()), "label/index.json")
+    assert index.directory is None
+    with pytest.raises(IndexFormatError, match=r"^label/index\.json: an index read from bytes alone has no files to read$"):
+        index.read_verified("gemm_maxplus_forward", "fatbin")
+
+
+def test_open_of_a_folder_without_an_index(tmp_path: Path) -> None:
+    with pytest.raises(LibraryNotFoundError, match=rf"^{tmp_path}/index\.json: no such file$"):
+        LibraryIndex.open(tmp_path)
+
+
+def test_members_of_an_archive_are_read_capped_and_verified(tmp_path: Path) -> None:
+    wheel = tmp_path / "lib.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("lib/gemm_maxplus_forward.fatbin", FATBIN)
+        archive.writestr("lib/gemm_maxplus_argmax.fatbin", FATBIN * 1000)  # far bigger than recorded
+    asked: list[tuple[str, int]] = []
+    with zipfile.ZipFile(wheel) as archive:
+
+        def read(name: str, limit: int) -> bytes | None:
+            asked.append((name, limit))
+            full = f"lib/{name}"
+            return archive.open(full).read(limit + 1) if full in archive.namelist() else None
+
+        index = LibraryIndex(dumps(document()), "w.whl!lib/index.json", MemberFiles(read, "w.whl!lib"))
+        assert index.read_verified("gemm_maxplus_forward", "fatbin") == FATBIN
+        with pytest.raises(DamagedLibraryError, match=r"^w\.whl!lib/gemm_maxplus_argmax\.fatbin: size 7 bytes, index\.json says 6"):
+            index.read_verified("gemm_maxplus_argmax", "fatbin")
+        with pytest.raises(DamagedLibraryError, match=r"^w\.whl!lib/src/gemm_maxplus_forward\.cu: missing"):
+            index.read_verified("gemm_maxplus_forward", "source")
+    assert asked[1] == ("gemm_maxplus_argmax.fatbin", len(FATBIN))  # asked for no more than the recorded size
+
+
+def test_field_checksums_are_of_canonical_json() -> None:
+    entry = {"launch": {"block": [1, 2, 3], "grid": []}, "other": 1}
+    assert canonical_json(entry["launch"]) == b'{"block":[1,2,3],"grid":[]}'
+    assert field_checksums(entry, ("launch", "absent")) == {"launch": sha256_bytes(b'{"block":[1,2,3],"grid":[]}')}
+
+
+def test_key_order_and_whitespace_do_not_change_the_checksums() -> None:
+    doc = document()
+    shuffled = json.loads(json.dumps(doc))
+    launch = shuffled["kernels"]["gemm_maxplus_forward"]["launch"]
+    shuffled["kernels"]["gemm_maxplus_forward"]["launch"] = dict(reversed(list(launch.items())))
+    data = json.dumps(shuffled, indent=4, sort_keys=True).encode()
+    assert LibraryIndex(data, "index.json").kernel("gemm_maxplus_forward").launch.block == (8, 4, 1)

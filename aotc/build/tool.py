@@ -21,7 +21,8 @@ from aotc.errors import ArchError
 from aotc.build._files import write_if_changed
 from aotc.build.codegen import generate, source_name
 from aotc.errors import AotcError, BuildError, ManifestError
-from aotc.index import INDEX_NAME, SOURCE_DIR, build_index, dumps, kernel_entry
+from aotc.build.index_writer import build_index, dumps, kernel_entry
+from aotc.index.schema import INDEX_NAME, SOURCE_DIR
 from aotc.build.manifest import Manifest, load_manifest
 
 __all__ = ["main"]

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from aotc._version import __version__
 from aotc.errors import AotcError, DriverTooOldError, NoDeviceError
-from aotc.index import INDEX_NAME, load_index_file, toolkit_label
+from aotc.index import INDEX_NAME, IndexKernel, LibraryIndex
 from aotc.runtime.backends import backend_name_from_env, get_backend
 from aotc.runtime.backends.base import Backend, DeviceInfo
 from aotc.runtime.cache import DiskCache, default_cache
-from aotc.runtime.driver import Toolkit, check_driver, cuda_text, toolkit_from_index
-from aotc.runtime.library import installed_libraries, kernel_images, resolve_library, toolkit_version
+from aotc.runtime.driver import Toolkit, check_driver, cuda_text, toolkit_of
+from aotc.runtime.library import installed_libraries, kernel_images, resolve_library
 from aotc.runtime.select import ImageChoice, ImageKind, JitPolicy, Platform, explain_selection, jit_policy_from_env
 
 __all__ = ["Diagnosis", "diagnose"]
@@ -177,21 +177,18 @@ def _library(
 ) -> None:
     directory = resolve_library(name)
     try:
-        index = load_index_file(directory / INDEX_NAME)
-        where = str(directory / INDEX_NAME)
-        toolkit = toolkit_version(index, where)
-        needs = toolkit_from_index(index, where)
+        index = LibraryIndex.open(directory)
     except (AotcError, OSError) as exc:
         report.problem(f"library {name}: cannot read {directory / INDEX_NAME}: {exc}")
         return
-    kernels = list(index["kernels"])
-    sass = sorted({a for k in index["kernels"].values() for a in k.get("sass", ())})
-    ptx = sorted({a for k in index["kernels"].values() for a in k.get("ptx", ())})
+    toolkit = index.ptx_toolkit
+    kernels = list(index.kernels)
+    sass, ptx = index.archs("sass"), index.archs("ptx")
     report.add(
-        f"library {index.get('library', name)}: {directory}, {len(kernels)} kernels, "
-        f"{toolkit_label(index)}; SASS {', '.join(sass) or '-'}; PTX {', '.join(ptx) or '-'}"
+        f"library {index.name}: {directory}, {len(kernels)} kernels, "
+        f"{index.toolkit_label()}; SASS {', '.join(sass) or '-'}; PTX {', '.join(ptx) or '-'}"
     )
-    _driver_check(report, str(index.get("library", name)), needs, driver)
+    _driver_check(report, index.name, toolkit_of(index), driver)
     if platform is None:
         if what:
             report.add(f"  decisions: none to make on {what}; `aotc doctor --arch X.Y` shows them for a GPU")
@@ -202,12 +199,12 @@ def _library(
     assumed = "" if driver else f", driver assumed new enough (CUDA {toolkit[0]}.{toolkit[1]}; --driver X.Y to change)"
     platform_value = Platform(capability, driver or toolkit, nvrtc_archs)
     report.add(f"  decisions for {what}{assumed}:")
-    choices = {k: explain_selection(kernel_images(index, k, where), platform_value, policy) for k in kernels}
+    choices = {k: explain_selection(kernel_images(index, k), platform_value, policy) for k in kernels}
     rows = [("kernel", "decision", "image", "cache")]
     for kernel, choice in choices.items():
         cached = ""
         if choice.kind is ImageKind.NVRTC_JIT:
-            cached = _cached(directory, index["kernels"][kernel], capability, cache)
+            cached = _cached(index, index.kernels[kernel], capability, cache)
         rows.append((kernel, choice.kind.value, _image(choice), cached))
     report.lines.extend("  " + line for line in _table(rows))
     counts = Counter(c.kind.value for c in choices.values())
@@ -235,7 +232,7 @@ def _driver_check(report: Diagnosis, library: str, needs: Toolkit | None, driver
     report.add(f"{have}: OK")
 
 
-def _cached(directory: Path, entry: dict, capability: tuple[int, int], cache: DiskCache | None) -> str:
+def _cached(index: LibraryIndex, kernel: IndexKernel, capability: tuple[int, int], cache: DiskCache | None) -> str:
     """Whether the NVRTC cubin this kernel would need is in the cache already."""
     from aotc.runtime.jit import jit_key, nvrtc_info
 
@@ -243,8 +240,8 @@ def _cached(directory: Path, entry: dict, capability: tuple[int, int], cache: Di
     if cache is None or info is None:
         return "?"
     try:
-        source = (directory / entry["source"]["file"]).read_bytes()
-    except (OSError, KeyError, TypeError):
+        source = index.read_verified(kernel, "source")
+    except AotcError:
         return "no source"
     return "cached" if cache.load(jit_key(source, capability, info)) is not None else "not cached"
 

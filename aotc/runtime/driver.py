@@ -13,8 +13,8 @@ driver in hand (``aotc-cuda12x`` for CUDA 12, after CuPy's ``cupy-cuda12x``).
 Indexes written before the entry existed have no ``toolkit``: nothing is
 checked for them.
 
-Pure: no backend, no I/O. Driver versions are ``cuDriverGetVersion`` units,
-1000 * major + 10 * minor (12040 is CUDA 12.4).
+Pure: no backend, no I/O; ``aotc.index`` validates the entry. Driver versions
+are ``cuDriverGetVersion`` units, 1000 * major + 10 * minor (12040 is CUDA 12.4).
 """
 
 from __future__ import annotations
@@ -22,12 +22,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aotc.errors import DriverTooOldError
-from aotc.errors import IndexFormatError
+from aotc.index import parse_toolkit
 
-__all__ = ["OLDEST_SUPPORTED", "Toolkit", "check_driver", "cuda_text", "toolkit_from_index"]
+if TYPE_CHECKING:
+    from aotc.index import LibraryIndex
+
+__all__ = ["OLDEST_SUPPORTED", "Toolkit", "check_driver", "cuda_text", "toolkit_from_index", "toolkit_of"]
 
 # The oldest driver any aotc wheel runs on: the CUDA 12 lane's minimum.
 OLDEST_SUPPORTED = 12000
@@ -66,33 +69,19 @@ def _major_minor(driver: int) -> str:
     return f"{driver // 1000}.{driver % 1000 // 10}"
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def toolkit_of(index: LibraryIndex) -> Toolkit | None:
+    """The driver's view of an index's ``toolkit`` table (validated when the index was
+    read), or None for an index from before the table existed."""
+    entry = index.toolkit
+    return None if entry is None else Toolkit(entry.version, entry.cuda_major, entry.min_driver, entry.wheel)
 
 
-def toolkit_from_index(index: Mapping[str, Any], where: str) -> Toolkit | None:
-    """The index's ``toolkit`` entry, or None for an index from before it existed."""
-    entry = index.get("toolkit")
-    if entry is None:
+def toolkit_from_index(document: Mapping[str, Any], where: str) -> Toolkit | None:
+    """The same for a bare document: its ``toolkit`` table, checked by the index's validator."""
+    if "toolkit" not in document:
         return None
-    if not isinstance(entry, Mapping):
-        msg = f"{where}: toolkit is {type(entry).__name__}, not an object"
-        raise IndexFormatError(msg)
-    version, cuda_major = entry.get("version"), entry.get("cuda_major")
-    min_driver, wheel = entry.get("min_driver"), entry.get("wheel")
-    if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+(\.\d+)*", version):
-        msg = f"{where}: toolkit.version {version!r} is not a version like '13.0.88'"
-        raise IndexFormatError(msg)
-    if not _int(cuda_major) or cuda_major < 1:
-        msg = f"{where}: toolkit.cuda_major {cuda_major!r} is not a CUDA major version like 13"
-        raise IndexFormatError(msg)
-    if not _int(min_driver) or min_driver < 1000:
-        msg = f"{where}: toolkit.min_driver {min_driver!r} is not a cuDriverGetVersion number like 13000"
-        raise IndexFormatError(msg)
-    if not isinstance(wheel, str) or not wheel.strip():
-        msg = f"{where}: toolkit.wheel {wheel!r} is not a distribution name like 'aotc'"
-        raise IndexFormatError(msg)
-    return Toolkit(version, cuda_major, min_driver, wheel.strip())
+    entry = parse_toolkit(where, document["toolkit"])
+    return Toolkit(entry.version, entry.cuda_major, entry.min_driver, entry.wheel)
 
 
 def check_driver(toolkit: Toolkit | None, driver: int | None, *, library: str = "") -> None:

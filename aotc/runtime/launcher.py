@@ -9,16 +9,17 @@ no objects beyond the packed bytes and the grid tuple.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aotc.errors import ArgumentError, IndexFormatError
+from aotc.errors import ArgumentError
 from aotc.runtime.select import ImageChoice
 
-__all__ = ["KernelSignature", "Launcher"]
+if TYPE_CHECKING:
+    from aotc.index import IndexKernel
 
-_KINDS = {"ptr": "Q", "i32": "i", "i64": "q"}  # the index's pack codes, checked against its kinds
+__all__ = ["KernelSignature", "Launcher"]
 
 
 @dataclass(frozen=True)
@@ -35,33 +36,14 @@ class KernelSignature:
     shared_bytes_dynamic: int
 
     @classmethod
-    def from_index(cls, name: str, entry: Mapping[str, Any], where: str) -> KernelSignature:
-        """Read and check one ``kernels`` entry; errors name ``where`` and the kernel."""
-        try:
-            params = tuple(str(p["name"]) for p in entry["params"])
-            kinds = tuple(str(p["kind"]) for p in entry["params"])
-            codes = tuple(str(p["pack"]) for p in entry["params"])
-            launch = entry["launch"]
-            block = tuple(int(b) for b in launch["block"])
-            grid = tuple((str(axis["extent"]), int(axis["tile"])) for axis in launch["grid"])
-            dynamic = int(launch.get("shared_bytes_dynamic", 0))
-            symbol = str(entry["symbol"])
-        except (KeyError, TypeError, ValueError) as exc:
-            msg = f"{where}: kernel {name!r} has a malformed entry ({type(exc).__name__}: {exc})"
-            raise IndexFormatError(msg) from None
-        problems = []
-        for param, kind, code in zip(params, kinds, codes):
-            if _KINDS.get(kind) != code:
-                problems.append(f"parameter {param!r} has kind {kind!r} and pack code {code!r}")
-        if len(block) != 3 or len(grid) != 3 or min(block) < 1:
-            problems.append(f"launch needs 3 block and 3 grid axes, got block {block} and {len(grid)} grid axes")
-        for extent, tile in grid:
-            if tile < 1 or not (extent.isdigit() or (extent in params and kinds[params.index(extent)] != "ptr")):
-                problems.append(f"grid extent {extent!r} / tile {tile} is neither a size parameter nor a number")
-        if problems:
-            msg = f"{where}: kernel {name!r}: {'; '.join(problems)}"
-            raise IndexFormatError(msg)
-        return cls(name, symbol, params, kinds, "@" + "".join(codes), block, grid, dynamic)  # type: ignore[arg-type]
+    def from_kernel(cls, kernel: IndexKernel) -> KernelSignature:
+        """The signature of a kernel of a validated index (``aotc.index``): its
+        parameters, pack codes and geometry were checked, and are sealed by its checksum."""
+        launch = kernel.launch
+        return cls(
+            kernel.name, kernel.symbol, kernel.param_names, kernel.kinds, kernel.pack_format,
+            launch.block, launch.grid, launch.shared_bytes_dynamic,
+        )  # fmt: skip
 
 
 class Launcher:

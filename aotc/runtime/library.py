@@ -1,6 +1,7 @@
 """``aotc.load()``: a kernel library that reads its index at load and each kernel at first use.
 
-Loading reads ``index.json`` and nothing else. The first kernel loaded
+Loading reads ``index.json`` and nothing else, and validates it whole,
+checksums included (``aotc.index``). The first kernel loaded
 checks, once per library, that the backend's driver is new enough for the
 toolkit the index names (``aotc.runtime.driver``). The first use of a kernel
 chooses its image (``select_image`` against the device), opens only that
@@ -11,19 +12,18 @@ a dict lookup.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aotc._locations import libraries_root, library_dir
-from aotc.errors import DamagedLibraryError, DriverTooOldError, IndexFormatError, LibraryNotFoundError, UnknownKernelError
-from aotc.index import INDEX_NAME, load_index_file
+from aotc.errors import DriverTooOldError, LibraryNotFoundError
+from aotc.index import INDEX_NAME, IndexKernel, LibraryIndex
 from aotc.runtime.backends import Backend, get_backend
 from aotc.runtime.cache import DiskCache
-from aotc.runtime.driver import Toolkit, check_driver, toolkit_from_index
+from aotc.runtime.driver import Toolkit, check_driver, toolkit_of
 from aotc.runtime.launcher import KernelSignature, Launcher
 from aotc.runtime.select import (
     ImageChoice,
@@ -39,7 +39,7 @@ from aotc.runtime.select import (
 if TYPE_CHECKING:  # imported on first use of Library.tropical: it brings the array handling
     from aotc.tropical import Tropical
 
-__all__ = ["Library", "installed_libraries", "kernel_images", "load", "resolve_library", "toolkit_version"]
+__all__ = ["Library", "installed_libraries", "kernel_images", "load", "resolve_library"]
 
 
 def resolve_library(library: str | os.PathLike[str]) -> Path:
@@ -60,26 +60,10 @@ def installed_libraries() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / INDEX_NAME).is_file())
 
 
-def toolkit_version(index: Mapping[str, Any], where: str) -> tuple[int, int]:
-    """(major, minor) of the toolkit (nvcc or NVRTC) that wrote the index's PTX."""
-    toolkit = index.get("toolkit")
-    # Indexes before the toolkit table named only nvcc's version.
-    text = str(toolkit.get("version", "") if isinstance(toolkit, Mapping) else index.get("nvcc_version", ""))
-    parts = text.split(".")
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        msg = f"{where}: toolkit version {text!r} is not a version like '13.0.88'"
-        raise IndexFormatError(msg)
-    return int(parts[0]), int(parts[1])
-
-
-def kernel_images(index: Mapping[str, Any], name: str, where: str) -> KernelImages:
+def kernel_images(index: LibraryIndex, name: str) -> KernelImages:
     """What ``select_image`` needs to know about one kernel of ``index``."""
-    entry = index["kernels"][name]
-    try:
-        return KernelImages(tuple(entry["sass"]), tuple(entry["ptx"]), toolkit_version(index, where), name=name)
-    except (KeyError, TypeError) as exc:
-        msg = f"{where}: kernel {name!r} has no valid sass/ptx lists ({exc})"
-        raise IndexFormatError(msg) from None
+    kernel = index.kernel(name)
+    return KernelImages(kernel.sass, kernel.ptx, index.ptx_toolkit, name=name)
 
 
 class Library:
@@ -98,11 +82,11 @@ class Library:
             known = ", ".join(installed_libraries()) or "none"
             msg = f"no kernel library at {self.directory} ({INDEX_NAME} not found; installed libraries: {known})"
             raise LibraryNotFoundError(msg)
-        self.index: dict[str, Any] = load_index_file(index_path)
-        self._where = str(index_path)
-        self.name: str = str(self.index.get("library", self.directory.name))
+        # Read, validated and checksummed once; kernels' files are read at first use.
+        self.index = LibraryIndex.open(self.directory)
+        self.name: str = self.index.name
         # None for indexes written before the build recorded its toolkit: no driver check.
-        self.toolkit: Toolkit | None = toolkit_from_index(self.index, self._where)
+        self.toolkit: Toolkit | None = toolkit_of(self.index)
         self._driver_checked = self.toolkit is None
         self._driver_problem: str | None = None
         self._backend_spec = backend
@@ -112,11 +96,6 @@ class Library:
         self._kernel_locks: dict[str, threading.Lock] = {}
         self._launchers: dict[str, Launcher] = {}
         self._platforms: dict[bool, Platform] = {}
-        # (semiring, dtype, pass, variant) -> name, from the index alone
-        self._by_kind: dict[tuple[str, str, str, str], str] = {}
-        for kernel, entry in self.index["kernels"].items():
-            key = (entry.get("semiring"), entry.get("dtype"), entry.get("pass"), entry.get("variant", "single"))
-            self._by_kind[key] = kernel  # type: ignore[index]
         self._launchers_by_kind: dict[tuple[str, str, str, str], Launcher] = {}
         self._tropical: Tropical | None = None
 
@@ -124,13 +103,13 @@ class Library:
         return f"<aotc.Library {self.name!r} at {self.directory}: {len(self)} kernels, {len(self._launchers)} loaded>"
 
     def __len__(self) -> int:
-        return len(self.index["kernels"])
+        return len(self.index.kernels)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.index["kernels"])
+        return iter(self.index.kernels)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.index["kernels"]
+        return name in self.index.kernels
 
     @property
     def loaded(self) -> tuple[str, ...]:
@@ -179,11 +158,8 @@ class Library:
         key = (semiring, dtype, pass_, variant)
         launcher = self._launchers_by_kind.get(key)
         if launcher is None:
-            name = self._by_kind.get(key)
-            if name is None:
-                msg = f"library {self.name!r} has no kernel for semiring={semiring}, dtype={dtype}, pass={pass_}, variant={variant}"
-                raise UnknownKernelError(msg)
-            launcher = self._launchers_by_kind[key] = self.kernel(name)
+            kernel = self.index.find(semiring, dtype, pass_, variant)
+            launcher = self._launchers_by_kind[key] = self.kernel(kernel.name)
         return launcher
 
     def launch(self, name: str, *args: int, stream: Any = 0) -> None:
@@ -210,8 +186,7 @@ class Library:
         return platform
 
     def images(self, name: str) -> KernelImages:
-        self._entry(name)
-        return kernel_images(self.index, name, self._where)
+        return kernel_images(self.index, name)
 
     def choose(self, name: str, policy: JitPolicy | str | None = None) -> ImageChoice:
         """The image ``select_image`` picks for ``name`` on this device; raises if none fits."""
@@ -237,72 +212,46 @@ class Library:
 
     # -- first use -------------------------------------------------------------
 
-    def _entry(self, name: str) -> Mapping[str, Any]:
-        try:
-            return self.index["kernels"][name]
-        except KeyError:
-            close = [k for k in self.index["kernels"] if name in k or k in name][:5]
-            hint = f" (did you mean: {', '.join(close)})" if close else ""
-            msg = f"library {self.name!r} has no kernel {name!r}{hint}"
-            raise UnknownKernelError(msg) from None
-
     def _load(self, name: str) -> Launcher:
-        entry = self._entry(name)
+        kernel = self.index.kernel(name)
         with self._mutex:
             lock = self._kernel_locks.setdefault(name, threading.Lock())
         with lock:
             launcher = self._launchers.get(name)
             if launcher is None:
-                launcher = self._launchers[name] = self._prepare(name, entry)
+                launcher = self._launchers[name] = self._prepare(kernel)
         return launcher
 
-    def _prepare(self, name: str, entry: Mapping[str, Any]) -> Launcher:
-        signature = KernelSignature.from_index(name, entry, self._where)
+    def _prepare(self, kernel: IndexKernel) -> Launcher:
+        name = kernel.name
+        signature = KernelSignature.from_kernel(kernel)
         # Before any image is chosen or loaded: an old driver would otherwise fail
         # in cuModuleLoadData with an error that names neither it nor the fix.
         self.check_driver()
         backend = self.backend
+        # Files are verified once per kernel: the launcher is kept.
         if backend.image_format == "source":
             # The emulator compiles the shipped .cu itself; no GPU image applies.
-            source = self._read_checked(name, entry, "source")
+            source = self.index.read_verified(kernel, "source")
             module = backend.load_module(source, name=name, symbols=(signature.symbol,))
-            choice, image = None, f"{entry['source']['file']} built by the {backend.name} backend"
+            choice, image = None, f"{kernel.source.file} built by the {backend.name} backend"
         else:
             choice = self.choose(name)
             if choice.kind is ImageKind.NVRTC_JIT:
                 from aotc.runtime.jit import jit_cubin
 
-                source = self._read_checked(name, entry, "source")
+                source = self.index.read_verified(kernel, "source")
                 capability = self.platform().capability
-                result = jit_cubin(source, entry["source"]["file"], capability, self._cache)
+                result = jit_cubin(source, kernel.source.file, capability, self._cache)
                 data = result.cubin
                 how = "compiled now" if result.compiled else "from the disk cache"
                 image = f"NVRTC cubin for sm_{choice.arch} ({how})"
             else:
-                data = self._read_checked(name, entry, "fatbin")
-                image = f"{entry['fatbin']['file']}: {choice.kind.value} {choice.arch}"
+                data = self.index.read_verified(kernel, "fatbin")
+                image = f"{kernel.fatbin.file}: {choice.kind.value} {choice.arch}"
             module = backend.load_module(data, name=name, symbols=(signature.symbol,))
         function = backend.get_function(module, signature.symbol)
         return Launcher(signature, backend, module, function, choice=choice, image=image)
-
-    def _read_checked(self, name: str, entry: Mapping[str, Any], part: str) -> bytes:
-        """One file of the kernel, verified against the index (once: the launcher is kept)."""
-        try:
-            file = entry[part]["file"]
-            expected = entry[part]["sha256"]
-        except (KeyError, TypeError):
-            msg = f"{self._where}: kernel {name!r} has no {part} file entry"
-            raise IndexFormatError(msg) from None
-        path = self.directory / file
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            msg = f"{path}: cannot read the {part} of kernel {name!r} ({exc.strerror})"
-            raise DamagedLibraryError(msg) from None
-        if hashlib.sha256(data).hexdigest() != expected:
-            msg = f"{path}: sha256 does not match {INDEX_NAME}; the library is damaged (reinstall it)"
-            raise DamagedLibraryError(msg)
-        return data
 
 
 _loaded: dict[tuple[Path, int, int], Library] = {}

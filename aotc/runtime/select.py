@@ -6,13 +6,13 @@ rule in DESIGN.md ("Choosing an image") is tested on a machine without a GPU.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12
 from aotc.errors import ArgumentError, ConfigurationError, IndexFormatError, NoKernelImageError
+from aotc.index.schema import ARCH_TEXT
 
 __all__ = [
     "INTEGRATED_ARCHS",
@@ -27,7 +27,6 @@ __all__ = [
     "select_image",
 ]
 
-_ARCH_RE = re.compile(r"([1-9][0-9]*)([0-9])([af]?)")
 # Among builds for the same (major, minor), the more specific one wins: an
 # 'a' build may use features that the family and plain builds leave out.
 _VARIANT_RANK = {"": 0, "f": 1, "a": 2}
@@ -70,7 +69,7 @@ class Arch:
 
     @classmethod
     def parse(cls, text: str, *, what: str = "arch") -> Arch:
-        match = _ARCH_RE.fullmatch(text) if isinstance(text, str) else None
+        match = ARCH_TEXT.fullmatch(text) if isinstance(text, str) else None
         if match is None:
             expected = "digits and an optional 'a' or 'f', e.g. '86', '90a', '100f'"
             msg = f"malformed {what} {text!r} in the index (expected {expected})"

@@ -16,7 +16,6 @@ so a fully cached run starts no workers.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -26,10 +25,10 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from aotc.errors import AotcError, BuildError, CacheError, LibraryNotFoundError, UnknownKernelError
-from aotc.index import INDEX_NAME, load_index_file
+from aotc.index import INDEX_NAME, LibraryIndex
 from aotc.runtime.cache import DiskCache, default_cache
 from aotc.runtime.jit import NvrtcInfo, jit_cubin, jit_key, nvrtc_info, nvrtc_problem
-from aotc.runtime.library import kernel_images, resolve_library, toolkit_version
+from aotc.runtime.library import kernel_images, resolve_library
 from aotc.runtime.select import ImageKind, JitPolicy, Platform, explain_selection
 
 __all__ = ["WarmPlan", "WarmResult", "plan_warm", "run_warm"]
@@ -85,25 +84,25 @@ def plan_warm(
     if not index_path.is_file():
         msg = f"no kernel library at {directory} ({INDEX_NAME} not found)"
         raise LibraryNotFoundError(msg)
-    index = load_index_file(index_path)
-    names = list(index["kernels"])
-    unknown = [k for k in kernels if k not in index["kernels"]]
+    index = LibraryIndex.open(directory)
+    names = list(index.kernels)
+    unknown = [k for k in kernels if k not in index.kernels]
     if unknown:
-        msg = f"library {index.get('library')!r} has no kernel {', '.join(map(repr, unknown))}"
+        msg = f"library {index.name!r} has no kernel {', '.join(map(repr, unknown))}"
         raise UnknownKernelError(msg)
     order = tuple(k for k in names if not kernels or k in kernels)
     # The driver version only matters where NVRTC is not used; assume one new
     # enough for the library's PTX so that the answer is about the images.
-    platform = Platform(capability, toolkit_version(index, str(index_path)), nvrtc.archs)
+    platform = Platform(capability, index.ptx_toolkit, nvrtc.archs)
     to_compile, not_needed = [], []
     for name in order:
-        choice = explain_selection(kernel_images(index, name, str(index_path)), platform, policy)
+        choice = explain_selection(kernel_images(index, name), platform, policy)
         if choice.kind is ImageKind.NVRTC_JIT:
             to_compile.append(name)
         else:
             not_needed.append((name, choice.reason))
     return WarmPlan(
-        str(index.get("library", directory.name)), directory, capability, nvrtc, policy,
+        index.name, directory, capability, nvrtc, policy,
         tuple(to_compile), tuple(not_needed), order,
     )  # fmt: skip
 
@@ -114,23 +113,19 @@ def run_warm(plan: WarmPlan, *, cache: DiskCache | None = None, jobs: int | None
     if cache.state != "ok":
         msg = f"cannot warm: the cache at {cache.directory} is {cache.state}: {cache.info().reason}"
         raise CacheError(msg)
-    index = load_index_file(plan.directory / INDEX_NAME)
+    index = LibraryIndex.open(plan.directory)
     results: dict[str, WarmResult] = {name: WarmResult(name, NOT_NEEDED, why) for name, why in plan.not_needed}
-    misses: list[tuple[str, str, str]] = []
+    misses: list[tuple[str, bytes, str]] = []
     for name in plan.to_compile:
-        source_entry = index["kernels"][name]["source"]
-        path = plan.directory / source_entry["file"]
         try:
-            source = path.read_bytes()
-        except OSError as exc:
-            results[name] = WarmResult(name, FAILED, f"{path}: {exc.strerror}")
+            source = index.read_verified(name, "source")
+        except AotcError as exc:  # a missing or damaged source fails this kernel, not the run
+            results[name] = WarmResult(name, FAILED, str(exc))
             continue
-        if hashlib.sha256(source).hexdigest() != source_entry["sha256"]:
-            results[name] = WarmResult(name, FAILED, f"{path}: sha256 does not match {INDEX_NAME}")
-        elif cache.load(jit_key(source, plan.capability, plan.nvrtc)) is not None:
+        if cache.load(jit_key(source, plan.capability, plan.nvrtc)) is not None:
             results[name] = WarmResult(name, HIT, "already in the cache")
         else:
-            misses.append((name, str(path), source_entry["file"]))
+            misses.append((name, source, index.kernel(name).source.file))
 
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(misses)))
     pending = _compile(misses, plan.capability, cache, jobs)
@@ -142,7 +137,7 @@ def run_warm(plan: WarmPlan, *, cache: DiskCache | None = None, jobs: int | None
 
 
 def _compile(
-    misses: list[tuple[str, str, str]], capability: tuple[int, int], cache: DiskCache, jobs: int
+    misses: list[tuple[str, bytes, str]], capability: tuple[int, int], cache: DiskCache, jobs: int
 ) -> Iterator[WarmResult]:
     if jobs <= 1:
         for miss in misses:
@@ -158,12 +153,13 @@ def _compile(
 
 
 def _compile_one(
-    name: str, path: str, file: str, capability: tuple[int, int], cache_dir: str, max_bytes: int
+    name: str, source: bytes, file: str, capability: tuple[int, int], cache_dir: str, max_bytes: int
 ) -> WarmResult:
     """Runs in a worker process: one kernel through the cache (its flock makes racing fills safe)."""
     start = time.perf_counter()
     try:
-        result = jit_cubin(Path(path).read_bytes(), file, capability, DiskCache(cache_dir, max_bytes=max_bytes))
+        # The verified bytes travel to the worker: it reads nothing the index did not check.
+        result = jit_cubin(source, file, capability, DiskCache(cache_dir, max_bytes=max_bytes))
     except (AotcError, OSError) as exc:
         return WarmResult(name, FAILED, str(exc), time.perf_counter() - start)
     outcome = COMPILED if result.compiled else HIT

@@ -15,7 +15,7 @@ import os
 import pytest
 
 from aotc import _sass
-from aotc.index import toolkit_label
+from aotc.index import LibraryIndex
 from conftest import REPO, installed_library
 
 BUDGET = json.loads((REPO / "benchmarks" / "sass_budget.json").read_text())
@@ -44,7 +44,7 @@ def test_k_loops_stay_within_budget(arch: str) -> None:
         pytest.skip(reason)
     measured = _sass.kernel_figures(library, arch, tools, list(budget))
     problems = _sass.over_budget(measured, budget, BUDGET["tolerance"])
-    assert not problems, f"sm_{arch}, {toolkit_label(index)} (budget from {BUDGET['nvcc']}):\n" + "\n".join(problems)
+    assert not problems, f"sm_{arch}, {LibraryIndex.open(library).toolkit_label()} (budget from {BUDGET['nvcc']}):\n" + "\n".join(problems)
 
 
 def test_every_product_kernel_has_a_budget_at_sm_90() -> None:

@@ -43,8 +43,9 @@ def make_library(
     ``manifest_text`` replaces the fixture's manifest (same templates), for a library of other kernels.
     """
     from aotc.build.codegen import generate, source_name
-    from aotc.index import INDEX_NAME, build_index, dumps, kernel_entry
+    from aotc.build.index_writer import build_index, dumps, kernel_entry, seal
     from aotc.build.manifest import load_manifest
+    from aotc.index import INDEX_NAME
 
     project = _project(root / "project")
     if manifest_text is not None:
@@ -68,16 +69,19 @@ def make_library(
     index = build_index(manifest, entries, {})
     del index["toolkit"]
     index["nvcc_version"] = "13.0.88"
-    (lib / INDEX_NAME).write_bytes(dumps(index))
+    (lib / INDEX_NAME).write_bytes(dumps(seal(index)))
     return lib
 
 
-def rewrite_index(lib: Path, change: Any) -> None:
-    """Apply ``change(index)`` to ``lib``'s index.json in place."""
+def rewrite_index(lib: Path, change: Any, *, reseal: bool = True) -> None:
+    """Apply ``change(index)`` to ``lib``'s index.json in place, then rewrite its
+    checksums as a build would (``reseal=False`` leaves them: a tampered index)."""
+    from aotc.build.index_writer import seal
+
     path = lib / "index.json"
     index = json.loads(path.read_text())
     change(index)
-    path.write_text(json.dumps(index, indent=1))
+    path.write_text(json.dumps(seal(index) if reseal else index, indent=1))
 
 
 def build_library(root: Path, arch: str = "80") -> Path:

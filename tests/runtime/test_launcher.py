@@ -6,7 +6,9 @@ from typing import Any
 import pytest
 
 from aotc.build.abi import Tile, kernel_params, launch_geometry
-from aotc.errors import AotcError
+from aotc.build.index_writer import dumps, seal
+from aotc.errors import AotcError, IndexFormatError
+from aotc.index import SCHEMA, LibraryIndex
 from aotc.runtime.launcher import KernelSignature, Launcher
 from aotc.semiring import DTYPES
 
@@ -15,11 +17,21 @@ TILE = Tile(block_m=32, block_n=64, block_k=8, thread_m=4, thread_n=8)
 
 def index_entry(pass_name: str = "forward", variant: str = "single") -> dict[str, Any]:
     """An index entry as the build writes it, from the same ABI module."""
+    file = {"file": "gemm.fatbin", "sha256": "0" * 64, "size": 0}
     return {
         "symbol": f"aotc_gemm_{pass_name}_{variant}",
+        "family": "gemm", "semiring": "maxplus", "dtype": "f32", "pass": pass_name, "variant": variant,
         "params": [p.to_json() for p in kernel_params(pass_name, variant, DTYPES["f32"])],
         "launch": launch_geometry(TILE, 4, pass_name, variant).to_json(),
-    }
+        "fatbin": file, "source": {**file, "file": "src/gemm.cu"}, "sass": ["80"], "ptx": ["80"],
+    }  # fmt: skip
+
+
+def signature(entry: dict[str, Any], name: str = "gemm") -> KernelSignature:
+    """The signature the runtime builds: through a sealed, validated index."""
+    semirings = {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0", "counting": False}}
+    document = {"schema": SCHEMA, "library": "lib", "nvcc_version": "13.0.88", "semirings": semirings, "kernels": {name: entry}}
+    return KernelSignature.from_kernel(LibraryIndex(dumps(seal(document)), "lib/index.json").kernel(name))
 
 
 class RecordingBackend:
@@ -33,20 +45,19 @@ class RecordingBackend:
 
 
 def make_launcher(entry: dict[str, Any] | None = None, name: str = "gemm") -> tuple[Launcher, RecordingBackend]:
-    signature = KernelSignature.from_index(name, entry or index_entry(), "lib/index.json")
     backend = RecordingBackend()
-    return Launcher(signature, backend, "module", "function", choice=None, image="sm_80 SASS"), backend
+    return Launcher(signature(entry or index_entry(), name), backend, "module", "function", choice=None, image="sm_80 SASS"), backend
 
 
 def test_signature_from_index() -> None:
-    signature = KernelSignature.from_index("gemm", index_entry(), "lib/index.json")
-    assert signature.symbol == "aotc_gemm_forward_single"
-    assert signature.params == ("A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc")
-    assert signature.kinds == ("ptr",) * 3 + ("i32",) * 3 + ("i64",) * 3
-    assert signature.format == "@QQQiiiqqq"
-    assert signature.block == (8, 8, 1)
-    assert signature.grid == (("N", 64), ("M", 32), ("1", 1))
-    assert signature.shared_bytes_dynamic == 0
+    sig = signature(index_entry())
+    assert sig.symbol == "aotc_gemm_forward_single"
+    assert sig.params == ("A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc")
+    assert sig.kinds == ("ptr",) * 3 + ("i32",) * 3 + ("i64",) * 3
+    assert sig.format == "@QQQiiiqqq"
+    assert sig.block == (8, 8, 1)
+    assert sig.grid == (("N", 64), ("M", 32), ("1", 1))
+    assert sig.shared_bytes_dynamic == 0
 
 
 def test_one_call_is_one_launch_with_one_packed_block() -> None:
@@ -132,30 +143,18 @@ def test_a_fixed_extent_gives_a_fixed_grid() -> None:
     assert launcher.grid(0, 0, 0, 33, 0, 0, 0, 0, 0) == (2, 2, 1)
 
 
-def test_malformed_entry_names_file_and_kernel() -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda e: e.pop("launch"), r"kernels\.gemm\.launch: missing$"),
+        (lambda e: e["params"][3].update(pack="q"), r"kernels\.gemm\.params\[3\]\.pack: 'q' is not the pack code of kind 'i32' \('i'\)$"),
+        (lambda e: e["launch"]["grid"][1].update(extent="A"), r"kernels\.gemm\.launch\.grid\[1\]\.extent: 'A' is neither a size parameter nor a number$"),
+        (lambda e: e["launch"].update(block=[8, 8]), r"kernels\.gemm\.launch\.block: needs 3 axes$"),
+    ],
+)
+def test_a_malformed_entry_never_becomes_a_signature(change: Any, message: str) -> None:
     entry = index_entry()
-    del entry["launch"]
-    with pytest.raises(AotcError, match=r"^lib/index\.json: kernel 'gemm' has a malformed entry \(KeyError: 'launch'\)$"):
-        KernelSignature.from_index("gemm", entry, "lib/index.json")
-
-
-def test_pack_code_disagreeing_with_kind_is_refused() -> None:
-    entry = index_entry()
-    entry["params"][3]["pack"] = "q"
-    with pytest.raises(AotcError, match=r"^lib/index\.json: kernel 'gemm': parameter 'M' has kind 'i32' and pack code 'q'$"):
-        KernelSignature.from_index("gemm", entry, "lib/index.json")
-
-
-def test_grid_extent_must_be_a_size_parameter_or_a_number() -> None:
-    entry = index_entry()
-    entry["launch"]["grid"][1] = {"extent": "A", "tile": 32}  # a pointer is no extent
-    with pytest.raises(AotcError, match=r"grid extent 'A' / tile 32 is neither a size parameter nor a number$"):
-        KernelSignature.from_index("gemm", entry, "lib/index.json")
-
-
-def test_launch_needs_three_axes() -> None:
-    entry = index_entry()
-    entry["launch"]["block"] = [8, 8]
-    with pytest.raises(AotcError, match=r"launch needs 3 block and 3 grid axes, got block \(8, 8\) and 3 grid axes$"):
-        KernelSignature.from_index("gemm", entry, "lib/index.json")
-
+    change(entry)
+    with pytest.raises(IndexFormatError, match=r"^lib/index\.json: " + message) as info:
+        signature(entry)
+    assert isinstance(info.value, AotcError)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 import aotc
-from aotc.errors import AotcError, NoKernelImageError
+from aotc.errors import AotcError, DamagedLibraryError, IndexFormatError, NoKernelImageError
 from aotc.runtime import library as library_module
 from aotc.runtime.library import Library, load
 from aotc.runtime.select import ImageKind
@@ -139,19 +140,45 @@ def test_unknown_kernel_names_the_close_ones(lib_dir: Path) -> None:
 
 
 def test_damaged_fatbin_is_refused_in_one_line(lib_dir: Path) -> None:
-    (lib_dir / f"{FORWARD}.fatbin").write_bytes(b"flipped")
+    path = lib_dir / f"{FORWARD}.fatbin"
+    data = path.read_bytes()
+    path.write_bytes(bytes([data[0] ^ 1]) + data[1:])  # same size, one bit flipped
     lib = load(lib_dir, backend=RecordingBackend())
-    with pytest.raises(AotcError, match="sha256 does not match index.json") as info:
+    with pytest.raises(DamagedLibraryError, match=rf"^{re.escape(str(path))}: sha256 [0-9a-f]{{12}}\.\.\. does not match index\.json") as info:
         lib.kernel(FORWARD)
     assert "\n" not in str(info.value)
     lib.kernel(MINPLUS)  # the others still load
 
 
-def test_malformed_entry_names_the_kernel(lib_dir: Path) -> None:
-    rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD]["params"][0].update(pack="i"))
+def test_a_fatbin_of_another_size_is_refused_before_it_is_read(lib_dir: Path) -> None:
+    path = lib_dir / f"{FORWARD}.fatbin"
+    path.write_bytes(b"flipped")
     lib = load(lib_dir, backend=RecordingBackend())
-    with pytest.raises(AotcError, match=f"kernel '{FORWARD}': parameter 'A' has kind 'ptr' and pack code 'i'"):
+    with pytest.raises(DamagedLibraryError, match=rf"^{re.escape(str(path))}: size 7 bytes, index\.json says \d+; the library is damaged"):
         lib.kernel(FORWARD)
+
+
+def test_a_symlinked_fatbin_is_refused(lib_dir: Path, tmp_path: Path) -> None:
+    path = lib_dir / f"{FORWARD}.fatbin"
+    outside = tmp_path / "elsewhere.fatbin"
+    outside.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(outside)
+    lib = load(lib_dir, backend=RecordingBackend())
+    with pytest.raises(DamagedLibraryError, match=rf"^{re.escape(str(path))}: a symlink; library files must be regular files"):
+        lib.kernel(FORWARD)
+
+
+def test_malformed_entry_is_refused_at_load_naming_the_field(lib_dir: Path) -> None:
+    rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD]["params"][0].update(pack="i"))
+    with pytest.raises(IndexFormatError, match=rf"kernels\.{FORWARD}\.params\[0\]\.pack: 'i' is not the pack code of kind 'ptr' \('Q'\)$"):
+        load(lib_dir, backend=RecordingBackend())
+
+
+def test_an_edited_block_size_is_refused_at_load(lib_dir: Path) -> None:
+    rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD]["launch"].update(block=[32, 8, 1]), reseal=False)
+    with pytest.raises(IndexFormatError, match=rf"index\.json: kernels\.{FORWARD}\.launch: checksum mismatch"):
+        load(lib_dir, backend=RecordingBackend())
 
 
 # -- choosing the image --------------------------------------------------------

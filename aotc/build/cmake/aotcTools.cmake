@@ -15,7 +15,8 @@ get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOL
 # in aotc (the runtime, the tropical API) reruns no codegen.
 set(_AOTC_GENERATOR_FILES "")
 foreach(module IN ITEMS
-    __init__ _version _locations errors index archs semiring
+    __init__ _version errors archs semiring
+    index/__init__ index/schema build/index_writer
     build/__init__ build/tool build/_files build/codegen build/manifest build/_checks build/_manifest_fields
     build/_yaml build/abi build/resources)
   list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")

@@ -1,0 +1,94 @@
+"""Writing ``index.json``: one build's kernels, images and checksums.
+
+The index is written once per build from the manifest (names, signatures,
+launch geometry), the compiled fatbins (checksums, sizes) and the
+architecture lists actually used. Reading it is ``aotc.index.LibraryIndex``;
+the schema constants and the checksum rule both sides use are in
+``aotc.index.schema``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from aotc._version import __version__
+from aotc.index.schema import (
+    CHECKSUM_KEY,
+    KERNEL_SEALED,
+    SCHEMA,
+    SOURCE_DIR,
+    TOP_SEALED,
+    field_checksums,
+    sha256_bytes,
+)
+
+if TYPE_CHECKING:
+    from aotc.build.manifest import KernelSpec, Manifest
+
+__all__ = ["build_index", "dumps", "kernel_entry", "seal"]
+
+
+def _file_entry(name: str, data: bytes) -> dict[str, Any]:
+    return {"file": name, "sha256": sha256_bytes(data), "size": len(data)}
+
+
+def kernel_entry(
+    kernel: KernelSpec, manifest: Manifest, fatbin: bytes, source: bytes, resources: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """The index entry of one compiled kernel; ``resources`` is ptxas' report per SASS arch."""
+    return {
+        "symbol": kernel.symbol,
+        "family": kernel.family,
+        "semiring": kernel.semiring.name,
+        "dtype": kernel.dtype.name,
+        "pass": kernel.pass_name,
+        "variant": kernel.variant,
+        "params": [p.to_json() for p in kernel.params],
+        "launch": kernel.launch.to_json(),
+        "fatbin": _file_entry(f"{kernel.name}.fatbin", fatbin),
+        "sass": list(manifest.archs.sass),
+        "ptx": list(manifest.archs.ptx),
+        "source": _file_entry(f"{SOURCE_DIR}/{kernel.name}.cu", source),
+        "resources": resources,
+    }
+
+
+def seal(index: dict[str, Any]) -> dict[str, Any]:
+    """Write (or rewrite) the checksum tables of ``index`` in place; returns it.
+
+    Each kernel's table covers what a launch reads (``KERNEL_SEALED``), the
+    top level's the semirings; the reader recomputes them on load.
+    """
+    for entry in index.get("kernels", {}).values():
+        entry.pop(CHECKSUM_KEY, None)
+        entry[CHECKSUM_KEY] = field_checksums(entry, KERNEL_SEALED)
+    index.pop(CHECKSUM_KEY, None)
+    index[CHECKSUM_KEY] = field_checksums(index, TOP_SEALED)
+    return index
+
+
+def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], toolkit: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole index document, kernels in manifest order, sealed.
+
+    ``toolkit`` says what compiled the images and the oldest driver that loads
+    them (``min_driver``, in cuDriverGetVersion units), so the runtime can refuse
+    an older driver in one line instead of failing at the first launch.
+    """
+    index = {
+        "schema": SCHEMA,
+        "aotc_version": __version__,
+        "toolkit": dict(toolkit),
+        "library": manifest.library,
+        "semirings": {
+            s.name: {"add": s.add, "mul": s.mul, "zero": s.zero, "one": s.one, "counting": s.counting}
+            for s in manifest.semirings
+        },
+        "kernels": {k.name: dict(entries[k.name]) for k in manifest.kernels},
+    }
+    return seal(index)
+
+
+def dumps(index: Mapping[str, Any]) -> bytes:
+    return (json.dumps(index, indent=1) + "\n").encode("utf-8")
