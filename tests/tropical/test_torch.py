@@ -66,3 +66,20 @@ def test_autograd_through_a_second_library_uses_its_kernels(other: Any) -> None:
     np.testing.assert_array_equal(c.detach().numpy(), want_c)
     np.testing.assert_allclose(a.grad.numpy(), want_a, rtol=1e-6)
     np.testing.assert_allclose(b.grad.numpy(), want_b, rtol=1e-6)
+
+
+def test_empty_tensor_products_launch_nothing() -> None:
+    c, k = tropical.matmul_argmax(torch.ones(2, 0, dtype=torch.float64), torch.ones(0, 3, dtype=torch.float64))
+    assert c.tolist() == [[-np.inf] * 3] * 2 and k.tolist() == [[-1] * 3] * 2 and k.dtype == torch.int32
+    assert tropical.matmul(torch.ones(0, 2, 3), torch.ones(3, 4)).shape == (0, 2, 4)
+    pairs = tropical.matmul(torch.ones(2, 0, 2), torch.ones(0, 1, 2), "counting")
+    assert pairs.tolist() == [[[-np.inf, 0.0]]] * 2
+
+
+def test_out_sharing_memory_with_an_input_is_refused() -> None:
+    a = torch.ones(2, 2)
+    with pytest.raises(ValueError, match="^out: shares memory with a; pass a separate array$"):
+        tropical.matmul(a, torch.ones(2, 2), out=a)
+    with pytest.raises(ValueError, match="^k_out: shares memory with out"):
+        buffer = torch.zeros(8)
+        tropical.matmul_argmax(a, a, out=buffer[:4].view(2, 2), k_out=buffer[2:6].view(torch.int32).view(2, 2))
