@@ -235,9 +235,14 @@ def _better(term: np.ndarray, best: np.ndarray, sr: Semiring) -> np.ndarray:
     return beats
 
 
+def _batch(a: np.ndarray, b: np.ndarray) -> int:
+    """The product's batch: a batch of 1 (a 2-D operand) broadcasts, even onto a batch of 0."""
+    return b.shape[0] if a.shape[0] == 1 else a.shape[0]
+
+
 def _reduce(a: np.ndarray, b: np.ndarray, sr: Semiring) -> tuple[np.ndarray, np.ndarray]:
     """C and kstar for batched a (Ba, M, K) and b (Bb, K, N), one k at a time."""
-    batch, m, k_size, n = max(a.shape[0], b.shape[0]), a.shape[1], a.shape[2], b.shape[2]
+    batch, m, k_size, n = _batch(a, b), a.shape[1], a.shape[2], b.shape[2]
     zero = _scalar(sr.zero, a.dtype)
     best = np.full((batch, m, n), zero, dtype=a.dtype)
     kstar = np.full((batch, m, n), -1, dtype=KSTAR_DTYPE)
@@ -251,7 +256,7 @@ def _reduce(a: np.ndarray, b: np.ndarray, sr: Semiring) -> tuple[np.ndarray, np.
 
 def _reduce_counting(a: np.ndarray, b: np.ndarray, sr: Semiring) -> tuple[np.ndarray, ...]:
     """Value, count and kstar for batched counting operands (..., 2)."""
-    batch, m, k_size, n = max(a.shape[0], b.shape[0]), a.shape[1], a.shape[2], b.shape[2]
+    batch, m, k_size, n = _batch(a, b), a.shape[1], a.shape[2], b.shape[2]
     dtype = a.dtype
     zero = _scalar(sr.zero, dtype)
     best = np.full((batch, m, n), zero, dtype=dtype)

@@ -16,7 +16,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aotc._locations import libraries_root, library_dir
 from aotc.errors import DriverTooOldError, LibraryNotFoundError
@@ -35,9 +35,6 @@ from aotc.runtime.select import (
     jit_policy_from_env,
     select_image,
 )
-
-if TYPE_CHECKING:  # imported on first use of Library.tropical: it brings the array handling
-    from aotc.tropical import Tropical
 
 __all__ = ["Library", "installed_libraries", "kernel_images", "load", "resolve_library"]
 
@@ -97,7 +94,9 @@ class Library:
         self._launchers: dict[str, Launcher] = {}
         self._platforms: dict[bool, Platform] = {}
         self._launchers_by_kind: dict[tuple[str, str, str, str], Launcher] = {}
-        self._tropical: Tropical | None = None
+        # Per-library state of the packages built over the runtime, keyed by their
+        # module name (an API keeps its handle here), so the runtime imports none of them.
+        self.extensions: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"<aotc.Library {self.name!r} at {self.directory}: {len(self)} kernels, {len(self._launchers)} loaded>"
@@ -127,20 +126,6 @@ class Library:
                     self._backend = get_backend(spec if isinstance(spec, str) else None)
                 backend = self._backend
         return backend
-
-    @property
-    def tropical(self) -> Tropical:
-        """The ``aotc.tropical`` functions over this library's kernels, leaving the
-        module's default library alone: ``aotc.load(folder).tropical.matmul(a, b, "maxmin")``."""
-        api = self._tropical
-        if api is None:
-            from aotc.tropical import Tropical
-
-            with self._mutex:
-                if self._tropical is None:
-                    self._tropical = Tropical(self)
-                api = self._tropical
-        return api
 
     # -- the per-call surface ------------------------------------------------
 

@@ -16,7 +16,17 @@ from typing import Any
 
 from aotc.errors import ArgumentError, ArgumentTypeError
 
-__all__ = ["Operand", "as_operand", "contiguous", "empty_like_kind", "is_row_major", "zeros_like_kind"]
+__all__ = [
+    "Operand",
+    "as_operand",
+    "contiguous",
+    "empty_like_kind",
+    "fill",
+    "is_row_major",
+    "is_writable",
+    "overlaps",
+    "zeros_like_kind",
+]
 
 DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool"}
 # NumPy's dtype.name is computed in Python and costs microseconds: dtypes are
@@ -213,10 +223,6 @@ def zeros_like_kind(like: Operand, shape: tuple[int, ...], dtype: str) -> Any:
     return _allocate(like, shape, dtype, zero=True)
 
 
-def itemsize(dtype: str) -> int:
-    return _ITEMSIZE[dtype]
-
-
 def is_row_major(op: Operand) -> bool:
     """Whether ``op`` is contiguous in C order (extents of 1 may have any stride)."""
     step = 1
@@ -225,3 +231,60 @@ def is_row_major(op: Operand) -> bool:
             return False
         step *= extent
     return True
+
+
+def is_writable(op: Operand) -> bool:
+    """Whether the kernel may write ``op``'s memory: a read-only NumPy array
+    (``writeable=False``, a view of ``bytes``, a read-only mmap) or a CUDA array
+    that declares itself read-only is not. Tensors are always writable."""
+    if op.kind == "numpy":
+        return bool(op.obj.flags.writeable)
+    if op.kind == "cai":
+        data = op.obj.__cuda_array_interface__.get("data") or (0, False)
+        return not data[1]
+    return True
+
+
+def _byte_span(op: Operand) -> tuple[int, int]:
+    """[first, last) byte that ``op`` can touch; empty arrays touch none."""
+    if 0 in op.shape:
+        return op.pointer, op.pointer
+    itemsize = op.obj.dtype.itemsize if op.kind == "numpy" else _ITEMSIZE.get(op.dtype, 8)
+    low = high = 0
+    for extent, stride in zip(op.shape, op.strides):
+        reach = (extent - 1) * stride
+        if reach < 0:
+            low += reach
+        else:
+            high += reach
+    return op.pointer + low * itemsize, op.pointer + (high + 1) * itemsize
+
+
+def overlaps(x: Operand, y: Operand) -> bool:
+    """Whether ``x`` and ``y`` may share memory: NumPy decides exactly, for
+    anything else intersecting byte ranges count as sharing."""
+    if x.device != y.device:
+        return False
+    if x.kind == "numpy" and y.kind == "numpy" and x.obj is not y.obj and x.obj.base is None and y.obj.base is None:
+        return False  # two arrays that each own their memory: the common case, decided without arithmetic
+    x0, x1 = _byte_span(x)
+    y0, y1 = _byte_span(y)
+    if x1 <= y0 or y1 <= x0:
+        return False
+    if x.kind == "numpy" and y.kind == "numpy":
+        import numpy as np
+
+        return bool(np.shares_memory(x.obj, y.obj))
+    return True
+
+
+def fill(op: Operand, value: Any) -> None:
+    """Set every element of the result ``op`` (or of its last axis' ``[..., 0]``
+    and ``[..., 1]`` when ``value`` is a (value, count) pair) in place."""
+    obj = op.obj
+    if isinstance(value, tuple):
+        obj[..., 0], obj[..., 1] = value
+    elif hasattr(obj, "__setitem__"):
+        obj[...] = value
+    else:  # pycuda's GPUArray has fill() and no item assignment
+        obj.fill(value)

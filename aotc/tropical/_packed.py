@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
 
 __all__ = ["PackedBool", "pack_bool"]
 
@@ -45,6 +45,9 @@ def pack_bool(a: Any, axis: int = 1) -> PackedBool:
     """Pack the 2-D bool array ``a`` along ``axis``: 1 for a left operand
     (A, packed along k per row), 0 for a right one (B, along k per column).
     A bool byte other than 0 counts as True, as NumPy counts it."""
+    if type(axis) is not int:
+        msg = f"axis: expected 0 (pack each column, for B) or 1 (each row, for A), got {echo(axis)}"
+        raise ArgumentTypeError(msg)
     array = np.asarray(a)
     if array.dtype != np.bool_ or array.ndim != 2:
         msg = f"a: expected a 2-D bool array, got {array.dtype} of shape {array.shape}"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from aotc.tropical import Tropical
+    from aotc.tropical._call import Tropical
 
 __all__ = ["TropicalMatmul", "tropical_matmul"]
 

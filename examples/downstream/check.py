@@ -18,7 +18,7 @@ capacity = rng.uniform(0, 10, size=(37, 37)).astype(np.float32)
 widest = bottleneck.widest_paths(capacity, hops=3)
 expected = reference.matmul(reference.matmul(capacity, capacity, MAXMIN), capacity, MAXMIN)
 np.testing.assert_array_equal(widest, expected)
-value, k = bottleneck.kernels().tropical.matmul_argmax(capacity, capacity, "maxmin")
+value, k = tropical.over(bottleneck.kernels()).matmul_argmax(capacity, capacity, "maxmin")
 np.testing.assert_array_equal(value, reference.matmul(capacity, capacity, MAXMIN))
 np.testing.assert_array_equal(k, reference.matmul_argmax(capacity, capacity, MAXMIN)[1])
 

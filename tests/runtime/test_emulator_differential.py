@@ -70,3 +70,67 @@ def test_kernel_matches_reference(emulated_tropical: Library, kind: tuple[str, s
 def test_every_kernel_is_in_the_matrix() -> None:
     assert len(KERNELS) == len(set(KERNELS)) > 0
     assert {c.values[0] for c in MATRIX} == set(KERNELS)
+
+
+# K near 2**31: the k tile count, (K + BK - 1) / BK, once overflowed int, and a
+# wrong product came back. One thread per block and a 1 x 1 result keep the
+# emulator to K steps (about 30 s); A is np.zeros, whose untouched pages cost no
+# memory, with one value at the last k, and B a zero-stride column, so nothing
+# near 8 GB is ever written. The reference cannot run at this size; the answer
+# is the reference's for any K: the last k wins, 5 (x) 1.
+HUGE_K = 2**31 - 1
+HUGE_K_MANIFEST = """\
+library: hugek
+archs: {sass: [80], ptx: [80]}
+semirings:
+  maxplus: {add: max, mul: add, zero: -inf, one: 0}
+  andor: {add: or, mul: and, zero: false, one: true}
+dtypes: [f32, bool]
+families:
+  gemm:
+    template: gemm.cu.j2
+    matrix:
+      - {semiring: [maxplus], dtype: [f32], pass: [argmax], variant: [single]}
+      - {semiring: [andor], dtype: [bool], pass: [argmax], variant: [packed]}
+    tiles:
+      default: {block_m: 1, block_n: 1, block_k: 64, thread_m: 1, thread_n: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def one_thread_library(emulated_tropical: Library, tmp_path_factory: pytest.TempPathFactory) -> Library:
+    import aotc
+    from aotc.runtime.emulator.backend import EmulatorBackend
+    from runtime.runtime_support import make_library
+
+    folder = make_library(tmp_path_factory.mktemp("hugek"), manifest_text=HUGE_K_MANIFEST)
+    return aotc.load(folder, backend=EmulatorBackend(cache=emulated_tropical.backend.cache))
+
+
+def test_k_near_two_to_the_31(one_thread_library: Library) -> None:
+    import numpy as np
+
+    from aotc import reference, tropical
+
+    a = np.zeros((1, HUGE_K), np.float32)
+    a[0, -1] = 5
+    b = np.broadcast_to(np.float32(1), (HUGE_K, 1))
+    c, k = tropical.over(one_thread_library).matmul_argmax(a, b, "maxplus")
+    small = (np.zeros((1, 9), np.float32), np.ones((9, 1), np.float32))
+    small[0][0, -1] = 5
+    want_c, want_k = reference.matmul_argmax(*small, "maxplus")  # the same product at K = 9
+    assert (c.tolist(), k.tolist()) == (want_c.tolist(), [[HUGE_K - 1]]) and want_k.tolist() == [[8]]
+
+
+def test_packed_k_near_two_to_the_31(one_thread_library: Library) -> None:
+    import numpy as np
+
+    from aotc import tropical
+    from aotc.tropical._packed import PackedBool
+
+    words = -(-HUGE_K // 32)
+    last = np.uint32(1 << ((HUGE_K - 1) % 32))  # only the last k is true in both
+    pa, pb = (np.zeros((1, words), np.uint32) for _ in range(2))
+    pa[0, -1] = pb[0, -1] = last
+    c, k = tropical.over(one_thread_library).matmul_packed_argmax(PackedBool(pa, (1, HUGE_K), 1), PackedBool(pb, (HUGE_K, 1), 0))
+    assert (c.tolist(), k.tolist()) == ([[True]], [[HUGE_K - 1]])

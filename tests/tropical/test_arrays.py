@@ -10,8 +10,10 @@ from aotc.tropical._arrays import (
     as_operand,
     contiguous,
     empty_like_kind,
+    fill,
     is_row_major,
-    itemsize,
+    is_writable,
+    overlaps,
     zeros_like_kind,
 )
 
@@ -161,5 +163,25 @@ def test_no_allocator_for_a_foreign_array() -> None:
         empty_like_kind(like, (2, 2), "f32")
 
 
-def test_itemsize() -> None:
-    assert [itemsize(d) for d in ("f32", "f64", "i32", "i64", "bool")] == [4, 8, 4, 8, 1]
+def test_read_only_arrays_are_not_writable() -> None:
+    frozen = np.zeros((2, 2))
+    frozen.flags.writeable = False
+    assert is_writable(as_operand(np.zeros((2, 2)), "out"))
+    assert not is_writable(as_operand(frozen, "out"))
+    assert not is_writable(as_operand(np.frombuffer(bytes(32)).reshape(2, 2), "out"))
+
+
+def test_overlap_is_exact_for_numpy_and_by_byte_range_otherwise() -> None:
+    base = np.zeros((4, 4))
+    assert overlaps(as_operand(base[:2], "x"), as_operand(base[1:3], "y"))
+    assert not overlaps(as_operand(base[:2], "x"), as_operand(base[2:], "y"))
+    # Interleaved columns: the byte ranges meet, but NumPy knows no element is shared.
+    assert not overlaps(as_operand(base[:, ::2], "x"), as_operand(base[:, 1::2], "y"))
+    assert not overlaps(as_operand(base[:0], "x"), as_operand(base, "y"))  # empty: touches nothing
+
+
+def test_fill_sets_every_element_or_each_half_of_a_pair() -> None:
+    plain, pairs = np.zeros((2, 3)), np.ones((2, 3, 2))
+    fill(as_operand(plain, "out"), -np.inf)
+    fill(as_operand(pairs, "out"), (-np.inf, 0.0))
+    assert (plain == -np.inf).all() and (pairs[..., 0] == -np.inf).all() and (pairs[..., 1] == 0).all()

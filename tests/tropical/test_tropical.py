@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
+from tropical_support import other  # noqa: F401 - `other` is a fixture
 from conftest import installed_library
 from kernel_harness import Case, operands
 
@@ -141,48 +142,16 @@ def test_errors_are_one_line_naming_the_argument(call: tuple[Any, str]) -> None:
 
 # --- a second library beside the default one ------------------------------------
 
-OTHER_MANIFEST = """\
-# Another project's library: semirings the default library lacks, and one it has.
-library: other
-archs: {sass: [80], ptx: [80]}
-semirings:
-  maxmin:  {add: max, mul: min, zero: -inf, one: +inf}
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-  minmul:  {add: min, mul: mul, zero: +inf, one: 1}
-dtypes: [f32]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [maxmin, maxplus], dtype: [f32], pass: [forward], variant: [single]}
-      - {semiring: [minmul], dtype: [f32], pass: [argmax, backward_a, backward_b], variant: [single]}
-    tiles:
-      default: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
-"""
-MINMUL = reference.semiring_from_ops("min", "mul", "+inf", "1", name="minmul")
-
-
-@pytest.fixture(scope="module")
-def other(emulated_tropical: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A second library, loaded from its folder the way another project's is."""
-    import aotc
-    from aotc.runtime.emulator.backend import EmulatorBackend
-    from runtime.runtime_support import make_library
-
-    folder = make_library(tmp_path_factory.mktemp("other"), manifest_text=OTHER_MANIFEST)  # real sources
-    return aotc.load(folder, backend=EmulatorBackend(cache=emulated_tropical.backend.cache))
-
-
 def test_a_second_library_is_used_through_its_own_handle(emulated_tropical: Any, other: Any) -> None:
-    assert other.tropical is other.tropical and other.tropical.library is other
-    assert other.tropical.semirings() == ("maxmin", "maxplus", "minmul")
+    assert tropical.over(other) is tropical.over(other) and tropical.over(other).library is other
+    assert tropical.over(other).semirings() == ("maxmin", "maxplus", "minmul")
 
     rng = np.random.default_rng(3)
     a = rng.standard_normal((13, 21)).astype(np.float32)
     b = rng.standard_normal((21, 10)).astype(np.float32)
     maxmin = reference.semiring_from_ops("max", "min", "-inf", "+inf", name="maxmin")
-    np.testing.assert_array_equal(other.tropical.matmul(a, b, "maxmin"), reference.matmul(a, b, maxmin))
-    np.testing.assert_array_equal(other.tropical.matmul(a, b, "maxplus"), reference.matmul(a, b, "maxplus"))
+    np.testing.assert_array_equal(tropical.over(other).matmul(a, b, "maxmin"), reference.matmul(a, b, maxmin))
+    np.testing.assert_array_equal(tropical.over(other).matmul(a, b, "maxplus"), reference.matmul(a, b, "maxplus"))
     assert set(other.loaded) >= {"gemm_maxmin_f32_forward", "gemm_maxplus_f32_forward"}
 
     # The module's functions still use the default library, which has no max-min
@@ -193,68 +162,11 @@ def test_a_second_library_is_used_through_its_own_handle(emulated_tropical: Any,
     batched = rng.standard_normal((2, 13, 21)).astype(np.float32)
     np.testing.assert_array_equal(tropical.matmul(batched, b), reference.matmul(batched, b, "maxplus"))
     with pytest.raises(ValueError, match="a: no forward kernel for semiring 'maxplus' and dtype f32"):
-        other.tropical.matmul(batched, b)
+        tropical.over(other).matmul(batched, b)
 
     # set_library still swaps the default: then the module's functions reach max-min.
     tropical.set_library(other)
     np.testing.assert_array_equal(tropical.matmul(a, b, "maxmin"), reference.matmul(a, b, maxmin))
-
-
-# --- PyTorch: CPU tensors run on the emulator, autograd included ------------------
-
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
-
-
-def test_torch_tensors_in_torch_tensors_out() -> None:
-    a = torch.randn(6, 5)
-    b = torch.randn(3, 5, 4)
-    c = tropical.matmul(a, b, "minplus")
-    assert isinstance(c, torch.Tensor) and c.shape == (3, 6, 4) and c.dtype == torch.float32
-    np.testing.assert_array_equal(c.numpy(), reference.matmul(a.numpy(), b.numpy(), "minplus"))
-    c, k = tropical.matmul_argmax(a.double(), b.double())
-    assert k.dtype == torch.int32
-
-
-@pytest.mark.parametrize("semiring", ["maxplus", "minplus", "maxmul"])
-@pytest.mark.parametrize("batched", [False, True])
-def test_autograd_matches_finite_differences(semiring: str, batched: bool) -> None:
-    # Distinct values keep every argmax away from ties, where the product is smooth.
-    generator = torch.Generator().manual_seed(5)
-    shape_a, shape_b = ((2, 6, 7), (7, 5)) if batched else ((6, 7), (7, 5))
-    a = (torch.randperm(int(np.prod(shape_a)), generator=generator).double() / 7 + 1).reshape(shape_a).requires_grad_()
-    b = (torch.randperm(int(np.prod(shape_b)), generator=generator).double() / 5 + 1).reshape(shape_b).requires_grad_()
-    assert torch.autograd.gradcheck(lambda x, y: tropical.matmul(x, y, semiring), (a, b), eps=1e-6, atol=1e-6)
-
-
-def test_loss_backward_reaches_the_winning_entries() -> None:
-    a = torch.tensor([[0.0, 5.0], [1.0, -1.0]], requires_grad=True)
-    b = torch.tensor([[0.0, 0.0], [1.0, -9.0]], requires_grad=True)
-    c = tropical.matmul(a, b)  # max-plus
-    c.sum().backward()
-    # c = [[6, 0], [1, 1]] with k* = [[1, 0], [0, 0]]: c00 takes a[0,1] and
-    # b[1,0]; c01 takes a[0,0] and b[0,1]; c10 and c11 take a[1,0], and b[0,0], b[0,1].
-    assert a.grad.tolist() == [[1.0, 1.0], [2.0, 0.0]]
-    assert b.grad.tolist() == [[1.0, 2.0], [1.0, 0.0]]
-
-
-def test_autograd_refuses_out() -> None:
-    a = torch.ones(2, 3, requires_grad=True)
-    with pytest.raises(ValueError, match="out: not supported while autograd records"):
-        tropical.matmul(a, torch.ones(3, 2), out=torch.empty(2, 2))
-
-
-def test_autograd_through_a_second_library_uses_its_kernels(other: Any) -> None:
-    # min-times has no kernels in the default library: every pass must come from `other`.
-    generator = torch.Generator().manual_seed(8)
-    a = (torch.randperm(6 * 7, generator=generator).float() / 7 + 1).reshape(6, 7).requires_grad_()
-    b = (torch.randperm(7 * 5, generator=generator).float() / 5 + 1).reshape(7, 5).requires_grad_()
-    c = other.tropical.matmul(a, b, "minmul")
-    c.sum().backward()
-    want_c, want_k = reference.matmul_argmax(a.detach().numpy(), b.detach().numpy(), MINMUL)
-    want_a, want_b = reference.matmul_backward(np.ones_like(want_c), want_k, a.detach().numpy(), b.detach().numpy(), MINMUL)
-    np.testing.assert_array_equal(c.detach().numpy(), want_c)
-    np.testing.assert_allclose(a.grad.numpy(), want_a, rtol=1e-6)
-    np.testing.assert_allclose(b.grad.numpy(), want_b, rtol=1e-6)
 
 
 def _emulator_as_device(cache: Any) -> Any:

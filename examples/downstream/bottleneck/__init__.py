@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import aotc
+from aotc import tropical
 
 __all__ = ["kernels", "widest_paths"]
 
@@ -21,5 +22,5 @@ def widest_paths(capacity: Any, hops: int) -> Any:
     """The best bottleneck capacity between every pair using at most ``hops`` edges."""
     best = capacity
     for _ in range(hops - 1):
-        best = kernels().tropical.matmul(best, capacity, "maxmin")
+        best = tropical.over(kernels()).matmul(best, capacity, "maxmin")
     return best

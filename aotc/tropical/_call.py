@@ -1,0 +1,346 @@
+"""One product, start to end: operands -> call plan -> launch.
+
+``Tropical`` is the API over one library. A call reads its arrays once
+(``_arrays``), checks them (``_operands``), takes the call plan for its kind
+of product (the launcher and its argument order, prepared once per
+(semiring, dtype, pass, variant)) and launches, through staged copies where a
+GPU backend meets host arrays (``_memory``). Empty products launch nothing:
+M, N or the batch 0 gives an empty result, K = 0 the semiring zero (argmax -1).
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from typing import Any
+
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.tropical._arrays import Operand, as_operand, fill, zeros_like_kind
+from aotc.tropical._memory import Memory, on_host_memory, stageable
+from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, matrix, output, pair, same, stream_handle
+
+__all__ = ["PACK_MIN_K", "Tropical"]
+
+# The shortest k for which matmul() packs 2-D NumPy bool operands itself: a
+# word folds 32 terms, and packing reads each operand once, so a product
+# whose k spans two words is already cheaper packed (see Tropical._packs).
+PACK_MIN_K = 64
+
+# The product kernels' parameters, in the order the call path lists them; a
+# plan picks its kernel's subset, in the kernel's order, with one itemgetter.
+_ARGUMENTS = (
+    "A", "B", "C", "Kstar", "M", "N", "K", "lda", "ldb", "ldc", "ldk", "batch",
+    "batch_stride_A", "batch_stride_B", "batch_stride_C", "batch_stride_Kstar",
+)  # fmt: skip
+
+
+def semiring_spec(library: Any, semiring: Any) -> dict[str, Any]:
+    """The index's entry for ``semiring``; one line naming the known ones if there is none."""
+    table = library.index["semirings"]
+    if type(semiring) is not str:
+        msg = f"semiring: expected a semiring name (str) such as 'maxplus' (known: {', '.join(table)}), got {echo(semiring)}"
+        raise ArgumentTypeError(msg)
+    spec = table.get(semiring)
+    if spec is None:
+        msg = f"semiring: unknown {echo(semiring)} (known: {', '.join(table)})"
+        raise ArgumentError(msg)
+    return spec
+
+
+def _zero(spec: dict[str, Any], dtype: str) -> Any:
+    """The semiring's zero in ``dtype``, as K = 0 results hold it ((zero, 0) for counting)."""
+    word = str(spec["zero"])
+    if dtype == "bool":
+        value: Any = word == "true"
+    elif dtype in ("i32", "i64"):
+        bits = 32 if dtype == "i32" else 64
+        value = {"-inf": -(2 ** (bits - 1)), "+inf": 2 ** (bits - 1) - 1}.get(word) or int(float(word))
+    else:
+        value = float(word)
+    return (value, 0.0) if spec.get("counting") else value
+
+
+def _wants_autograd(a: Any, b: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return (
+        torch is not None
+        and isinstance(a, torch.Tensor)
+        and torch.is_grad_enabled()
+        and (a.requires_grad or (isinstance(b, torch.Tensor) and b.requires_grad))
+    )
+
+
+class Tropical:
+    """The tropical API over one kernel library: ``aotc.tropical.over(lib)``.
+    Its methods are the module's functions; it keeps the call plans it
+    prepared, so each kind of product is looked up once."""
+
+    def __init__(self, library: Any) -> None:
+        self.library = library
+        # (semiring, dtype, pass, variant) -> (launcher, picks its arguments from _ARGUMENTS' order)
+        self._plans: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+        self._counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
+        self._packable: dict[str, bool] = {}  # semiring name -> whether the library has its packed forward kernel
+
+    def __repr__(self) -> str:
+        return f"<aotc.tropical.Tropical over library {getattr(self.library, 'name', self.library)!r}>"
+
+    def semirings(self) -> tuple[str, ...]:
+        """The semiring names this library has kernels for."""
+        return tuple(self.library.index["semirings"])
+
+    # --- the public methods ------------------------------------------------------
+
+    def matmul(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
+        """``C = A (x) B`` under ``semiring``; see ``aotc.tropical``."""
+        if _wants_autograd(a, b):
+            if out is not None:
+                msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
+                raise ArgumentError(msg)
+            from aotc.tropical._torch import tropical_matmul
+
+            return tropical_matmul(a, b, semiring, self)
+        if self._packs(a, b, semiring):
+            from aotc.tropical._packed import pack_bool
+
+            return self._packed_product("forward", pack_bool(a, 1), pack_bool(b, 0), semiring, out, None, stream)[0]
+        return self._product("forward", a, b, semiring, out, None, stream)[0]
+
+    def matmul_argmax(
+        self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None
+    ) -> tuple[Any, Any]:
+        """``(C, k)``: the product and, per element, the k of its best term (ties
+        to the smallest k; -1 where no term beats the semiring zero)."""
+        return self._product("argmax", a, b, semiring, out, k_out, stream)
+
+    def matmul_backward(
+        self, grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None
+    ) -> tuple[Any, Any]:
+        """``(grad_a, grad_b)`` from ``grad_c`` and the ``k`` that ``matmul_argmax`` returned.
+
+        max-plus, min-plus: ``grad_a[i, k*] += grad_c[i, j]``, ``grad_b[k*, j] += grad_c[i, j]``;
+        max-times multiplies each by the other operand. A 2-D operand that was
+        broadcast over a batch gets the sum over the batch.
+        """
+        return self._backward(grad_c, k, a, b, semiring, stream)
+
+    def matmul_packed(
+        self, pa: Any, pb: Any, semiring: str = "andor", *, packed: bool = False, out: Any = None, stream: Any = None
+    ) -> Any:
+        """``A (x) B`` for ``pa = pack_bool(A, 1)`` and ``pb = pack_bool(B, 0)``: a
+        bool array, or with ``packed=True`` the result packed along its rows, ready
+        to be the next left operand (``R = matmul_packed(R, pa_b, packed=True)``)."""
+        if type(packed) is not bool:
+            msg = f"packed: expected True or False, got {echo(packed)}"
+            raise ArgumentTypeError(msg)
+        c = self._packed_product("forward", pa, pb, semiring, out, None, stream)[0]
+        if not packed:
+            return c
+        from aotc.tropical._packed import pack_bool
+
+        return pack_bool(c, 1)
+
+    def matmul_packed_argmax(
+        self, pa: Any, pb: Any, semiring: str = "andor", *, out: Any = None, k_out: Any = None, stream: Any = None
+    ) -> tuple[Any, Any]:
+        """``(C, k)`` for packed operands: k is the first k with A[i,k] and B[k,j], or -1."""
+        return self._packed_product("argmax", pa, pb, semiring, out, k_out, stream)
+
+    # --- the call path -----------------------------------------------------------
+
+    def _plan(self, semiring: str, dtype: str, pass_name: str, variant: str) -> tuple[Any, Any]:
+        """The product kernel's launcher and argument picker, prepared once."""
+        key = (semiring, dtype, pass_name, variant)
+        plan = self._plans.get(key)
+        if plan is None:
+            launcher = self._launcher(semiring, dtype, pass_name, variant)
+            picker = operator.itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
+            plan = self._plans[key] = (launcher, picker)
+        return plan
+
+    def _launcher(self, semiring: str, dtype: str, pass_name: str, variant: str) -> Any:
+        try:
+            return self.library.find(semiring, dtype, pass_name, variant)
+        except KeyError:
+            kernels = self.library.index["kernels"].values()
+            have = sorted({e["dtype"] for e in kernels if e["semiring"] == semiring and e["pass"] == pass_name})
+            msg = f"a: no {pass_name} kernel for semiring {semiring!r} and dtype {dtype} (dtypes with one: {', '.join(have) or 'none'})"
+            raise ArgumentError(msg) from None
+
+    def _product(
+        self, pass_name: str, a: Any, b: Any, semiring: Any, out: Any, k_out: Any, stream: Any
+    ) -> tuple[Any, Any]:
+        counting = self._counting.get(semiring) if type(semiring) is str else None
+        if counting is None:
+            counting = self._counting[semiring] = bool(semiring_spec(self.library, semiring).get("counting", False))
+        A, B = as_operand(a, "a"), as_operand(b, "b")
+        if B.dtype != A.dtype or B.device != A.device:
+            same(A, B, "b")
+        inputs = ((A, "a"), (B, "b"))  # as given: results must not share their memory
+        stream = stream_handle(stream, A)
+        backend = self.library.backend
+        host_memory = on_host_memory(backend)
+        if host_memory and not A.on_host:
+            Memory(backend, host_memory).check(A, "a")  # raises: this backend can't reach it
+        if not host_memory:
+            A, B = stageable(A, "a"), stageable(B, "b")
+        A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = pair(A, B, counting)
+        batched = batch_a is not None or batch_b is not None
+        batch = (batch_a if batch_a is not None else batch_b) or 0
+        launcher, pick = self._plan(semiring, A.dtype, pass_name, "batched" if batched else "single")
+
+        lead = (batch,) if batched else ()
+        C = output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype, inputs)
+        K_op = output(k_out, "k_out", A, (*lead, m, n), "i32", (*inputs, (C, "out"))) if pass_name == "argmax" else None
+        if not (m and n and k and (batch or not batched)):
+            return self._empty(C, K_op, semiring, k)
+        check_batch(batch)
+        sizes = (
+            m, n, k, lda, ldb, n, n, batch,
+            sa if batch_a is not None else 0, sb if batch_b is not None else 0, m * n, m * n,
+        )  # fmt: skip
+        if host_memory:
+            # Everything is host memory: the operands are used in place.
+            args = pick((A.pointer, B.pointer, C.pointer, K_op.pointer if K_op is not None else 0, *sizes))
+            if m > GRID_YZ_MAX:
+                check_grid(launcher, args)
+            launcher(*args, stream=stream)
+            return C.obj, (K_op.obj if K_op is not None else None)
+        memory = Memory(backend, host_memory)
+        try:
+            pointers = (
+                memory.pointer(A, "a"), memory.pointer(B, "b"), memory.pointer(C, "out", result=True),
+                memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
+            )  # fmt: skip
+            args = pick((*pointers, *sizes))  # in _ARGUMENTS' order
+            if m > GRID_YZ_MAX:
+                check_grid(launcher, args)
+            launcher(*args, stream=stream)
+        finally:
+            memory.finish()
+        return C.obj, (K_op.obj if K_op is not None else None)
+
+    def _empty(self, C: Operand, K_op: Operand | None, semiring: str, k: int) -> tuple[Any, Any]:
+        """An empty product's result, without a launch: K = 0 sums no terms, so
+        every element is the semiring zero and no k won."""
+        if k == 0 and 0 not in C.shape:
+            fill(C, _zero(semiring_spec(self.library, semiring), C.dtype))
+            if K_op is not None:
+                fill(K_op, -1)
+        return C.obj, (K_op.obj if K_op is not None else None)
+
+    def _backward(self, grad_c: Any, k: Any, a: Any, b: Any, semiring: Any, stream: Any) -> tuple[Any, Any]:
+        library = self.library
+        spec = semiring_spec(library, semiring)
+        if spec.get("counting") or spec["add"] not in ("max", "min") or spec["mul"] not in ("add", "mul"):
+            msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
+            raise ArgumentError(msg)
+        A, B = as_operand(a, "a"), as_operand(b, "b")
+        G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
+        same(A, B, "b")
+        same(A, G, "grad_c")
+        stream = stream_handle(stream, A)
+        backend = library.backend
+        host_memory = on_host_memory(backend)
+        Memory(backend, host_memory).check(A, "a")
+        if not host_memory:
+            A, B, G, Kop = (stageable(op, n) for op, n in ((A, "a"), (B, "b"), (G, "grad_c"), (Kop, "k")))
+        A, B, (batch_a, batch_b, m, kk, n, sa, sb, lda, ldb) = pair(A, B, False)
+        batched = batch_a is not None or batch_b is not None
+        batch = (batch_a if batch_a is not None else batch_b) or 0
+        lead = (batch,) if batched else ()
+        G, batch_g, gm, gn, sg, ldgc = matrix(G, "grad_c", False)
+        if (gm, gn) != (m, n) or batch_g != (batch if batched else None):
+            msg = f"grad_c: shape {G.shape} does not match the product's {(*lead, m, n)}"
+            raise ArgumentError(msg)
+        if Kop.dtype != "i32" or Kop.shape != (*lead, m, n) or Kop.device != A.device:
+            msg = f"k: expected the int32 {(*lead, m, n)} array matmul_argmax returned on {A.device}, got {Kop.dtype} {Kop.shape} on {Kop.device}"
+            raise ArgumentError(msg)
+        Kop, _, _, _, sk, ldk = matrix(Kop, "k", False)
+        variant = "batched" if batched else "single"
+        launchers = [self._launcher(semiring, A.dtype, p, variant) for p in ("backward_a", "backward_b")]
+        grads = [as_operand(zeros_like_kind(op, op.shape, A.dtype), name) for op, name in ((A, "grad_A"), (B, "grad_B"))]
+        if not (m and n and kk and (batch or not batched)):
+            return grads[0].obj, grads[1].obj  # no term, no gradient: zeros, no launch
+        check_batch(batch)
+        values = {"M": m, "N": n, "K": kk, "lda": lda, "ldb": ldb, "ldgc": ldgc, "ldk": ldk, "batch": batch}
+        values.update(ldga=kk, ldgb=n, batch_stride_grad_C=sg, batch_stride_Kstar=sk)
+        values.update(batch_stride_A=sa if batch_a is not None else 0, batch_stride_B=sb if batch_b is not None else 0)
+        values.update(batch_stride_grad_A=m * kk if batch_a is not None else 0)
+        values.update(batch_stride_grad_B=kk * n if batch_b is not None else 0)
+        for launcher, grad, target in zip(launchers, grads, ("grad_A", "grad_B")):
+            memory = Memory(backend, host_memory)
+            try:
+                values["grad_C"] = memory.pointer(G, "grad_c")
+                values["Kstar"] = memory.pointer(Kop, "k")
+                values["A"] = memory.pointer(A, "a")
+                values["B"] = memory.pointer(B, "b")
+                values[target] = memory.pointer(grad, target, result=True, zeroed=True)
+                args = [values[p] for p in launcher.params]
+                if m > GRID_YZ_MAX:
+                    check_grid(launcher, tuple(args))
+                launcher(*args, stream=stream)
+            finally:
+                memory.finish()
+        return grads[0].obj, grads[1].obj
+
+    # --- packed bool -------------------------------------------------------------
+
+    def _packs(self, a: Any, b: Any, semiring: Any) -> bool:
+        """Whether matmul() multiplies packed: 2-D NumPy bool operands with at
+        least PACK_MIN_K values of k, under a semiring with a packed kernel.
+        Packing is NumPy work on the host, so tensors and device arrays (and
+        batches) take the byte kernels."""
+        # Cheapest first: this runs on every matmul() call.
+        packable = self._packable.get(semiring) if type(semiring) is str else False
+        if packable is None:
+            kernels = self.library.index["kernels"].values()
+            packable = self._packable[semiring] = any(
+                e["semiring"] == semiring and e["variant"] == "packed" and e["pass"] == "forward" for e in kernels
+            )
+        if not packable:
+            return False
+        numpy = sys.modules.get("numpy")
+        if numpy is None or type(a) is not numpy.ndarray or type(b) is not numpy.ndarray:
+            return False
+        if a.dtype.kind != "b" or b.dtype.kind != "b" or a.ndim != 2 or b.ndim != 2:
+            return False
+        return a.shape[1] >= PACK_MIN_K and a.shape[1] == b.shape[0]
+
+    def _packed_product(
+        self, pass_name: str, pa: Any, pb: Any, semiring: Any, out: Any, k_out: Any, stream: Any
+    ) -> tuple[Any, Any]:
+        from aotc.tropical._packed import PackedBool
+
+        for p, name, axis in ((pa, "pa", 1), (pb, "pb", 0)):
+            if not isinstance(p, PackedBool) or p.axis != axis:
+                side = "pack_bool(A, 1), packed along each row" if axis == 1 else "pack_bool(B, 0), packed along each column"
+                msg = f"{name}: expected {side}"
+                raise ArgumentTypeError(msg) if not isinstance(p, PackedBool) else ArgumentError(msg)
+        (m, k), (k2, n) = pa.shape, pb.shape
+        if k2 != k:
+            msg = f"pb: shape {pb.shape} does not fit pa's {pa.shape}: A has {k} columns, B has {k2} rows"
+            raise ArgumentError(msg)
+        semiring_spec(self.library, semiring)
+        launcher, pick = self._plan(semiring, "bool", pass_name, "packed")
+        A, B = as_operand(pa.words, "pa"), as_operand(pb.words, "pb")
+        inputs = ((A, "pa"), (B, "pb"))
+        stream = stream_handle(stream, A)
+        C = output(out, "out", A, (m, n), "bool", inputs)
+        K_op = output(k_out, "k_out", A, (m, n), "i32", (*inputs, (C, "out"))) if pass_name == "argmax" else None
+        if not (m and n and k):
+            return self._empty(C, K_op, semiring, k)
+        sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
+        memory = Memory(self.library.backend, on_host_memory(self.library.backend))
+        try:
+            pointers = (
+                memory.pointer(A, "pa"), memory.pointer(B, "pb"), memory.pointer(C, "out", result=True),
+                memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
+            )  # fmt: skip
+            args = pick((*pointers, *sizes))
+            if m > GRID_YZ_MAX:
+                check_grid(launcher, args)
+            launcher(*args, stream=stream)
+        finally:
+            memory.finish()
+        return C.obj, (K_op.obj if K_op is not None else None)

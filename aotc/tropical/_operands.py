@@ -1,0 +1,170 @@
+"""What one product's arguments must be: matrices that multiply, results the
+kernel may write, sizes the kernels and the grid can hold.
+
+Every check raises a one-line ArgumentError or ArgumentTypeError naming the
+argument. Nothing here launches or allocates device memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.tropical._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, is_writable, overlaps
+
+__all__ = ["GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "matrix", "output", "pair", "same", "stream_handle"]
+
+# M, N, K and the batch are int parameters of the kernels.
+INT32_MAX = 2**31 - 1
+# CUDA's limit on gridDim.y (row tiles) and gridDim.z (the batch).
+GRID_YZ_MAX = 65535
+
+
+def matrix(op: Operand, name: str, counting: bool) -> tuple[Operand, int | None, int, int, int, int]:
+    """(operand, batch or None for 2-D, rows, cols, batch stride, row stride), in
+    elements (pairs for counting), copying the operand when its rows aren't contiguous."""
+    shape, strides = op.shape, op.strides
+    if counting and (not shape or shape[-1] != 2):
+        msg = f"{name}: a counting semiring needs a trailing axis of length 2 (value, count), got shape {shape}"
+        raise ArgumentError(msg)
+    if len(shape) - counting not in (2, 3):
+        what = "(..., 2) " if counting else ""
+        msg = f"{name}: expected a 2-D or 3-D {what}array, got shape {shape}"
+        raise ArgumentError(msg)
+    for axis, what in ((-2, "rows"), (-1, "columns")):
+        extent = shape[axis - counting]
+        if extent > INT32_MAX:  # before any copy: a broadcast view this long would not fit in memory
+            msg = f"{name}: {extent} {what} are past the kernels' limit of {INT32_MAX} (2**31 - 1)"
+            raise ArgumentError(msg)
+    if 0 in shape:
+        # Nothing is read from an empty array, and its strides are whatever its
+        # library chose (often 0): no copy, and the caller launches nothing.
+        core = shape[: len(shape) - counting]
+        return op, (core[0] if len(core) == 3 else None), core[-2], core[-1], 0, core[-1]
+    if counting:
+        if strides[-1] != 1 or any(s % 2 for s in strides[:-1]):
+            op = contiguous(op, name)
+            shape, strides = op.shape, op.strides
+        shape, strides = shape[:-1], tuple(s // 2 for s in strides[:-1])
+    if _needs_copy(shape, strides):
+        op = contiguous(op, name)
+        shape, strides = op.shape[: len(op.shape) - counting], op.strides[: len(op.shape) - counting]
+        strides = tuple(s // 2 for s in strides) if counting else strides
+    rows, cols = shape[-2], shape[-1]
+    row_stride = strides[-2]
+    batch = shape[0] if len(shape) == 3 else None
+    batch_stride = strides[0] if len(shape) == 3 else 0
+    # A single row's stride is arbitrary; a stride of 0 (a broadcast row) is kept.
+    return op, batch, rows, cols, batch_stride, row_stride if rows > 1 else cols
+
+
+def _needs_copy(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether the kernels can't read this layout: columns not adjacent, or rows
+    or batches going backwards. An axis of extent 1 is never stepped along, so
+    its stride (which NumPy leaves arbitrary, even in a C-contiguous array) counts not."""
+    cols_apart = strides[-1] != 1 and shape[-1] > 1
+    backwards = any(s < 0 and e > 1 for e, s in zip(shape[:-1], strides[:-1]))
+    return cols_apart or backwards
+
+
+def same(a: Operand, other: Operand, name: str) -> None:
+    """``other`` has ``a``'s dtype and device."""
+    if other.dtype != a.dtype:
+        msg = f"{name}: dtype {other.dtype} does not match a's {a.dtype}"
+        raise ArgumentError(msg)
+    if other.device != a.device:
+        msg = f"{name}: on {other.device}, but a is on {a.device}"
+        raise ArgumentError(msg)
+
+
+def pair(
+    A: Operand, B: Operand, counting: bool
+) -> tuple[Operand, Operand, tuple[int | None, int | None, int, int, int, int, int, int, int]]:
+    """Check that a and b multiply; return them (row-major where needed) and
+    (batch_a, batch_b, m, k, n, batch stride a, batch stride b, lda, ldb); a
+    2-D operand's batch is None."""
+    A, batch_a, m, k, sa, lda = matrix(A, "a", counting)
+    B, batch_b, k2, n, sb, ldb = matrix(B, "b", counting)
+    if k2 != k:
+        msg = f"b: shape {B.shape} does not fit a's {A.shape}: a has {k} columns, b has {k2} rows"
+        raise ArgumentError(msg)
+    if batch_a is not None and batch_b is not None and batch_a != batch_b:
+        msg = f"b: batch of {batch_b} does not match a's batch of {batch_a}"
+        raise ArgumentError(msg)
+    return A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb)
+
+
+def check_batch(batch: int) -> None:
+    """The batch fits the grid (``matrix`` checks M, N and K)."""
+    if batch > GRID_YZ_MAX:
+        msg = f"a: a batch of {batch} is past the limit of {GRID_YZ_MAX} products per call (the grid's z); split the batch"
+        raise ArgumentError(msg)
+
+
+def check_grid(launcher: Any, args: tuple[int, ...]) -> None:
+    """The launch's grid fits CUDA's limits (only M can push gridDim.y past them)."""
+    grid = launcher.grid(*args)
+    if grid[1] > GRID_YZ_MAX:
+        msg = f"a: {grid[1]} row tiles are past the grid's limit of {GRID_YZ_MAX}; split the rows of a"
+        raise ArgumentError(msg)
+
+
+def output(
+    out: Any, name: str, like: Operand, shape: tuple[int, ...], dtype: str, inputs: tuple[tuple[Operand, str], ...]
+) -> Operand:
+    """The result array: ``out`` checked, or a new one like ``like``. ``out`` must be
+    written in place, so it must be exactly what the kernel writes and share no
+    memory with an input (or another result)."""
+    if out is None:
+        return as_operand(empty_like_kind(like, shape, dtype), name)
+    op = as_operand(out, name)
+    if op.obj is not out:  # as_operand made a copy: the result would be written there and lost
+        if not hasattr(out, "shape") or isinstance(out, (list, tuple)):
+            msg = f"{name}: expected an array to write the result into, got {type(out).__name__}"
+            raise ArgumentTypeError(msg)
+        msg = f"{name}: must be a contiguous row-major array"
+        raise ArgumentError(msg)
+    if op.shape != shape or op.dtype != dtype:
+        msg = f"{name}: expected shape {shape} and dtype {dtype}, got {op.shape} and {op.dtype}"
+        raise ArgumentError(msg)
+    if op.device != like.device:
+        msg = f"{name}: on {op.device}, but a is on {like.device}"
+        raise ArgumentError(msg)
+    if not (op.obj.flags.c_contiguous if op.kind == "numpy" else is_row_major(op)):
+        msg = f"{name}: must be a contiguous row-major array"
+        raise ArgumentError(msg)
+    if not is_writable(op):
+        msg = f"{name}: is read-only; pass a writable array"
+        raise ArgumentError(msg)
+    for other, other_name in inputs:
+        if overlaps(op, other):
+            msg = f"{name}: shares memory with {other_name}; pass a separate array"
+            raise ArgumentError(msg)
+    return op
+
+
+def stream_handle(stream: Any, op: Operand) -> int:
+    """The CUDA stream to launch on, as the int handle backends take: ``stream``
+    (None, an int handle, or a torch, CuPy or pycuda stream), or the operands'
+    library's current stream."""
+    if stream is None:
+        if op.kind == "numpy":
+            return 0
+        if op.kind == "torch":
+            return 0 if op.on_host else sys.modules["torch"].cuda.current_stream(op.obj.device).cuda_stream
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and isinstance(op.obj, cupy.ndarray):
+            return cupy.cuda.get_current_stream().ptr
+        return 0
+    if type(stream) is int:
+        if stream < 0:
+            msg = f"stream: a stream handle is a non-negative int, got {stream}"
+            raise ArgumentError(msg)
+        return stream
+    for attribute in ("cuda_stream", "ptr", "handle"):  # torch, CuPy, pycuda
+        value = getattr(stream, attribute, None)
+        if type(value) is int:
+            return value
+    msg = f"stream: expected None, an int stream handle or a torch/CuPy/pycuda stream, got {echo(stream)}"
+    raise ArgumentTypeError(msg)
