@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotc._version import __version__
-from aotc.errors import AotcError, DriverTooOldError, NoDeviceError
+from aotc.errors import AotcError, DriverTooOldError, NoDeviceError, UnreadableFileError
 from aotc.index import INDEX_NAME, load_index_file, toolkit_label
 from aotc.runtime.backends import backend_name_from_env, get_backend
 from aotc.runtime.backends.base import Backend, DeviceInfo
@@ -237,14 +237,15 @@ def _driver_check(report: Diagnosis, library: str, needs: Toolkit | None, driver
 
 def _cached(directory: Path, entry: dict, capability: tuple[int, int], cache: DiskCache | None) -> str:
     """Whether the NVRTC cubin this kernel would need is in the cache already."""
+    from aotc.runtime.files import KERNEL_FILE_LIMIT, read_regular
     from aotc.runtime.jit import jit_key, nvrtc_info
 
     info = nvrtc_info()
     if cache is None or info is None:
         return "?"
     try:
-        source = (directory / entry["source"]["file"]).read_bytes()
-    except (OSError, KeyError, TypeError):
+        source = read_regular(directory / entry["source"]["file"], KERNEL_FILE_LIMIT)
+    except (UnreadableFileError, KeyError, TypeError):
         return "no source"
     return "cached" if cache.load(jit_key(source, capability, info)) is not None else "not cached"
 

@@ -19,10 +19,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aotc._locations import libraries_root, library_dir
-from aotc.errors import DamagedLibraryError, DriverTooOldError, IndexFormatError, LibraryNotFoundError, UnknownKernelError
+from aotc.errors import (
+    DamagedLibraryError,
+    DriverTooOldError,
+    IndexFormatError,
+    LibraryNotFoundError,
+    UnknownKernelError,
+    UnreadableFileError,
+)
 from aotc.index import INDEX_NAME, load_index_file
 from aotc.runtime.backends import Backend, get_backend
 from aotc.runtime.cache import DiskCache
+from aotc.runtime.files import KERNEL_FILE_LIMIT, read_regular
 from aotc.runtime.driver import Toolkit, check_driver, toolkit_from_index
 from aotc.runtime.launcher import KernelSignature, Launcher
 from aotc.runtime.select import (
@@ -295,9 +303,9 @@ class Library:
             raise IndexFormatError(msg) from None
         path = self.directory / file
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            msg = f"{path}: cannot read the {part} of kernel {name!r} ({exc.strerror})"
+            data = read_regular(path, KERNEL_FILE_LIMIT)
+        except UnreadableFileError as exc:
+            msg = f"{exc} (the {part} of kernel {name!r})"
             raise DamagedLibraryError(msg) from None
         if hashlib.sha256(data).hexdigest() != expected:
             msg = f"{path}: sha256 does not match {INDEX_NAME}; the library is damaged (reinstall it)"

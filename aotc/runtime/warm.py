@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from aotc.errors import AotcError, BuildError, CacheError, LibraryNotFoundError, UnknownKernelError
+from aotc.errors import AotcError, BuildError, CacheError, LibraryNotFoundError, UnknownKernelError, UnreadableFileError
 from aotc.index import INDEX_NAME, load_index_file
 from aotc.runtime.cache import DiskCache, default_cache
+from aotc.runtime.files import KERNEL_FILE_LIMIT, read_regular
 from aotc.runtime.jit import NvrtcInfo, jit_cubin, jit_key, nvrtc_info, nvrtc_problem
 from aotc.runtime.library import kernel_images, resolve_library, toolkit_version
 from aotc.runtime.select import ImageKind, JitPolicy, Platform, explain_selection
@@ -121,9 +122,9 @@ def run_warm(plan: WarmPlan, *, cache: DiskCache | None = None, jobs: int | None
         source_entry = index["kernels"][name]["source"]
         path = plan.directory / source_entry["file"]
         try:
-            source = path.read_bytes()
-        except OSError as exc:
-            results[name] = WarmResult(name, FAILED, f"{path}: {exc.strerror}")
+            source = read_regular(path, KERNEL_FILE_LIMIT)
+        except UnreadableFileError as exc:
+            results[name] = WarmResult(name, FAILED, str(exc))
             continue
         if hashlib.sha256(source).hexdigest() != source_entry["sha256"]:
             results[name] = WarmResult(name, FAILED, f"{path}: sha256 does not match {INDEX_NAME}")
@@ -163,7 +164,7 @@ def _compile_one(
     """Runs in a worker process: one kernel through the cache (its flock makes racing fills safe)."""
     start = time.perf_counter()
     try:
-        result = jit_cubin(Path(path).read_bytes(), file, capability, DiskCache(cache_dir, max_bytes=max_bytes))
+        result = jit_cubin(read_regular(path, KERNEL_FILE_LIMIT), file, capability, DiskCache(cache_dir, max_bytes=max_bytes))
     except (AotcError, OSError) as exc:
         return WarmResult(name, FAILED, str(exc), time.perf_counter() - start)
     outcome = COMPILED if result.compiled else HIT
