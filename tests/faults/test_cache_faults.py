@@ -40,6 +40,13 @@ def make_key(target: str = "sm_80") -> CacheKey:
     return CacheKey.for_source(b"__global__ void k() {}", options=("-O3",), target=target, compiler="nvrtc 13.0")
 
 
+# make_key() in a child process
+CHILD_KEY = (
+    "from aotc.runtime.cache import DiskCache, CacheKey; "
+    'key = CacheKey.for_source(b"__global__ void k() {}", options=("-O3",), target="sm_80", compiler="nvrtc 13.0")'
+)
+
+
 @pytest.fixture
 def cache(tmp_path: Path) -> DiskCache:
     directory = tmp_path / "cache"
@@ -56,9 +63,10 @@ def entry_bytes(key: CacheKey, payload: bytes, schema: int = ENTRY_SCHEMA) -> by
     return struct.pack(LAYOUT, b"AOTCJIT\x00", schema, digest, len(payload), hashlib.sha256(payload).digest()) + payload
 
 
-def run_isolated(code: str) -> str:
+def run_isolated(code: str, env: dict[str, str] | None = None) -> str:
     """Run ``code`` in a fresh interpreter; its stdout, or a failure if it hangs or fails."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     try:
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(code)],
@@ -89,8 +97,7 @@ class Build:
 def test_fifo_entry_is_a_miss(cache: DiskCache) -> None:
     os.mkfifo(entry(cache, make_key()))
     out = run_isolated(f"""
-        from aotc.runtime.cache import DiskCache, CacheKey
-        key = CacheKey.for_source(b"__global__ void k() {{}}", options=("-O3",), target="sm_80", compiler="nvrtc 13.0")
+        {CHILD_KEY}
         print(DiskCache({str(cache.directory)!r}).load(key))
     """)
     assert out == "None"
@@ -101,8 +108,7 @@ def test_fifo_entry_is_replaced_by_the_rebuilt_entry(cache: DiskCache) -> None:
     path = entry(cache, make_key())
     os.mkfifo(path)
     out = run_isolated(f"""
-        from aotc.runtime.cache import DiskCache, CacheKey
-        key = CacheKey.for_source(b"__global__ void k() {{}}", options=("-O3",), target="sm_80", compiler="nvrtc 13.0")
+        {CHILD_KEY}
         cache = DiskCache({str(cache.directory)!r})
         print(cache.get_or_create(key, lambda: b"rebuilt"), cache.load(key))
     """)
@@ -114,46 +120,21 @@ def test_fifo_entry_is_replaced_by_the_rebuilt_entry(cache: DiskCache) -> None:
 def test_fifo_lock_file_does_not_block_a_fill(cache: DiskCache) -> None:
     os.mkfifo(cache.directory / f"{make_key().digest}.lock")
     out = run_isolated(f"""
-        from aotc.runtime.cache import DiskCache, CacheKey
-        key = CacheKey.for_source(b"__global__ void k() {{}}", options=("-O3",), target="sm_80", compiler="nvrtc 13.0")
+        {CHILD_KEY}
         cache = DiskCache({str(cache.directory)!r})
         print(cache.get_or_create(key, lambda: b"filled"), cache.load(key))
     """)
     assert out == "b'filled' b'filled'"
 
 
-@needs_fifo
-def test_fifo_source_is_a_one_line_error(tmp_path: Path) -> None:
-    fifo = tmp_path / "kernel.cu"
-    os.mkfifo(fifo)
-    out = run_isolated(f"""
-        from aotc.errors import UnreadableFileError
-        from aotc.runtime.files import read_regular
-        try:
-            read_regular({str(fifo)!r}, 1 << 20)
-        except UnreadableFileError as exc:
-            print(exc)
-    """)
-    assert out == f"{fifo}: is a FIFO, not a regular file"
+def error_of(call: str, *setup: str) -> str:
+    """Child-process code: the ``setup`` lines, then ``call``, printing the one-line error it raises."""
+    lines = ["from aotc.errors import AotcError", *setup, "try:", f"    {call}", "except AotcError as exc:"]
+    return "\n".join([*lines, "    print(type(exc).__name__, exc)"])
 
 
-@needs_fifo
-def test_fifo_source_given_to_the_emulator_is_a_build_error(tmp_path: Path) -> None:
-    fifo = tmp_path / "kernel.cu"
-    os.mkfifo(fifo)
-    out = run_isolated(f"""
-        from aotc.errors import BuildError
-        from aotc.runtime.emulator.compile import translation_unit
-        try:
-            translation_unit({str(fifo)!r}, ["k"])
-        except BuildError as exc:
-            print(exc)
-    """)
-    assert out == f"cannot read kernel source {fifo}: is a FIFO, not a regular file"
-
-
-@needs_fifo
-def test_fifo_source_in_a_library_is_a_damaged_library(tmp_path: Path) -> None:
+def library_with_fifo_source(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A copy of the test library whose first kernel's source is a FIFO: (folder, kernel, source)."""
     from conftest import installed_library
 
     library = tmp_path / "lib"
@@ -162,19 +143,57 @@ def test_fifo_source_in_a_library_is_a_damaged_library(tmp_path: Path) -> None:
     source = library / "src" / f"{name}.cu"
     source.unlink()
     os.mkfifo(source)
+    return library, name, source
+
+
+@needs_fifo
+def test_fifo_source_is_a_one_line_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "kernel.cu"
+    os.mkfifo(fifo)
+    out = run_isolated(error_of(f"read_regular({str(fifo)!r}, 1 << 20)", "from aotc.runtime.files import read_regular"))
+    assert out == f"UnreadableFileError {fifo}: is a FIFO, not a regular file"
+
+
+@needs_fifo
+def test_fifo_source_given_to_the_emulator_is_a_build_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "kernel.cu"
+    os.mkfifo(fifo)
+    setup = "from aotc.runtime.emulator.compile import translation_unit"
+    code = error_of(f"translation_unit({str(fifo)!r}, ['k'])", setup)
+    assert run_isolated(code) == f"BuildError cannot read kernel source {fifo}: is a FIFO, not a regular file"
+
+
+@needs_fifo
+def test_fifo_source_in_a_library_is_a_damaged_library(tmp_path: Path) -> None:
+    library, name, source = library_with_fifo_source(tmp_path)
     cache_dir = tmp_path / "cache"
     cache_dir.mkdir(mode=0o700)
-    out = run_isolated(f"""
-        import aotc
-        from aotc.errors import DamagedLibraryError
-        from aotc.runtime.cache import DiskCache
-        lib = aotc.load({str(library)!r}, backend="emulator", cache=DiskCache({str(cache_dir)!r}))
-        try:
-            lib.kernel({name!r})
-        except DamagedLibraryError as exc:
-            print(type(exc).__name__, exc)
-    """)
+    out = run_isolated(error_of(
+        f"lib.kernel({name!r})",
+        "import aotc",
+        "from aotc.runtime.cache import DiskCache",
+        f"lib = aotc.load({str(library)!r}, backend='emulator', cache=DiskCache({str(cache_dir)!r}))",
+    ))
     assert out == f"DamagedLibraryError {source}: is a FIFO, not a regular file (the source of kernel {name!r})"
+
+
+@needs_fifo
+def test_fifo_source_fails_that_kernel_in_aotc_warm(tmp_path: Path) -> None:
+    from aotc.runtime.jit import nvrtc_info, nvrtc_problem
+
+    if nvrtc_info() is None:
+        pytest.skip(f"aotc warm needs NVRTC: {nvrtc_problem()}")
+    library, name, source = library_with_fifo_source(tmp_path)
+    out = run_isolated(f"""
+        import sys
+        from aotc.cli import main
+        sys.stderr = sys.stdout  # one stream, in order
+        code = main(["warm", "--arch", "9.0", "--library", {str(library)!r}, "--kernel", {name!r}])
+        print("exit", code)
+    """, env={"AOTC_CACHE_DIR": str(tmp_path / "cache")})
+    assert f"failed      {name}  {source}: is a FIFO, not a regular file" in out
+    assert "1 kernel: 0 compiled, 0 hits, 0 not needed, 1 failed" in out
+    assert out.endswith("exit 1")
 
 
 # -- links, directories and other kinds of file ------------------------------------

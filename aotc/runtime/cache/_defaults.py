@@ -7,10 +7,10 @@ import sys
 import threading
 from pathlib import Path
 
-from aotc.errors import CacheError
+from aotc.errors import CacheError, echo
 from aotc.runtime.cache._store import DEFAULT_MAX_BYTES, DiskCache
 
-__all__ = ["default_cache", "default_cache_dir"]
+__all__ = ["DefaultCaches", "default_cache", "default_cache_dir", "defaults"]
 
 
 def default_cache_dir() -> Path:
@@ -42,20 +42,31 @@ def _max_bytes_from_env() -> int:
     except ValueError:
         value = -1
     if value < 0:
-        msg = f"AOTC_CACHE_MAX_BYTES={raw!r} is not a whole number of bytes (for example {DEFAULT_MAX_BYTES})"
+        msg = f"AOTC_CACHE_MAX_BYTES={echo(raw)} is not a whole number of bytes (for example {DEFAULT_MAX_BYTES})"
         raise CacheError(msg)
     return value
 
 
-_DEFAULT_CACHES: dict[tuple[Path, int], DiskCache] = {}
-_DEFAULT_CACHES_LOCK = threading.Lock()
+class DefaultCaches:
+    """One ``DiskCache`` per configuration the environment has named, kept, so
+    that a refused directory warns once and per-key fill locks are shared."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._caches: dict[tuple[Path, int], DiskCache] = {}
+
+    def get(self) -> DiskCache:
+        config = (default_cache_dir(), _max_bytes_from_env())
+        with self._lock:
+            cache = self._caches.get(config)
+            if cache is None:
+                cache = self._caches[config] = DiskCache(config[0], max_bytes=config[1])
+            return cache
+
+
+defaults = DefaultCaches()
 
 
 def default_cache() -> DiskCache:
-    """The cache the environment configures; one instance per configuration, so it warns once."""
-    config = (default_cache_dir(), _max_bytes_from_env())
-    with _DEFAULT_CACHES_LOCK:
-        cache = _DEFAULT_CACHES.get(config)
-        if cache is None:
-            cache = _DEFAULT_CACHES[config] = DiskCache(config[0], max_bytes=config[1])
-        return cache
+    """The cache the environment configures (``defaults``, the process's ``DefaultCaches``)."""
+    return defaults.get()
