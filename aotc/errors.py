@@ -32,6 +32,7 @@ __all__ = [
     "NoKernelImageError",
     "ToolchainError",
     "UnknownKernelError",
+    "UnreadableFileError",
     "YamlError",
     "one_line",
 ]
@@ -126,6 +127,11 @@ class ArgumentTypeError(AotcError, TypeError):
 
 class ConfigurationError(AotcError):
     """An environment variable or option has a value aotc cannot use; the message names it."""
+
+
+class UnreadableFileError(AotcError):
+    """A file aotc must read is missing, not a regular file (a FIFO, a link, a
+    directory) or over its size cap; the message names the path."""
 
 
 class CacheError(AotcError):

@@ -12,68 +12,25 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from aotc.errors import IndexFormatError, LibraryNotFoundError, echo
+from aotc._untrusted_files import read_regular
+from aotc.errors import IndexFormatError, LibraryNotFoundError, UnreadableFileError, echo
 from aotc.index.schema import MAX_DEPTH, MAX_INDEX_BYTES
 
-__all__ = ["parse_index_bytes", "read_capped", "read_index_file"]
-
-# O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
-# O_NOFOLLOW: a symlink fails with ELOOP instead of being followed.
-OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-def read_capped(fd: int, where: str, limit: int) -> bytes:
-    """All of the regular file open at ``fd``, refused beyond ``limit`` bytes."""
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        msg = f"{where}: not a regular file"
-        raise IndexFormatError(msg)
-    if info.st_size > limit:
-        msg = f"{where}: {info.st_size} bytes, more than the {limit} an index may have"
-        raise IndexFormatError(msg)
-    chunks, total = [], 0
-    while True:
-        # One byte past the limit shows a file that grew after fstat.
-        chunk = os.read(fd, limit + 1 - total)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            msg = f"{where}: more than the {limit} bytes an index may have"
-            raise IndexFormatError(msg)
-
+__all__ = ["parse_index_bytes", "read_index_file"]
 
 def read_index_file(path: Path) -> bytes:
     """The bytes of ``path``, a regular file of at most MAX_INDEX_BYTES."""
     try:
-        fd = os.open(path, OPEN_FLAGS)
-    except FileNotFoundError:
-        msg = f"{path}: no such file"
-        raise LibraryNotFoundError(msg) from None
-    except OSError as exc:
-        what = "a symlink (an index must be a regular file)" if _is_symlink(path) else exc.strerror
-        msg = f"{path}: cannot open: {what}"
-        raise IndexFormatError(msg) from None
-    try:
-        return read_capped(fd, str(path), MAX_INDEX_BYTES)
-    except OSError as exc:
-        msg = f"{path}: cannot read: {exc.strerror}"
-        raise IndexFormatError(msg) from None
-    finally:
-        os.close(fd)
-
-
-def _is_symlink(path: Path) -> bool:
-    try:
-        return path.is_symlink()
-    except OSError:
-        return False
+        return read_regular(path, MAX_INDEX_BYTES)
+    except UnreadableFileError as exc:
+        if not os.path.lexists(path):
+            msg = f"{path}: no such file"
+            raise LibraryNotFoundError(msg) from None
+        raise IndexFormatError(str(exc)) from None
 
 
 # A JSON string, and the brackets outside strings. The closing quote is

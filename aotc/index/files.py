@@ -8,14 +8,12 @@ members come through a callable, with the same size and sha256 checks.
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from aotc.errors import DamagedLibraryError
-from aotc.index._json import OPEN_FLAGS
+from aotc._untrusted_files import KERNEL_FILE_LIMIT, open_regular, read_capped
+from aotc.errors import DamagedLibraryError, UnreadableFileError
 from aotc.index.schema import INDEX_NAME, sha256_bytes
 from aotc.index.views import FileEntry
 
@@ -48,45 +46,27 @@ class FolderFiles:
     def read(self, entry: FileEntry) -> bytes:
         """The verified bytes of ``entry``."""
         label = self.label(entry)
-        try:
-            data = self._read(entry, label)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                msg = f"{label}: missing; {_REINSTALL}"
-            elif exc.errno == errno.ELOOP:
-                msg = f"{label}: a symlink; library files must be regular files in the library folder"
-            else:
-                msg = f"{label}: cannot read: {exc.strerror}"
-            raise DamagedLibraryError(msg) from None
-        return verify(data, entry, label)
-
-    def _read(self, entry: FileEntry, label: str) -> bytes:
         # Validation made entry.file a plain name or "src/<plain name>". The
         # subfolder must be a real folder, not a symlink out of the library;
-        # O_NOFOLLOW refuses a symlink as the file itself.
+        # open_regular refuses a symlink, FIFO or device as the file itself.
         head, _, _ = entry.file.rpartition("/")
-        if head and not stat.S_ISDIR(os.lstat(self.directory / head).st_mode):
-            msg = f"{self.directory / head}: not a folder (a symlink?); library files must be regular files in the library folder"
+        folder = self.directory / head
+        if head and (folder.is_symlink() or not folder.is_dir()):
+            msg = f"{folder}: not a folder (a symlink?); library files must be regular files in the library folder"
             raise DamagedLibraryError(msg)
-        fd = os.open(self.directory / entry.file, OPEN_FLAGS)
+        if not os.path.lexists(label):
+            msg = f"{label}: missing; {_REINSTALL}"
+            raise DamagedLibraryError(msg)
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                msg = f"{label}: not a regular file; {_REINSTALL}"
-                raise DamagedLibraryError(msg)
-            if info.st_size != entry.size:
-                msg = f"{label}: size {info.st_size} bytes, {INDEX_NAME} says {entry.size}; {_REINSTALL}"
-                raise DamagedLibraryError(msg)
-            chunks, total = [], 0
-            while total <= entry.size:  # one byte more shows a file that grew since fstat
-                chunk = os.read(fd, entry.size + 1 - total)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
+            with open_regular(label, KERNEL_FILE_LIMIT) as (fd, info):
+                if info.st_size != entry.size:
+                    msg = f"{label}: size {info.st_size} bytes, {INDEX_NAME} says {entry.size}; {_REINSTALL}"
+                    raise DamagedLibraryError(msg)
+                # No more than the recorded size: read_capped refuses a file that grew since fstat.
+                data = read_capped(fd, label, entry.size)
+        except UnreadableFileError as exc:
+            raise DamagedLibraryError(f"{exc}; {_REINSTALL}") from None
+        return verify(data, entry, label)
 
 
 class MemberFiles:

@@ -18,12 +18,14 @@ from aotc.runtime.cache import CacheKey, DiskCache, default_cache
 __all__ = [
     "JitResult",
     "NvrtcInfo",
+    "NvrtcProbe",
     "compile_cubin",
     "jit_cubin",
     "jit_key",
     "nvrtc_info",
     "nvrtc_options",
     "nvrtc_problem",
+    "probe",
 ]
 
 # Generated kernels are self-contained: no include paths, no host headers.
@@ -48,16 +50,20 @@ class NvrtcInfo:
         return f"NVRTC {self.version[0]}.{self.version[1]} (targets {archs})"
 
 
-_probe_lock = threading.Lock()
-_probe: tuple[NvrtcInfo | None, str] | None = None
+class NvrtcProbe:
+    """NVRTC asked once: ``(info, "")`` or ``(None, why not)``, kept, since loading
+    libnvrtc is slow and its answer does not change within a process. The
+    process has one, ``probe``; a test states an answer by building its own."""
 
+    def __init__(self, answer: tuple[NvrtcInfo | None, str] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._answer = answer
 
-def _probe_nvrtc() -> tuple[NvrtcInfo | None, str]:
-    global _probe
-    with _probe_lock:
-        if _probe is None:
-            _probe = _ask_nvrtc()
-        return _probe
+    def __call__(self) -> tuple[NvrtcInfo | None, str]:
+        with self._lock:
+            if self._answer is None:
+                self._answer = _ask_nvrtc()
+            return self._answer
 
 
 def _ask_nvrtc() -> tuple[NvrtcInfo | None, str]:
@@ -76,18 +82,21 @@ def _ask_nvrtc() -> tuple[NvrtcInfo | None, str]:
     return NvrtcInfo((major, minor), frozenset(divmod(int(arch), 10) for arch in archs)), ""
 
 
+probe = NvrtcProbe()
+
+
 def nvrtc_info() -> NvrtcInfo | None:
     """NVRTC's version and targets, or None where it is unavailable (probed once)."""
-    return _probe_nvrtc()[0]
+    return probe()[0]
 
 
 def nvrtc_problem() -> str:
     """Why NVRTC is unavailable; empty when it is available."""
-    return _probe_nvrtc()[1]
+    return probe()[1]
 
 
 def _require_nvrtc() -> NvrtcInfo:
-    info, problem = _probe_nvrtc()
+    info, problem = probe()
     if info is None:
         msg = f"NVRTC is not available: {problem}"
         raise BuildError(msg)

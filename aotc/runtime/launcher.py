@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, IndexFormatError
+from aotc.runtime.backends.params import ParamLayout
 from aotc.runtime.select import ImageChoice
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class Launcher:
         "_block",
         "_function",
         "_launch",
+        "_layout",
         "_module",
         "_pack",
         "_shared",
@@ -82,7 +84,8 @@ class Launcher:
         self._module = module  # some backends unload a module when it is collected
         self._function = function
         self._launch = backend.launch
-        self._pack = struct.Struct(signature.format).pack
+        self._layout = ParamLayout(signature.format)
+        self._pack = self._layout.pack
         self._block = signature.block
         self._shared = signature.shared_bytes_dynamic
         # Per axis (argument index, tile, constant): index -1 means a fixed extent.
@@ -109,33 +112,16 @@ class Launcher:
         try:
             params = self._pack(*args)
         except struct.error:
-            raise self._argument_error(args) from None
+            sig = self.signature
+            raise self._layout.argument_error(sig.name, sig.params, sig.kinds, args) from None
         (i0, t0, c0), (i1, t1, c1), (i2, t2, c2) = self._axes
         gx = c0 if i0 < 0 else (args[i0] + t0 - 1) // t0
         gy = c1 if i1 < 0 else (args[i1] + t1 - 1) // t1
         gz = c2 if i2 < 0 else (args[i2] + t2 - 1) // t2
         if gx > 0 and gy > 0 and gz > 0:
-            self._launch(self._function, (gx, gy, gz), self._block, self._shared, stream, params)
+            self._launch(self._function, ((gx, gy, gz), self._block, self._shared), stream, params)
         else:
             self._check_empty(args)  # a size of 0 has nothing to compute: no launch
-
-    def grid(self, *args: int) -> tuple[int, int, int]:
-        """The grid a call with ``args`` launches (for tests and tools)."""
-        return tuple(c if i < 0 else (args[i] + t - 1) // t for i, t, c in self._axes)  # type: ignore[return-value]
-
-    def _argument_error(self, args: Sequence[object]) -> Exception:
-        sig = self.signature
-        if len(args) != len(sig.params):
-            msg = f"{sig.name} takes {len(sig.params)} arguments ({', '.join(sig.params)}), got {len(args)}"
-            return TypeError(msg)
-        for name, kind, code, value in zip(sig.params, sig.kinds, sig.format[1:], args):
-            try:
-                struct.pack("@" + code, value)
-            except struct.error:
-                what = "a device pointer (int)" if kind == "ptr" else f"an {kind} int"
-                msg = f"{sig.name}: argument {name} must be {what}, got {value!r}"
-                return (TypeError if not isinstance(value, int) else ValueError)(msg)
-        return TypeError(f"{sig.name}: arguments do not pack")  # pragma: no cover - struct agreed per field
 
     def _check_empty(self, args: Sequence[int]) -> None:
         sizes = [(extent, args[i]) for (extent, _), (i, _, _) in zip(self.signature.grid, self._axes) if i >= 0]

@@ -280,16 +280,16 @@ def _replace(path: Path, how: Callable[[Path], Any]) -> None:
 
 
 FILE_FAULTS = [
-    ("index.json a symlink", "index.json", lambda p: p.symlink_to(p.parent / "k1.fatbin"), IndexFormatError, "index.json: cannot open: a symlink"),
-    ("index.json a FIFO", "index.json", lambda p: os.mkfifo(p), IndexFormatError, "index.json: not a regular file"),
-    ("index.json a folder", "index.json", lambda p: p.mkdir(), IndexFormatError, "index.json: not a regular file"),
-    ("index.json too big", "index.json", lambda p: os.truncate(os.open(p, os.O_CREAT | os.O_WRONLY), MAX_INDEX_BYTES + 1), IndexFormatError, "index.json: 8388609 bytes, more than the 8388608"),
+    ("index.json a symlink", "index.json", lambda p: p.symlink_to(p.parent / "k1.fatbin"), IndexFormatError, "index.json: is a symbolic link, not a regular file"),
+    ("index.json a FIFO", "index.json", lambda p: os.mkfifo(p), IndexFormatError, "index.json: is a FIFO, not a regular file"),
+    ("index.json a folder", "index.json", lambda p: p.mkdir(), IndexFormatError, "index.json: is a directory, not a regular file"),
+    ("index.json too big", "index.json", lambda p: os.truncate(os.open(p, os.O_CREAT | os.O_WRONLY), MAX_INDEX_BYTES + 1), IndexFormatError, "index.json: 8388609 bytes, over the limit of 8388608"),
     ("index.json missing", "index.json", lambda p: None, LibraryNotFoundError, "index.json: no such file"),
 ]
 KERNEL_FILE_FAULTS = [
-    ("fatbin a symlink to /dev/zero", "k1.fatbin", lambda p: p.symlink_to("/dev/zero"), "k1.fatbin: a symlink"),
-    ("fatbin a FIFO", "k1.fatbin", lambda p: os.mkfifo(p), "k1.fatbin: not a regular file"),
-    ("fatbin a folder", "k1.fatbin", lambda p: p.mkdir(), "k1.fatbin: not a regular file"),
+    ("fatbin a symlink to /dev/zero", "k1.fatbin", lambda p: p.symlink_to("/dev/zero"), "k1.fatbin: is a symbolic link, not a regular file"),
+    ("fatbin a FIFO", "k1.fatbin", lambda p: os.mkfifo(p), "k1.fatbin: is a FIFO, not a regular file"),
+    ("fatbin a folder", "k1.fatbin", lambda p: p.mkdir(), "k1.fatbin: is a directory, not a regular file"),
     ("fatbin missing", "k1.fatbin", lambda p: None, "k1.fatbin: missing; the library is damaged (reinstall it)"),
     ("fatbin flipped", "k1.fatbin", lambda p: p.write_bytes(FATBIN.upper()), "k1.fatbin: sha256 "),
     ("fatbin grown", "k1.fatbin", lambda p: p.write_bytes(FATBIN + b"!"), f"k1.fatbin: size {len(FATBIN) + 1} bytes, index.json says {len(FATBIN)}"),

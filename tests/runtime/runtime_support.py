@@ -114,5 +114,6 @@ class RecordingBackend(NoopBackend):
         self.modules.append((name, hashlib.sha256(image).hexdigest()))
         return super().load_module(image, name=name, symbols=symbols)
 
-    def launch(self, function: Any, grid: Any, block: Any, shared_bytes: int, stream: Any, params: bytes) -> None:
+    def launch(self, function: Any, shape: Any, stream: Any, params: bytes) -> None:
+        grid, block, shared_bytes = shape
         self.launches.append((function, grid, block, shared_bytes, stream, params))

@@ -16,7 +16,7 @@ import pytest
 
 from aotc.errors import BackendError, ConfigurationError, NoDeviceError
 from aotc.runtime import backends
-from aotc.runtime.backends import backend_name_from_env, get_backend
+from aotc.runtime.backends import BACKENDS, BackendRegistry, backend_name_from_env, get_backend
 from aotc.runtime.backends.base import Backend, DeviceInfo
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
 from aotc.runtime.backends.noop import NoopBackend
@@ -46,10 +46,23 @@ def test_backends_are_process_singletons_and_satisfy_the_protocol() -> None:
     assert noop.image_format == "fatbin"
 
 
-def test_a_backend_missing_from_the_installation_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(backends.BACKENDS, "ghost", "aotc.runtime.backends.ghost:GhostBackend")
+def test_a_backend_missing_from_the_installation_is_one_line() -> None:
+    registry = BackendRegistry({**BACKENDS, "ghost": "aotc.runtime.backends.ghost:GhostBackend"})
     with pytest.raises(BackendError, match=r"the ghost backend is not part of this aotc installation"):
-        get_backend("ghost")
+        registry.get("ghost")
+
+
+def test_an_unknown_backend_name_is_a_configuration_error() -> None:
+    known = r"\(known: cuda-python, pycuda, emulator, noop\)"
+    with pytest.raises(ConfigurationError, match=rf"^unknown backend 'cuda' {known}$"):
+        get_backend("cuda")
+
+
+def test_registries_keep_their_own_backends() -> None:
+    mine = BackendRegistry()
+    assert mine.get("noop") is mine.get("noop")
+    assert mine.get("noop") is not get_backend("noop")
+    assert backends.registry.get("noop") is get_backend("noop")
 
 
 def test_environment_picks_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,27 +70,45 @@ def test_environment_picks_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     assert get_backend().name == "noop"
 
 
+class NoGpu(NoopBackend):
+    """A stand-in for a GPU backend on a machine without a GPU."""
+
+    name = "no-gpu"
+    opened = 0
+
+    def _open_device(self) -> DeviceInfo:
+        self.opened += 1
+        raise NoDeviceError("no CUDA GPU: test")
+
+
+class Gpu(NoopBackend):
+    name = "gpu"
+
+
+def stand_ins(first: str, second: str, installed: bool = True) -> BackendRegistry:
+    """A registry whose two automatic candidates are the stand-ins named."""
+    specs = {"first": f"test_backends:{first}", "second": f"test_backends:{second}"}
+    return BackendRegistry(specs, automatic=(("first", "x"), ("second", "y")), has_module=lambda name: installed)
+
+
 def test_automatic_choice_prefers_a_backend_with_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    class NoGpu(NoopBackend):
-        name = "cuda-python"
-
-        def device(self) -> DeviceInfo:
-            raise NoDeviceError("no CUDA GPU: test")
-
-    class Gpu(NoopBackend):
-        name = "pycuda"
-
     monkeypatch.delenv("AOTC_BACKEND", raising=False)
-    monkeypatch.setattr(backends, "_has_module", lambda name: True)
-    monkeypatch.setattr(backends, "_instances", {"cuda-python": NoGpu(), "pycuda": Gpu()})
-    assert get_backend().name == "pycuda"
+    assert stand_ins("NoGpu", "Gpu").get().name == "gpu"
     # Without any GPU the first installed backend is kept, and says so on use.
-    monkeypatch.setattr(backends, "_instances", {"cuda-python": NoGpu(), "pycuda": NoGpu()})
-    with pytest.raises(NoDeviceError, match="no CUDA GPU"):
-        get_backend().device()
-    monkeypatch.setattr(backends, "_has_module", lambda name: False)
+    without = stand_ins("NoGpu", "NoGpu")
+    assert without.get() is without.get("first")
+    with pytest.raises(NoDeviceError, match="no CUDA GPU: test"):
+        without.get().device()
     with pytest.raises(BackendError, match="no CUDA backend is installed: pip install cuda-bindings"):
-        get_backend()
+        stand_ins("Gpu", "Gpu", installed=False).get()
+
+
+def test_a_device_failure_is_kept_and_repeated() -> None:
+    backend = NoGpu()
+    for _ in range(2):
+        with pytest.raises(NoDeviceError, match="^no CUDA GPU: test$"):
+            backend.device()
+    assert backend.opened == 1  # the driver is asked once; the answer is kept
 
 
 def test_pycuda_backend_without_pycuda_says_how_to_install() -> None:
@@ -149,7 +180,7 @@ def test_cuda_python_launch_passes_one_packed_block_through_extra() -> None:
     backend = CudaPythonBackend(driver=fake)
     function = backend.get_function(backend.load_module(b"good image", name="k"), "k")
     params = struct.pack("@QQQiiiqqq", 1, 2, 3, 4, 5, 6, 7, 8, 9)
-    backend.launch(function, (3, 2, 1), (16, 16, 1), 0, 0, params)
+    backend.launch(function, ((3, 2, 1), (16, 16, 1), 0), 0, params)
     (launch,) = fake.launches
     assert launch["function"] == "module:k"
     assert (launch["grid"], launch["block"], launch["shared"], launch["stream"]) == ((3, 2, 1), (16, 16, 1), 0, 0)
@@ -163,10 +194,10 @@ def test_cuda_python_binds_the_primary_context_once_per_thread() -> None:
     backend = CudaPythonBackend(driver=fake)
     function = backend.get_function(backend.load_module(b"good", name="k"), "k")
     for _ in range(3):
-        backend.launch(function, (1, 1, 1), (1, 1, 1), 0, 0, b"")
+        backend.launch(function, ((1, 1, 1), (1, 1, 1), 0), 0, b"")
     assert fake.calls == ["get", "set"]
 
-    other = threading.Thread(target=backend.launch, args=(function, (1, 1, 1), (1, 1, 1), 0, 0, b""))
+    other = threading.Thread(target=backend.launch, args=(function, ((1, 1, 1), (1, 1, 1), 0), 0, b""))
     fake.current = 0
     other.start()
     other.join()
@@ -178,7 +209,7 @@ def test_cuda_python_leaves_a_foreign_context_as_it_was() -> None:
     backend = CudaPythonBackend(driver=fake)
     function = backend.get_function(backend.load_module(b"good", name="k"), "k")
     fake.calls.clear()
-    backend.launch(function, (1, 1, 1), (1, 1, 1), 0, 0, b"")
+    backend.launch(function, ((1, 1, 1), (1, 1, 1), 0), 0, b"")
     assert fake.calls == ["get", "push", "pop"]
 
 

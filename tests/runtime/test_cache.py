@@ -45,7 +45,7 @@ BASE = {
     "aotc_version": __version__,
     "key_schema": KEY_SCHEMA,
 }
-HEADER_SIZE = struct.calcsize("<8sIQ32s")
+HEADER_SIZE = struct.calcsize("<8sI32sQ32s")
 PAYLOAD = b"\x7fELF cubin bytes" * 64
 
 
@@ -183,7 +183,9 @@ def test_keys_do_not_share_entries(cache: DiskCache) -> None:
 
 
 def _header(length: int, payload: bytes, magic: bytes = b"AOTCJIT\x00", schema: int = ENTRY_SCHEMA) -> bytes:
-    return struct.pack("<8sIQ32s", magic, schema, length, hashlib.sha256(payload).digest())
+    """An entry header for ``make_key()``, as the format lays it out: the key's digest is in it."""
+    digest = bytes.fromhex(make_key().digest)
+    return struct.pack("<8sI32sQ32s", magic, schema, digest, length, hashlib.sha256(payload).digest())
 
 
 CORRUPTIONS = {

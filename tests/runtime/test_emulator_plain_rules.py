@@ -85,7 +85,7 @@ def _run(tmp_path: Path, mutation: str | None, semiring: str, pass_name: str) ->
         values.update(M=case.m, N=case.n, K=case.k, lda=case.k, ldb=case.n, ldc=case.n, ldk=case.n)
         params = struct.pack("@" + "".join(p.pack for p in kernel.params), *(values[p.name] for p in kernel.params))
         grid = (-(-case.n // kernel.tile.block_n), -(-case.m // kernel.tile.block_m), 1)
-        backend.launch(function, grid, kernel.launch.block, 0, None, params)
+        backend.launch(function, (grid, kernel.launch.block, 0), None, params)
         got_c = memory.download(values["C"], c)
         got_k = memory.download(values["Kstar"], kstar)
     finally:

@@ -63,7 +63,7 @@ def _run(tmp_path: Path, bug: str, semiring: str, case: Case) -> tuple[np.ndarra
     params = struct.pack("@QQQiiiqqq", pa, pb, pc, case.m, case.n, case.k, case.k, case.n, case.n)
     launch = kernel.launch
     grid = (-(-case.n // kernel.tile.block_n), -(-case.m // kernel.tile.block_m), 1)
-    backend.launch(function, grid, launch.block, 0, None, params)
+    backend.launch(function, (grid, launch.block, 0), None, params)
     got = memory.download(pc, c)
     memory.free()
     return got, reference.matmul(a, b, semiring)

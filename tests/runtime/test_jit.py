@@ -127,7 +127,7 @@ def test_an_arch_nvrtc_cannot_target_is_refused(source: bytes) -> None:
 
 
 def test_without_nvrtc_the_reason_is_kept(monkeypatch: pytest.MonkeyPatch, source: bytes) -> None:
-    monkeypatch.setattr(jit, "_probe", (None, "libnvrtc cannot be loaded (test)"))
+    monkeypatch.setattr(jit, "probe", jit.NvrtcProbe((None, "libnvrtc cannot be loaded (test)")))
     assert jit.nvrtc_info() is None
     with pytest.raises(BuildError, match=r"NVRTC is not available: libnvrtc cannot be loaded \(test\)"):
         jit.compile_cubin(source, "k.cu", (8, 0))

@@ -2,7 +2,8 @@
 
 Backends are named here as ``module:class`` strings, so importing this
 package imports none of them; one is imported when it is first asked for,
-and then kept for the life of the process (it holds the device's context).
+and then kept for the life of the process (it holds the device's context) by
+``registry``, the process's ``BackendRegistry``.
 
 Automatic choice, when ``AOTC_BACKEND`` is unset: the first of cuda-python
 and pycuda that is installed and finds a GPU; else the first installed one,
@@ -18,12 +19,12 @@ import importlib
 import importlib.util
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
-from aotc.errors import BackendError, ConfigurationError, NoDeviceError
+from aotc.errors import BackendError, ConfigurationError, NoDeviceError, echo
 from aotc.runtime.backends.base import Backend, DeviceInfo
 
-__all__ = ["BACKENDS", "Backend", "DeviceInfo", "backend_name_from_env", "get_backend"]
+__all__ = ["BACKENDS", "Backend", "BackendRegistry", "DeviceInfo", "backend_name_from_env", "get_backend", "registry"]
 
 BACKENDS = {
     "cuda-python": "aotc.runtime.backends.cuda_python:CudaPythonBackend",
@@ -32,10 +33,7 @@ BACKENDS = {
     "noop": "aotc.runtime.backends.noop:NoopBackend",
 }
 # What must be importable for an automatic candidate to be worth trying.
-_AUTO = (("cuda-python", "cuda.bindings"), ("pycuda", "pycuda"))
-
-_lock = threading.Lock()
-_instances: dict[str, Backend] = {}
+AUTOMATIC = (("cuda-python", "cuda.bindings"), ("pycuda", "pycuda"))
 
 
 def backend_name_from_env(environ: Mapping[str, str] | None = None) -> str | None:
@@ -45,58 +43,80 @@ def backend_name_from_env(environ: Mapping[str, str] | None = None) -> str | Non
     if not value or value == "auto":
         return None
     if value not in BACKENDS:
-        msg = f"AOTC_BACKEND={environ['AOTC_BACKEND']!r} is not one of: auto, {', '.join(BACKENDS)}"
+        msg = f"AOTC_BACKEND={echo(environ['AOTC_BACKEND'])} is not one of: auto, {', '.join(BACKENDS)}"
         raise ConfigurationError(msg)
     return value
 
 
-def get_backend(name: str | None = None) -> Backend:
-    """The process's backend called ``name``; None: ``AOTC_BACKEND`` or the automatic choice."""
-    if name is None:
-        name = backend_name_from_env()
+class BackendRegistry:
+    """Backends by name, each created on first request and then kept.
+
+    ``specs`` maps names to ``module:class``; ``automatic`` lists the
+    (name, module it needs) pairs the automatic choice tries in order;
+    ``has_module`` says whether a module is importable. The process has one,
+    ``registry``; a test builds its own with stand-ins.
+    """
+
+    def __init__(
+        self,
+        specs: Mapping[str, str] = BACKENDS,
+        *,
+        automatic: Sequence[tuple[str, str]] = AUTOMATIC,
+        has_module: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.specs = dict(specs)
+        self.automatic = tuple(automatic)
+        self._has_module = has_module or _has_module
+        self._lock = threading.Lock()
+        self._instances: dict[str, Backend] = {}
+
+    def get(self, name: str | None = None) -> Backend:
+        """The backend called ``name``; None: ``AOTC_BACKEND`` or the automatic choice."""
         if name is None:
-            return _automatic()
-    if name not in BACKENDS:
-        msg = f"unknown backend {name!r} (known: {', '.join(BACKENDS)})"
-        raise ConfigurationError(msg)
-    with _lock:
-        backend = _instances.get(name)
-        if backend is None:
-            backend = _instances[name] = _create(name)
-        return backend
+            name = backend_name_from_env()
+            if name is None:
+                return self.choose()
+        if name not in self.specs:
+            msg = f"unknown backend {echo(name)} (known: {', '.join(self.specs)})"
+            raise ConfigurationError(msg)
+        with self._lock:
+            backend = self._instances.get(name)
+            if backend is None:
+                backend = self._instances[name] = self._create(name)
+            return backend
 
+    def choose(self) -> Backend:
+        """The first automatic candidate that is installed and finds a GPU; else the
+        first installed one, whose ``device()`` then says there is no GPU."""
+        fallback: Backend | None = None
+        for name, needs in self.automatic:
+            if not self._has_module(needs):
+                continue
+            backend = self.get(name)
+            try:
+                backend.device()
+            except NoDeviceError:
+                fallback = fallback or backend
+                continue
+            return backend
+        if fallback is not None:
+            return fallback
+        msg = (
+            "no CUDA backend is installed: pip install cuda-bindings (or 'aotc[pycuda]'); "
+            "AOTC_BACKEND=emulator runs kernels on the CPU"
+        )
+        raise BackendError(msg)
 
-def _create(name: str) -> Backend:
-    module_name, _, class_name = BACKENDS[name].partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module_name.startswith(exc.name):
-            msg = f"the {name} backend is not part of this aotc installation ({module_name} is missing)"
-            raise BackendError(msg) from None
-        raise
-    return getattr(module, class_name)()
-
-
-def _automatic() -> Backend:
-    fallback: Backend | None = None
-    for name, needs in _AUTO:
-        if not _has_module(needs):
-            continue
-        backend = get_backend(name)
+    def _create(self, name: str) -> Backend:
+        module_name, _, class_name = self.specs[name].partition(":")
         try:
-            backend.device()
-        except NoDeviceError:
-            fallback = fallback or backend
-            continue
-        return backend
-    if fallback is not None:
-        return fallback
-    msg = (
-        "no CUDA backend is installed: pip install cuda-bindings (or 'aotc[pycuda]'); "
-        "AOTC_BACKEND=emulator runs kernels on the CPU"
-    )
-    raise BackendError(msg)
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module_name.startswith(exc.name):
+                msg = f"the {name} backend is not part of this aotc installation ({module_name} is missing)"
+                raise BackendError(msg) from None
+            raise
+        return getattr(module, class_name)()
 
 
 def _has_module(name: str) -> bool:
@@ -104,3 +124,11 @@ def _has_module(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:
         return False
+
+
+registry = BackendRegistry()
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """The process's backend called ``name``; None: ``AOTC_BACKEND`` or the automatic choice."""
+    return registry.get(name)

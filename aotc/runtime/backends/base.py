@@ -1,4 +1,4 @@
-"""The backend protocol: the few things the loader needs from a GPU API.
+"""The backend protocol, and ``BackendBase``, what every backend shares.
 
 A backend is one object per process. Its methods take and return plain values
 (ints for device pointers and streams, bytes for images and parameter blocks)
@@ -11,21 +11,34 @@ Two kinds of backend exist, told apart by ``image_format``:
 - ``"source"``: ``load_module`` gets the kernel's shipped ``.cu`` bytes and
   compiles them itself (the CPU emulator). The loader skips ``select_image``.
 
-``launch`` receives one packed parameter block: the kernel's parameters laid
-out with native alignment, exactly as a C compiler lays them out for a kernel
-(``struct.Struct("@...")``). GPU backends hand it to ``cuLaunchKernel``
-through ``CU_LAUNCH_PARAM_BUFFER_POINTER``; a source backend can slice it by
-the same offsets.
+``launch`` receives the launch shape, ``(grid, block, shared_bytes)``, and one
+packed parameter block: the kernel's parameters laid out with native
+alignment, exactly as a C compiler lays them out for a kernel
+(``aotc.runtime.backends.params``). GPU backends hand it to ``cuLaunchKernel``
+through ``CU_LAUNCH_PARAM_BUFFER_POINTER``; a source backend slices it by the
+same layout's offsets.
+
+A new backend subclasses ``BackendBase`` (and ``HostMemory`` where its
+pointers are host memory) and writes only what differs: ``_open_device``,
+``load_module``, ``get_function``, ``launch``, and for a GPU API the context
+hooks ``_enter``/``_leave``, ``driver_version`` and the memory helpers.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["IMAGE_FORMATS", "Backend", "DeviceInfo"]
+from aotc.errors import BackendError, NoDeviceError
 
-IMAGE_FORMATS = ("fatbin", "source")
+__all__ = ["Backend", "BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "launch_error"]
+
+Dim3 = tuple[int, int, int]
+# (grid, block, dynamic shared bytes): what one launch needs besides the kernel and its arguments.
+LaunchShape = tuple[Dim3, Dim3, int]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -58,7 +71,7 @@ class Backend(Protocol):
     ``device()`` raises ``NoDeviceError`` where there is no usable GPU."""
 
     name: ClassVar[str]
-    image_format: ClassVar[str]  # one of IMAGE_FORMATS
+    image_format: ClassVar[str]  # "fatbin" or "source"
     # "device": pointers are GPU memory; "host": host memory (emulator, noop),
     # so host arrays are passed in place rather than copied.
     memory: ClassVar[str]
@@ -81,16 +94,8 @@ class Backend(Protocol):
 
     def get_function(self, module: Any, symbol: str) -> Any: ...
 
-    def launch(
-        self,
-        function: Any,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        stream: Any,
-        params: bytes,
-    ) -> None:
-        """Enqueue one launch; ``params`` is the packed parameter block."""
+    def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
+        """Enqueue one launch of ``shape``; ``params`` is the packed parameter block."""
         ...
 
     # Memory helpers: enough for tests and simple ops, not an array library.
@@ -107,3 +112,65 @@ class Backend(Protocol):
         ...
 
     def synchronize(self) -> None: ...
+
+
+class BackendBase:
+    """The part of a backend that is the same for all: the device asked once (a
+    failure is kept, so asking again gives the same answer), calls run inside
+    the backend's context, and launch failures reported in one form."""
+
+    name: ClassVar[str]
+    image_format: ClassVar[str]
+    memory: ClassVar[str]
+
+    def __init__(self) -> None:
+        self._device_lock = threading.Lock()
+        self._device: DeviceInfo | None = None
+        self._device_problem: NoDeviceError | None = None
+
+    def device(self) -> DeviceInfo:
+        with self._device_lock:
+            if self._device is None and self._device_problem is None:
+                try:
+                    self._device = self._open_device()
+                except NoDeviceError as exc:
+                    self._device_problem = exc
+            if self._device_problem is not None:
+                raise NoDeviceError(str(self._device_problem))
+            return self._device  # type: ignore[return-value]
+
+    def _open_device(self) -> DeviceInfo:
+        """Find the device; ``NoDeviceError`` where there is none. Called once."""
+        raise NotImplementedError
+
+    def driver_version(self) -> int | None:
+        return None  # host backends: no NVIDIA driver behind them, so no library is too new
+
+    # A GPU API's backend makes its context current around each call; these are no-ops otherwise.
+    def _enter(self) -> bool:
+        """Make the backend's context current; True if it was pushed and must be popped."""
+        return False
+
+    def _leave(self, pushed: bool) -> None:
+        return None
+
+    def _in_context(self, call: Callable[..., _T], *args: Any) -> _T:
+        pushed = self._enter()
+        try:
+            return call(*args)
+        finally:
+            self._leave(pushed)
+
+
+def launch_error(what: str, shape: LaunchShape, reason: str) -> BackendError:
+    """The one-line error for a launch the backend refused: what, the shape, why."""
+    grid, block, shared_bytes = shape
+    msg = f"{what}(grid={grid}, block={block}, shared={shared_bytes}) failed: {reason}"
+    return BackendError(msg)
+
+
+def byte_view(buffer: bytes | bytearray | memoryview) -> memoryview | None:
+    """``buffer`` as flat bytes for a copy, or None when it is empty: then there is
+    nothing to copy, and a zero-sized view could not be cast."""
+    view = memoryview(buffer)
+    return view.cast("B") if view.nbytes else None

@@ -18,7 +18,7 @@ import threading
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
-from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
 
 __all__ = ["CudaPythonBackend"]
 
@@ -29,7 +29,7 @@ _PARAM_BUFFER_SIZE = 2
 _Extra = ctypes.c_void_p * 5
 
 
-class CudaPythonBackend:
+class CudaPythonBackend(BackendBase):
     """Device ``ordinal`` through cuda-python; nothing touches the driver until first use."""
 
     name: ClassVar[str] = "cuda-python"
@@ -43,28 +43,15 @@ class CudaPythonBackend:
             except ImportError:
                 msg = "the cuda-python backend needs cuda-bindings: pip install cuda-bindings"
                 raise BackendError(msg) from None
+        super().__init__()
         self._driver = driver
         self._ordinal = ordinal
-        self._lock = threading.Lock()
         self._local = threading.local()
         self._context: Any = None
         self._context_handle = 0
-        self._device: DeviceInfo | None = None
-        self._problem: NoDeviceError | None = None
         self._driver_version: int | None = None
 
     # -- device and context --------------------------------------------------
-
-    def device(self) -> DeviceInfo:
-        with self._lock:
-            if self._device is None and self._problem is None:
-                try:
-                    self._device = self._open()
-                except NoDeviceError as exc:
-                    self._problem = exc  # asked again, the answer is the same
-            if self._problem is not None:
-                raise NoDeviceError(str(self._problem))
-            return self._device  # type: ignore[return-value]
 
     def driver_version(self) -> int:
         # cuDriverGetVersion needs no cuInit, so a driver too old for the rest is still asked.
@@ -76,7 +63,7 @@ class CudaPythonBackend:
             self._driver_version = int(self._call("cuDriverGetVersion", result))
         return self._driver_version
 
-    def _open(self) -> DeviceInfo:
+    def _open_device(self) -> DeviceInfo:
         cu = self._driver
         try:
             (err,) = cu.cuInit(0)
@@ -131,30 +118,20 @@ class CudaPythonBackend:
     # -- modules and launches ------------------------------------------------
 
     def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
-        pushed = self._enter()
-        try:
-            return self._call(f"loading {name}: cuModuleLoadData", self._driver.cuModuleLoadData(bytes(image)))
-        finally:
-            self._leave(pushed)
+        loaded = self._in_context(self._driver.cuModuleLoadData, bytes(image))
+        return self._call(f"loading {name}: cuModuleLoadData", loaded)
 
     def get_function(self, module: Any, symbol: str) -> Any:
         return self._call(f"cuModuleGetFunction({symbol})", self._driver.cuModuleGetFunction(module, symbol.encode()))
 
-    def launch(
-        self,
-        function: Any,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        stream: Any,
-        params: bytes,
-    ) -> None:
+    def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
         pushed = False if getattr(self._local, "bound", False) else self._enter()
         # c_char_p points into the bytes object itself; the driver copies the
         # block before cuLaunchKernel returns, and `params` outlives the call.
         size = ctypes.c_size_t(len(params))
         pointer = ctypes.cast(ctypes.c_char_p(params), ctypes.c_void_p).value
         extra = _Extra(_PARAM_BUFFER_POINTER, pointer, _PARAM_BUFFER_SIZE, ctypes.addressof(size), _PARAM_END)
+        grid, block, shared_bytes = shape
         try:
             (err,) = self._driver.cuLaunchKernel(
                 function, *grid, *block, shared_bytes, stream, None, ctypes.addressof(extra)
@@ -162,55 +139,30 @@ class CudaPythonBackend:
         finally:
             self._leave(pushed)
         if err != self._driver.CUresult.CUDA_SUCCESS:
-            msg = f"cuLaunchKernel(grid={grid}, block={block}, shared={shared_bytes}) failed: {self._error_name(err)}"
-            raise BackendError(msg)
+            raise launch_error("cuLaunchKernel", shape, self._error_name(err))
 
     # -- memory ----------------------------------------------------------------
 
     def alloc(self, nbytes: int) -> int:
-        pushed = self._enter()
-        try:
-            return int(self._call("cuMemAlloc", self._driver.cuMemAlloc(max(int(nbytes), 1))))
-        finally:
-            self._leave(pushed)
+        return int(self._call("cuMemAlloc", self._in_context(self._driver.cuMemAlloc, max(int(nbytes), 1))))
 
     def free(self, pointer: int) -> None:
-        pushed = self._enter()
-        try:
-            self._call("cuMemFree", self._driver.cuMemFree(self._driver.CUdeviceptr(pointer)))
-        finally:
-            self._leave(pushed)
+        self._call("cuMemFree", self._in_context(self._driver.cuMemFree, self._driver.CUdeviceptr(pointer)))
 
     def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
-        view = memoryview(host)
-        if not view.nbytes:  # nothing to copy, and a zero-sized view cannot be cast
-            return
-        view = view.cast("B")
-        pushed = self._enter()
-        try:
+        view = byte_view(host)
+        if view is not None:
             dst = self._driver.CUdeviceptr(pointer)
-            self._call("cuMemcpyHtoD", self._driver.cuMemcpyHtoD(dst, view, view.nbytes))
-        finally:
-            self._leave(pushed)
+            self._call("cuMemcpyHtoD", self._in_context(self._driver.cuMemcpyHtoD, dst, view, view.nbytes))
 
     def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
-        view = memoryview(host)
-        if not view.nbytes:
-            return
-        view = view.cast("B")
-        pushed = self._enter()
-        try:
+        view = byte_view(host)
+        if view is not None:
             src = self._driver.CUdeviceptr(pointer)
-            self._call("cuMemcpyDtoH", self._driver.cuMemcpyDtoH(view, src, view.nbytes))
-        finally:
-            self._leave(pushed)
+            self._call("cuMemcpyDtoH", self._in_context(self._driver.cuMemcpyDtoH, view, src, view.nbytes))
 
     def synchronize(self) -> None:
-        pushed = self._enter()
-        try:
-            self._call("cuCtxSynchronize", self._driver.cuCtxSynchronize())
-        finally:
-            self._leave(pushed)
+        self._call("cuCtxSynchronize", self._in_context(self._driver.cuCtxSynchronize))
 
     # -- errors ----------------------------------------------------------------
 

@@ -12,17 +12,18 @@ import threading
 from typing import ClassVar
 
 from aotc.errors import BackendError
+from aotc.runtime.backends.base import BackendBase, byte_view
 
 __all__ = ["HostMemory"]
 
 
-class HostMemory:
-    """The protocol's memory helpers over host memory; see the module docstring."""
+class HostMemory(BackendBase):
+    """A backend whose memory is host memory; see the module docstring."""
 
-    name: ClassVar[str]
     memory: ClassVar[str] = "host"
 
     def __init__(self) -> None:
+        super().__init__()
         self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
         self._buffers_lock = threading.Lock()
 
@@ -40,14 +41,14 @@ class HostMemory:
                 raise BackendError(msg)
 
     def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
-        data = memoryview(host)
-        if data.nbytes:  # an empty array has nothing to copy, and cannot be cast
-            ctypes.memmove(pointer, bytes(data.cast("B")), data.nbytes)
+        view = byte_view(host)
+        if view is not None:
+            ctypes.memmove(pointer, bytes(view), view.nbytes)
 
     def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
-        view = memoryview(host)
-        if view.nbytes:
-            view.cast("B")[:] = ctypes.string_at(pointer, view.nbytes)
+        view = byte_view(host)
+        if view is not None:
+            view[:] = ctypes.string_at(pointer, view.nbytes)
 
     def synchronize(self) -> None:
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.base import DeviceInfo, LaunchShape
 from aotc.runtime.backends.host_memory import HostMemory
 
 __all__ = ["NoopBackend"]
@@ -23,15 +23,13 @@ class NoopBackend(HostMemory):
     image_format: ClassVar[str] = "fatbin"
 
     def __init__(self, capability: tuple[int, int] = (8, 0), driver_version: tuple[int, int] = (13, 0)) -> None:
-        major, minor = capability
-        self._device = DeviceInfo(f"noop (sm_{major}{minor}; launches do nothing)", (major, minor), tuple(driver_version), 0, 0)
         super().__init__()
+        major, minor = capability
+        name = f"noop (sm_{major}{minor}; launches do nothing)"
+        self._pretends = DeviceInfo(name, (major, minor), tuple(driver_version), 0, 0)  # type: ignore[arg-type]
 
-    def device(self) -> DeviceInfo:
-        return self._device
-
-    def driver_version(self) -> None:
-        return None  # no NVIDIA driver behind it, so no library is too new for it
+    def _open_device(self) -> DeviceInfo:
+        return self._pretends
 
     def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
         return ("noop-module", name, len(image))
@@ -39,13 +37,5 @@ class NoopBackend(HostMemory):
     def get_function(self, module: Any, symbol: str) -> Any:
         return symbol
 
-    def launch(
-        self,
-        function: Any,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        stream: Any,
-        params: bytes,
-    ) -> None:
+    def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
         return None

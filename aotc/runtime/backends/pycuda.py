@@ -20,12 +20,12 @@ import threading
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
-from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
 
 __all__ = ["PyCudaBackend"]
 
 
-class PyCudaBackend:
+class PyCudaBackend(BackendBase):
     """Device ``ordinal`` through pycuda; nothing touches the driver until first use."""
 
     name: ClassVar[str] = "pycuda"
@@ -36,24 +36,12 @@ class PyCudaBackend:
         if importlib.util.find_spec("pycuda") is None:
             msg = "the pycuda backend needs pycuda: pip install 'aotc[pycuda]'"
             raise BackendError(msg)
+        super().__init__()
         self._ordinal = ordinal
         self._lock = threading.Lock()
         self._cuda: Any = None
         self._context: Any = None
-        self._device: DeviceInfo | None = None
-        self._problem: NoDeviceError | None = None
         self._allocations: dict[int, Any] = {}
-
-    def device(self) -> DeviceInfo:
-        with self._lock:
-            if self._device is None and self._problem is None:
-                try:
-                    self._device = self._open()
-                except NoDeviceError as exc:
-                    self._problem = exc
-            if self._problem is not None:
-                raise NoDeviceError(str(self._problem))
-            return self._device  # type: ignore[return-value]
 
     def driver_version(self) -> int:
         cuda = _driver_module()
@@ -64,7 +52,7 @@ class PyCudaBackend:
             msg = f"no CUDA GPU: {_one_line(exc)}"
             raise NoDeviceError(msg) from None
 
-    def _open(self) -> DeviceInfo:
+    def _open_device(self) -> DeviceInfo:
         cuda = _driver_module()
         try:
             cuda.init()
@@ -105,14 +93,11 @@ class PyCudaBackend:
             self._cuda.Context.pop()
 
     def _guard(self, what: str, call: Any, *args: Any) -> Any:
-        pushed = self._enter()
         try:
-            return call(*args)
+            return self._in_context(call, *args)
         except self._cuda.Error as exc:
             msg = f"{what} failed: {_one_line(exc)}"
             raise BackendError(msg) from None
-        finally:
-            self._leave(pushed)
 
     def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
         return self._guard(f"loading {name}", self._cuda.module_from_buffer, bytes(image))
@@ -120,16 +105,12 @@ class PyCudaBackend:
     def get_function(self, module: Any, symbol: str) -> Any:
         return self._guard(f"get_function({symbol})", module.get_function, symbol)
 
-    def launch(
-        self,
-        function: Any,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        stream: Any,
-        params: bytes,
-    ) -> None:
-        self._guard("launch", function._launch_kernel, grid, block, params, shared_bytes, stream or None)  # noqa: SLF001
+    def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
+        grid, block, shared_bytes = shape
+        try:
+            self._in_context(function._launch_kernel, grid, block, params, shared_bytes, stream or None)  # noqa: SLF001
+        except self._cuda.Error as exc:
+            raise launch_error("launch", shape, _one_line(exc)) from None
 
     def alloc(self, nbytes: int) -> int:
         allocation = self._guard("mem_alloc", self._cuda.mem_alloc, max(int(nbytes), 1))
@@ -147,14 +128,14 @@ class PyCudaBackend:
         self._guard("free", allocation.free)
 
     def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
-        view = memoryview(host)
-        if view.nbytes:  # nothing to copy, and a zero-sized view cannot be cast
-            self._guard("memcpy_htod", self._cuda.memcpy_htod, pointer, view.cast("B"))
+        view = byte_view(host)
+        if view is not None:
+            self._guard("memcpy_htod", self._cuda.memcpy_htod, pointer, view)
 
     def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
-        view = memoryview(host)
-        if view.nbytes:
-            self._guard("memcpy_dtoh", self._cuda.memcpy_dtoh, view.cast("B"), pointer)
+        view = byte_view(host)
+        if view is not None:
+            self._guard("memcpy_dtoh", self._cuda.memcpy_dtoh, view, pointer)
 
     def synchronize(self) -> None:
         self._guard("synchronize", self._cuda.Context.synchronize)

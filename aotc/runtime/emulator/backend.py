@@ -15,8 +15,9 @@ import re
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, BuildError
-from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.base import DeviceInfo, LaunchShape, launch_error
 from aotc.runtime.backends.host_memory import HostMemory
+from aotc.runtime.backends.params import ParamLayout
 from aotc.runtime.cache import CacheKey, DiskCache, default_cache
 from aotc.runtime.emulator.compile import compile_library_bytes, toolchain
 from aotc.runtime.emulator.launch import EmulatorKernel, load_library_bytes
@@ -42,13 +43,8 @@ class EmulatorFunction:
 
     def __init__(self, kernel: EmulatorKernel) -> None:
         self.kernel = kernel
-        # Natural alignment, as struct.Struct("@...") and a C compiler lay them out.
-        offsets, position = [], 0
-        for size in kernel.sizes:
-            position = (position + size - 1) // size * size
-            offsets.append(position)
-            position += size
-        self.offsets = tuple(offsets)
+        # The launcher packed the block with this layout; read it back with the same.
+        self.offsets = ParamLayout.for_sizes(kernel.sizes).offsets
 
 
 class EmulatorBackend(HostMemory):
@@ -68,12 +64,9 @@ class EmulatorBackend(HostMemory):
             self._cache = default_cache()
         return self._cache
 
-    def device(self) -> DeviceInfo:
+    def _open_device(self) -> DeviceInfo:
         tools = toolchain()
         return DeviceInfo(f"CPU emulator ({tools.version})", (0, 0), (0, 0), os.cpu_count() or 1, 0)
-
-    def driver_version(self) -> None:
-        return None  # the kernels run as host code: no NVIDIA driver to be too old
 
     def cache_key(self, source: bytes, symbols: tuple[str, ...]) -> CacheKey:
         tools = toolchain()
@@ -100,21 +93,12 @@ class EmulatorBackend(HostMemory):
         except KeyError as exc:
             raise BackendError(str(exc.args[0])) from None
 
-    def launch(
-        self,
-        function: EmulatorFunction,
-        grid: tuple[int, int, int],
-        block: tuple[int, int, int],
-        shared_bytes: int,
-        stream: Any,
-        params: bytes,
-    ) -> None:
+    def launch(self, function: EmulatorFunction, shape: LaunchShape, stream: Any, params: bytes) -> None:
         # The emulator is synchronous, so a stream has nothing to order.
         block_buffer = ctypes.create_string_buffer(bytes(params), max(len(params), 1))
         base = ctypes.addressof(block_buffer)
         pointers = (ctypes.c_void_p * max(len(function.offsets), 1))(*(base + o for o in function.offsets))
         try:
-            function.kernel.launch_params(grid, block, shared_bytes, pointers)
+            function.kernel.launch_params(*shape, pointers)
         except (ValueError, RuntimeError) as exc:
-            msg = f"{function.kernel.symbol}: {exc}"
-            raise BackendError(msg) from None
+            raise launch_error(function.kernel.symbol, shape, str(exc)) from None

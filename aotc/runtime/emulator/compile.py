@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aotc.errors import BuildError
+from aotc.errors import BuildError, UnreadableFileError
+from aotc._untrusted_files import KERNEL_FILE_LIMIT, read_regular
 from aotc.runtime.emulator._source import find_unsupported, missing_cuda_header, translate_source
 
 __all__ = [
@@ -132,9 +133,9 @@ def _read_source(source: str | os.PathLike[str] | bytes, source_name: str | None
         data = source
     else:
         try:
-            data = Path(source).read_bytes()
-        except OSError as error:
-            msg = f"cannot read kernel source {name}: {error.strerror}"
+            data = read_regular(source, KERNEL_FILE_LIMIT)
+        except UnreadableFileError as error:
+            msg = f"cannot read kernel source {error}"
             raise BuildError(msg) from None
     return data.decode("utf-8", errors="surrogateescape"), name
 

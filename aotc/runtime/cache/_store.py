@@ -1,70 +1,47 @@
-"""The disk cache for JIT products: NVRTC cubins and emulator shared libraries.
+"""The disk store: one cache directory of entries, their locks and temp files.
 
-The contract is DESIGN.md's "The disk cache". The directory holds three kinds
-of file, and nothing else in it is ever touched:
+The directory holds three kinds of file, and nothing else in it is ever touched:
 
-- ``<digest>.entry``: a header (magic, schema, payload length, payload sha256)
-  followed by the payload;
+- ``<digest>.entry``: an entry (see ``_entry``);
 - ``<digest>.lock``: an empty file that fills of that key ``flock``;
 - ``.<digest>.<random>.tmp``: an entry being written, renamed over
   ``<digest>.entry`` only once it is complete and fsynced.
 
-Anything wrong with an entry is a miss, never an exception. A directory that
-is not safe to trust is refused with one ``CacheWarning`` and the cache runs
-uncached; a directory we cannot write to serves hits and builds misses in
-memory. Standard library only.
+A directory that is not safe to trust is refused with one ``CacheWarning``
+and the cache runs uncached; a directory we cannot write to serves hits and
+builds misses in memory.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import secrets
 import stat
-import struct
-import sys
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
-from typing import BinaryIO
 
 try:
     import fcntl
 except ImportError:  # Windows: fills are serialised per process only.
     fcntl = None  # type: ignore[assignment]
 
-from aotc._version import __version__
-from aotc.errors import ArgumentError, ArgumentTypeError, CacheError, CacheWarning
+from aotc.errors import ArgumentError, ArgumentTypeError, CacheError, CacheWarning, echo
+from aotc.runtime.cache._entry import HEADER, entry_header, read_entry
+from aotc.runtime.cache._key import CacheKey
 
-__all__ = [
-    "DEFAULT_MAX_BYTES",
-    "ENTRY_SCHEMA",
-    "KEY_SCHEMA",
-    "CacheInfo",
-    "CacheKey",
-    "CacheStats",
-    "DiskCache",
-    "default_cache",
-    "default_cache_dir",
-]
+__all__ = ["DEFAULT_MAX_BYTES", "CacheInfo", "CacheStats", "DiskCache"]
 
-# Bump KEY_SCHEMA when what goes into a key changes meaning, and ENTRY_SCHEMA
-# when the file layout changes: either way old entries become misses.
-KEY_SCHEMA = 1
-ENTRY_SCHEMA = 1
 DEFAULT_MAX_BYTES = 2 * 1024**3
 
 STATE_OK = "ok"
 STATE_READ_ONLY = "read-only"
 STATE_REFUSED = "refused"
 
-_MAGIC = b"AOTCJIT\x00"
-_HEADER = struct.Struct("<8sIQ32s")  # magic, schema, payload length, sha256
 _ENTRY_SUFFIX = ".entry"
 _LOCK_SUFFIX = ".lock"
 _TEMP_SUFFIX = ".tmp"
@@ -72,73 +49,9 @@ _TEMP_SUFFIX = ".tmp"
 _STALE_TEMP_SECONDS = 3600
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-
-
-
-
-@dataclass(frozen=True)
-class CacheKey:
-    """Everything a JIT product depends on; ``digest`` names its entry.
-
-    Build one with ``CacheKey.for_source``: the source is hashed, not kept.
-    Option order is kept because later compiler options may override earlier.
-    """
-
-    source_sha256: str
-    options: tuple[str, ...]
-    target: str
-    compiler: str
-    aotc_version: str = __version__
-    key_schema: int = KEY_SCHEMA
-
-    @classmethod
-    def for_source(
-        cls,
-        source: bytes,
-        *,
-        options: tuple[str, ...] | list[str] = (),
-        target: str,
-        compiler: str,
-        aotc_version: str = __version__,
-        key_schema: int = KEY_SCHEMA,
-    ) -> CacheKey:
-        if not isinstance(source, (bytes, bytearray, memoryview)):
-            msg = f"source must be bytes, not {type(source).__name__}"
-            raise ArgumentTypeError(msg)
-        digest = hashlib.sha256(source).hexdigest()
-        return cls(digest, options, target, compiler, aotc_version, key_schema)  # type: ignore[arg-type]
-
-    def __post_init__(self) -> None:
-        if isinstance(self.options, str):
-            msg = "options must be a sequence of str, not one str"
-            raise ArgumentTypeError(msg)
-        object.__setattr__(self, "options", tuple(self.options))
-        texts = (self.source_sha256, self.target, self.compiler, self.aotc_version, *self.options)
-        if not all(isinstance(text, str) for text in texts):
-            msg = f"every CacheKey field except key_schema must be str: {self!r}"
-            raise ArgumentTypeError(msg)
-        if type(self.key_schema) is not int:
-            msg = f"key_schema must be int, not {type(self.key_schema).__name__}"
-            raise ArgumentTypeError(msg)
-
-    @cached_property
-    def digest(self) -> str:
-        """sha256 hex over every field, each length-prefixed so no two keys collide by concatenation."""
-        parts = [
-            str(self.key_schema),
-            self.aotc_version,
-            self.compiler,
-            self.target,
-            self.source_sha256,
-            str(len(self.options)),
-            *self.options,
-        ]
-        hasher = hashlib.sha256(b"aotc-cache-key\x00")
-        for part in parts:
-            data = part.encode("utf-8", "surrogatepass")
-            hasher.update(len(data).to_bytes(8, "big"))
-            hasher.update(data)
-        return hasher.hexdigest()
+# Lock files are opened with O_NONBLOCK too: a FIFO planted as one must not block open().
+# flock() itself still waits, as it should.
+_O_LOCK = os.O_RDWR | _O_NOFOLLOW | _O_FLAGS | getattr(os, "O_NONBLOCK", 0)
 
 
 @dataclass(frozen=True)
@@ -167,10 +80,20 @@ class DiskCache:
     """One cache directory. Nothing touches the disk until first use."""
 
     def __init__(self, directory: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        if type(max_bytes) is not int or max_bytes < 0:
-            msg = f"max_bytes must be a non-negative int, not {max_bytes!r}"
+        if not isinstance(directory, (str, os.PathLike)):
+            msg = f"DiskCache directory must be a str or path, not {type(directory).__name__} ({echo(directory)})"
+            raise ArgumentTypeError(msg)
+        if type(max_bytes) is not int:
+            msg = f"DiskCache max_bytes must be an int, not {type(max_bytes).__name__} ({echo(max_bytes)})"
+            raise ArgumentTypeError(msg)
+        if max_bytes < 0:
+            msg = f"DiskCache max_bytes must be a non-negative int, not {max_bytes}"
             raise ArgumentError(msg)
-        self.directory = Path(os.path.abspath(os.path.expanduser(os.fspath(directory))))
+        text = os.fspath(directory)
+        if not isinstance(text, str) or not text or "\0" in text:
+            msg = f"DiskCache directory must be a non-empty str path, not {echo(text)}"
+            raise ArgumentError(msg)
+        self.directory = Path(os.path.abspath(os.path.expanduser(text)))
         self.max_bytes = max_bytes
         self._mutex = threading.Lock()
         self._state: str | None = None
@@ -191,14 +114,19 @@ class DiskCache:
 
     def load(self, key: CacheKey) -> bytes | None:
         """The payload stored for ``key``, or None for a miss of any kind."""
+        _check_key(key)
         if self._prepare() == STATE_REFUSED:
             return None
-        return _read_entry(self._path(key, _ENTRY_SUFFIX))
+        return read_entry(self._path(key, _ENTRY_SUFFIX), key, self.max_bytes)
 
     def save(self, key: CacheKey, payload: bytes) -> bool:
         """Store ``payload`` atomically; False where it was not stored (never raises OSError)."""
+        _check_key(key)
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            msg = f"DiskCache.save: payload must be bytes, not {type(payload).__name__}"
+            raise ArgumentTypeError(msg)
         payload = bytes(payload)
-        if self._prepare() != STATE_OK or _HEADER.size + len(payload) > self.max_bytes:
+        if self._prepare() != STATE_OK or HEADER.size + len(payload) > self.max_bytes:
             return False
         path = self._path(key, _ENTRY_SUFFIX)
         try:
@@ -212,6 +140,9 @@ class DiskCache:
 
     def get_or_create(self, key: CacheKey, build: Callable[[], bytes]) -> bytes:
         """The cached payload for ``key``; on a miss, ``build()`` it once across threads and processes."""
+        if not callable(build):
+            msg = f"DiskCache.get_or_create: build must be callable, not {type(build).__name__}"
+            raise ArgumentTypeError(msg)
         payload = self.load(key)
         if payload is None:
             with self._fill_lock(key):
@@ -298,7 +229,7 @@ class DiskCache:
         return self.directory / f"{key.digest}{suffix}"
 
     def _write_entry(self, key: CacheKey, path: Path, payload: bytes) -> None:
-        header = _HEADER.pack(_MAGIC, ENTRY_SCHEMA, len(payload), hashlib.sha256(payload).digest())
+        header = entry_header(key, payload)
         temp = self.directory / f".{key.digest}.{secrets.token_hex(8)}{_TEMP_SUFFIX}"
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_FLAGS, 0o600)
         try:
@@ -332,8 +263,7 @@ class DiskCache:
         if fcntl is None or self._prepare() != STATE_OK:
             return None
         try:
-            flags = os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_FLAGS
-            fd = os.open(self._path(key, _LOCK_SUFFIX), flags, 0o600)
+            fd = os.open(self._path(key, _LOCK_SUFFIX), _O_LOCK | os.O_CREAT, 0o600)
         except OSError:
             return None
         try:
@@ -404,63 +334,18 @@ def _inspect_directory(directory: Path) -> tuple[str, str]:
     return STATE_OK, ""
 
 
-def _read_entry(path: Path) -> bytes | None:
-    if not _O_NOFOLLOW and os.path.islink(path):
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_FLAGS)
-    except OSError:  # absent, a symlink (ELOOP), unreadable: all misses
-        return None
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        os.close(fd)
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        return None
-    with os.fdopen(fd, "rb") as file:
-        payload = _check_entry(file, st)
-        if payload is None:
-            _discard(path, st)
-            return None
-        with suppress(OSError):  # a hit is a use, for LRU; read-only media may refuse
-            if os.utime in os.supports_fd:
-                os.utime(fd)
-            else:
-                os.utime(path)
-        return payload
-
-
-def _check_entry(file: BinaryIO, st: os.stat_result) -> bytes | None:
-    if st.st_size < _HEADER.size:
-        return None
-    try:
-        magic, schema, length, checksum = _HEADER.unpack(file.read(_HEADER.size))
-        if magic != _MAGIC or schema != ENTRY_SCHEMA or _HEADER.size + length != st.st_size:
-            return None
-        payload = file.read(length)
-        trailing = file.read(1)  # the file may have grown since fstat
-        if len(payload) != length or trailing or hashlib.sha256(payload).digest() != checksum:
-            return None
-    except (OSError, struct.error):
-        return None
-    return payload
-
-
-def _discard(path: Path, st: os.stat_result) -> None:
-    """Remove a bad entry, unless a writer has already replaced it with a new file."""
-    with suppress(OSError):
-        now = os.lstat(path)
-        if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) and stat.S_ISREG(now.st_mode):
-            os.unlink(path)
+def _check_key(key: object) -> CacheKey:
+    if not isinstance(key, CacheKey):
+        msg = f"a cache key must be a CacheKey, not {type(key).__name__}"
+        raise ArgumentTypeError(msg)
+    return key
 
 
 def _unlink_unlocked(path: str) -> None:
     if fcntl is None:
         return
     with suppress(OSError):
-        fd = os.open(path, os.O_RDWR | _O_NOFOLLOW | _O_FLAGS)
+        fd = os.open(path, _O_LOCK)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.unlink(path)
@@ -478,49 +363,3 @@ def _fsync_directory(directory: Path) -> None:
             os.close(fd)
 
 
-def default_cache_dir() -> Path:
-    """``AOTC_CACHE_DIR``, or else the platform's user cache directory plus ``aotc``."""
-    configured = os.environ.get("AOTC_CACHE_DIR", "")
-    if configured:
-        return Path(os.path.abspath(os.path.expanduser(configured)))
-    try:
-        if sys.platform == "win32":
-            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        elif sys.platform == "darwin":
-            base = str(Path.home() / "Library" / "Caches")
-        else:
-            xdg = os.environ.get("XDG_CACHE_HOME", "")
-            # The XDG spec says a relative value is invalid and must be ignored.
-            base = xdg if os.path.isabs(xdg) else str(Path.home() / ".cache")
-    except RuntimeError as exc:
-        msg = f"cannot find a user cache directory ({exc}): set AOTC_CACHE_DIR"
-        raise CacheError(msg) from None
-    return Path(base) / "aotc"
-
-
-def _max_bytes_from_env() -> int:
-    raw = os.environ.get("AOTC_CACHE_MAX_BYTES", "")
-    if not raw.strip():
-        return DEFAULT_MAX_BYTES
-    try:
-        value = int(raw.strip(), 10)
-    except ValueError:
-        value = -1
-    if value < 0:
-        msg = f"AOTC_CACHE_MAX_BYTES={raw!r} is not a whole number of bytes (for example {DEFAULT_MAX_BYTES})"
-        raise CacheError(msg)
-    return value
-
-
-_DEFAULT_CACHES: dict[tuple[Path, int], DiskCache] = {}
-_DEFAULT_CACHES_LOCK = threading.Lock()
-
-
-def default_cache() -> DiskCache:
-    """The cache the environment configures; one instance per configuration, so it warns once."""
-    config = (default_cache_dir(), _max_bytes_from_env())
-    with _DEFAULT_CACHES_LOCK:
-        cache = _DEFAULT_CACHES.get(config)
-        if cache is None:
-            cache = _DEFAULT_CACHES[config] = DiskCache(config[0], max_bytes=config[1])
-        return cache

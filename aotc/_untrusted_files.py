@@ -1,0 +1,99 @@
+"""Opening files a hostile or broken folder may hold: regular files only, size-capped.
+
+A plain ``open()`` of a FIFO blocks until a writer appears, forever if none
+does; one of a device or a giant file can read without end or exhaust memory;
+and one of a symlink reads wherever it points. Every file the runtime reads
+from a cache or a library (entries, kernel sources, fatbins) goes through
+here: opened with ``O_NONBLOCK | O_NOFOLLOW``, ``fstat``-ed, accepted only as
+a regular file no larger than the caller's cap, and read no further than that.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from aotc.errors import UnreadableFileError
+
+__all__ = ["KERNEL_FILE_LIMIT", "open_regular", "read_capped", "read_regular"]
+
+# The most a kernel's source or fatbin may hold: far above any real one (a
+# fatbin for every architecture is a few MiB), far below what exhausts memory.
+KERNEL_FILE_LIMIT = 256 * 1024**2
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# O_NONBLOCK makes open() of a FIFO return at once; on a regular file it changes nothing.
+_O_READ = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+@contextmanager
+def open_regular(path: str | os.PathLike[str], max_bytes: int) -> Iterator[tuple[int, os.stat_result]]:
+    """``(fd, fstat)`` of ``path`` if it is a regular file of at most ``max_bytes``;
+    else ``UnreadableFileError`` naming the path. The fd is closed on exit."""
+    path = os.fspath(path)
+    if not _O_NOFOLLOW and os.path.islink(path):  # no O_NOFOLLOW (Windows): check first
+        msg = f"{path}: is a symbolic link, not a regular file"
+        raise UnreadableFileError(msg)
+    try:
+        fd = os.open(path, _O_READ)
+    except OSError as exc:
+        msg = f"{path}: {_reason(exc, path)}"
+        raise UnreadableFileError(msg) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            msg = f"{path}: is {kind}, not a regular file"
+            raise UnreadableFileError(msg)
+        if st.st_size > max_bytes:
+            msg = f"{path}: {st.st_size} bytes, over the limit of {max_bytes}"
+            raise UnreadableFileError(msg)
+        yield fd, st
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``max_bytes`` of them; else
+    ``UnreadableFileError`` naming the path (also when it grows while read)."""
+    with open_regular(path, max_bytes) as (fd, _):
+        return read_capped(fd, path, max_bytes)
+
+
+def read_capped(fd: int, path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """Read ``fd`` to its end, refusing more than ``max_bytes``: the file may have grown since fstat."""
+    chunks, total = [], 0
+    try:
+        while True:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                msg = f"{os.fspath(path)}: grew past the limit of {max_bytes} bytes while read"
+                raise UnreadableFileError(msg)
+    except OSError as exc:
+        msg = f"{os.fspath(path)}: {_reason(exc, path)}"
+        raise UnreadableFileError(msg) from None
+
+
+def _reason(exc: OSError, path: str | os.PathLike[str]) -> str:
+    # O_NOFOLLOW on a symlink fails with ELOOP; say what it means.
+    if _O_NOFOLLOW and os.path.islink(path):
+        return "is a symbolic link, not a regular file"
+    return exc.strerror or type(exc).__name__
+

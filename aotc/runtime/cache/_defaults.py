@@ -1,0 +1,72 @@
+"""The cache the environment configures: ``AOTC_CACHE_DIR`` and ``AOTC_CACHE_MAX_BYTES``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+from aotc.errors import CacheError, echo
+from aotc.runtime.cache._store import DEFAULT_MAX_BYTES, DiskCache
+
+__all__ = ["DefaultCaches", "default_cache", "default_cache_dir", "defaults"]
+
+
+def default_cache_dir() -> Path:
+    """``AOTC_CACHE_DIR``, or else the platform's user cache directory plus ``aotc``."""
+    configured = os.environ.get("AOTC_CACHE_DIR", "")
+    if configured:
+        return Path(os.path.abspath(os.path.expanduser(configured)))
+    try:
+        if sys.platform == "win32":
+            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        elif sys.platform == "darwin":
+            base = str(Path.home() / "Library" / "Caches")
+        else:
+            xdg = os.environ.get("XDG_CACHE_HOME", "")
+            # The XDG spec says a relative value is invalid and must be ignored.
+            base = xdg if os.path.isabs(xdg) else str(Path.home() / ".cache")
+    except RuntimeError as exc:
+        msg = f"cannot find a user cache directory ({exc}): set AOTC_CACHE_DIR"
+        raise CacheError(msg) from None
+    return Path(base) / "aotc"
+
+
+def _max_bytes_from_env() -> int:
+    raw = os.environ.get("AOTC_CACHE_MAX_BYTES", "")
+    if not raw.strip():
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        value = -1
+    if value < 0:
+        msg = f"AOTC_CACHE_MAX_BYTES={echo(raw)} is not a whole number of bytes (for example {DEFAULT_MAX_BYTES})"
+        raise CacheError(msg)
+    return value
+
+
+class DefaultCaches:
+    """One ``DiskCache`` per configuration the environment has named, kept, so
+    that a refused directory warns once and per-key fill locks are shared."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._caches: dict[tuple[Path, int], DiskCache] = {}
+
+    def get(self) -> DiskCache:
+        config = (default_cache_dir(), _max_bytes_from_env())
+        with self._lock:
+            cache = self._caches.get(config)
+            if cache is None:
+                cache = self._caches[config] = DiskCache(config[0], max_bytes=config[1])
+            return cache
+
+
+defaults = DefaultCaches()
+
+
+def default_cache() -> DiskCache:
+    """The cache the environment configures (``defaults``, the process's ``DefaultCaches``)."""
+    return defaults.get()
