@@ -76,13 +76,13 @@ def bench_import(repeat: int) -> dict[str, float]:
 
 
 def bench_nvrtc(library: Path, capability: tuple[int, int], repeat: int, quick: bool) -> dict[str, float]:
-    from aotc.index import load_index_file
+    from aotc.index import LibraryIndex
     from aotc.runtime.jit import compile_cubin
     from aotc.runtime.warm import plan_warm, run_warm
     from aotc.runtime.cache import DiskCache
 
-    index = load_index_file(library / "index.json")
-    sources = {name: (library / entry["source"]["file"]).read_bytes() for name, entry in index["kernels"].items()}
+    index = LibraryIndex.open(library)
+    sources = {name: index.read_verified(name, "source") for name in index.kernels}
     results = {
         f"NVRTC compile, one kernel ({KERNEL})": median_ns(
             lambda: compile_cubin(sources[KERNEL], KERNEL, capability), repeat

@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from aotc import _sass  # noqa: E402  (the checkout's, not an installed one)
-from aotc.index import toolkit_label  # noqa: E402
+from aotc.build import sass as _sass  # noqa: E402  (the checkout's, not an installed one)
+from aotc.index import LibraryIndex  # noqa: E402
 
 __all__ = ["BUDGET", "main"]
 
@@ -52,11 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     tools = _sass.find_tools()
     if isinstance(tools, str):
         sys.exit(f"sass_issue: {tools}")
-    index = json.loads((folder / "index.json").read_text())
-    names = [name for name in index["kernels"] if args.kernel in name]
+    index = LibraryIndex.open(folder)
+    names = [name for name in index.kernels if args.kernel in name]
     figures = _sass.kernel_figures(folder, args.arch, tools, names)
 
-    print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, {toolkit_label(index)}\n")
+    print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, {index.toolkit_label()}\n")
     print("| kernel | thread tile | plain tiles: instr/term (ceiling) | exact tiles: instr/term (ceiling) |")
     print("| --- | --- | --- | --- |")
     for name, per_term in figures.items():

@@ -62,9 +62,9 @@ def _toolchain():  # noqa: ANN202 - a module
     # The source tree's aotc, for its compiler search: the same answer CMake gets later.
     if str(_ROOT) not in sys.path:
         sys.path.insert(0, str(_ROOT))
-    from aotc import _toolchain
+    from aotc.build import toolchain
 
-    return _toolchain
+    return toolchain
 
 
 def _lane(config_settings: dict | None) -> str:

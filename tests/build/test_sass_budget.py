@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from aotc import _sass
+from aotc.build import sass as _sass
 from aotc.index import LibraryIndex
 from conftest import REPO, installed_library
 
