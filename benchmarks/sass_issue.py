@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from aotc import _sass  # noqa: E402  (the checkout's, not an installed one)
+from aotc.build import sass as _sass  # noqa: E402  (the checkout's, not an installed one)
 from aotc.index import toolkit_label  # noqa: E402
 
 __all__ = ["BUDGET", "main"]

@@ -26,11 +26,12 @@ from typing import Any
 
 from aotc.semiring import DTYPES, Semiring
 
-__all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "over_budget"]
+__all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "over_budget", "per_write"]
 
 # "/*17b0*/  @!P2 LDS.128 R12, [R103+-0x10] ;" -> address, opcode, operands
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _TARGET = re.compile(r"0x([0-9a-f]+)")
+_WRITES = ("STG", "RED", "ATOM")
 _LDS_BYTES = {"LDS.128": 16, "LDS.64": 8, "LDS.U8": 1, "LDS.S8": 1, "LDS.U16": 2, "LDS.S16": 2}
 
 
@@ -82,6 +83,24 @@ def k_loops(sass: str) -> list[tuple[int, int]]:
         if shared:
             found.append((len(body), shared))
     return found
+
+
+def per_write(sass: str) -> float:
+    """Instructions per global write (STG, RED or ATOM) of a kernel with no
+    shared memory, such as the backward passes, where a write is a term: those
+    of its innermost loops that write, or of the whole kernel if none does."""
+    code = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(sass) if m[2] != "NOP"]
+    loops = []
+    for address, opcode, operands in code:
+        target = _TARGET.search(operands) if opcode.startswith("BRA") else None
+        if target and int(target[1], 16) < address:
+            loops.append((int(target[1], 16), address))
+    innermost = [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
+    bodies = [[op for address, op, _ in code if a <= address <= b] for a, b in innermost]
+    bodies = [body for body in bodies if any(op.startswith(_WRITES) for op in body)] or [[op for _, op, _ in code]]
+    # The unrolled loop, not its remainder: the body with the most writes.
+    body = max(bodies, key=lambda body: sum(op.startswith(_WRITES) for op in body))
+    return len(body) / sum(op.startswith(_WRITES) for op in body)
 
 
 def thread_tile(kernel: dict[str, Any]) -> tuple[int, int]:

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from aotc import _sass
+from aotc.build import sass as _sass
 from aotc.index import LibraryIndex
 from conftest import REPO, installed_library
 
@@ -84,3 +84,33 @@ SASS = """
 
 def test_k_loops_reads_innermost_shared_memory_loops() -> None:
     assert _sass.k_loops(SASS) == [(3, 16), (3, 4)]
+
+
+# A backward kernel: instructions per global write, in its unrolled loop (not
+# the remainder), or over the whole kernel when it has no loop that writes.
+BACKWARD_LOOP = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   LDG.E R4, [R2] ;
+        /*0020*/                   FADD R5, R4, R5 ;
+        /*0030*/                   STG.E [R6], R5 ;
+        /*0040*/                   STG.E [R8], R5 ;
+        /*0050*/               @P0 BRA 0x10 ;
+        /*0060*/                   LDG.E R4, [R2] ;
+        /*0070*/                   STG.E [R6], R4 ;
+        /*0080*/               @P1 BRA 0x60 ;
+        /*0090*/                   EXIT ;
+"""
+BACKWARD_STRAIGHT = """
+        /*0000*/                   LDG.E R4, [R2] ;
+        /*0010*/                   RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R6], R4 ;
+        /*0020*/                   LDG.E R4, [R8] ;
+        /*0030*/                   RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R10], R4 ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   BRA 0x50 ;
+        /*0060*/                   NOP ;
+"""
+
+
+def test_per_write_counts_the_unrolled_loop_or_the_whole_kernel() -> None:
+    assert _sass.per_write(BACKWARD_LOOP) == 5 / 2
+    assert _sass.per_write(BACKWARD_STRAIGHT) == 6 / 2
