@@ -9,6 +9,8 @@ For each forward and argmax kernel it finds the innermost loops that read
 shared memory, which are the k loops, and divides their instruction count by
 the terms one iteration folds: a thread's TM x TN tile times the k steps per
 iteration, which is the bytes read from shared memory over (TM + TN) elements.
+Backward kernels use no shared memory; each term is one global write, so their
+figure is instructions per write (``per_write``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "ove
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _TARGET = re.compile(r"0x([0-9a-f]+)")
 _WRITES = ("STG", "RED", "ATOM")
+FIGURED_PASSES = ("forward", "argmax", "backward_a", "backward_b")
 _LDS_BYTES = {"LDS.128": 16, "LDS.64": 8, "LDS.U8": 1, "LDS.S8": 1, "LDS.U16": 2, "LDS.S16": 2}
 
 
@@ -123,17 +126,25 @@ def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> li
 
 
 def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | None = None) -> dict[str, list[float]]:
-    """Per-term figures of the library's forward and argmax kernels (or ``names``) at sm_``arch``."""
+    """Per-term figures of the library's kernels (or ``names``) at sm_``arch``:
+    the k loops of forward and argmax kernels, one ``per_write`` figure for a
+    backward kernel."""
     index = json.loads((folder / "index.json").read_text())
     chosen = {
         name: kernel
         for name, kernel in sorted(index["kernels"].items())
-        if kernel["pass"] in ("forward", "argmax") and (names is None or name in names)
+        if kernel["pass"] in FIGURED_PASSES and (names is None or name in names)
     }
+
+    def figures(kernel: dict[str, Any], sass: str) -> list[float]:
+        if kernel["pass"].startswith("backward"):
+            return [per_write(sass)]
+        return per_term(sass, kernel, index["semirings"])
+
     # Mostly waiting on cuobjdump: a few at a time.
     with ThreadPoolExecutor(max_workers=4) as pool:
         listings = pool.map(lambda kernel: tools.sass(folder / kernel["fatbin"]["file"], arch), chosen.values())
-        return {name: per_term(sass, chosen[name], index["semirings"]) for name, sass in zip(chosen, listings)}
+        return {name: figures(chosen[name], sass) for name, sass in zip(chosen, listings)}
 
 
 def over_budget(measured: dict[str, list[float]], budget: dict[str, list[float]], tolerance: float) -> list[str]:

@@ -1,4 +1,5 @@
-"""The shipped kernels' k loops stay within their recorded instructions per term.
+"""The shipped kernels stay within their recorded instructions per term: the
+k loops of the products, the per-write cost of the backward kernels.
 
 Reads the SASS of the library under test (the installed one, or
 AOTC_TEST_LIBRARY) and holds every kernel of ``benchmarks/sass_budget.json`` to
@@ -52,6 +53,14 @@ def test_every_product_kernel_has_a_budget_at_sm_90() -> None:
     # Batched kernels' k loops are the single ones' code.
     products = {n for n, k in kernels.items() if k["pass"] in ("forward", "argmax") and k["variant"] == "single"}
     assert products <= set(BUDGET["archs"]["90"]), sorted(products - set(BUDGET["archs"]["90"]))
+
+
+def test_every_backward_kernel_has_a_budget_at_sm_80() -> None:
+    # Deterministic backward kernels own a row or column each: a change that made
+    # them dearer per term (or brought back a scatter) shows up here.
+    kernels = json.loads((installed_library() / "index.json").read_text())["kernels"]
+    backward = {n for n, k in kernels.items() if k["pass"].startswith("backward") and k["variant"] == "single"}
+    assert backward and backward <= set(BUDGET["archs"]["80"]), sorted(backward - set(BUDGET["archs"]["80"]))
 
 
 # The guard itself: it must be able to fail.
