@@ -52,14 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     tools = _sass.find_tools()
     if isinstance(tools, str):
         sys.exit(f"sass_issue: {tools}")
-    index = LibraryIndex.open(folder)
-    names = [name for name in index.kernels if args.kernel in name]
+    index = json.loads((folder / "index.json").read_text())
+    names = [name for name in index["kernels"] if args.kernel in name]
     figures = _sass.kernel_figures(folder, args.arch, tools, names)
 
-    print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, {index.toolkit_label()}\n")
+    print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, {LibraryIndex.open(folder).toolkit_label()}\n")
     print("| kernel | thread tile | plain tiles: instr/term (ceiling) | exact tiles: instr/term (ceiling) |")
     print("| --- | --- | --- | --- |")
-    for name, per_term in figures.items():
+    products = {name: f for name, f in figures.items() if not index["kernels"][name]["pass"].startswith("backward")}
+    for name, per_term in products.items():
         tm, tn = _sass.thread_tile(index["kernels"][name])
         cells = [f"{x:.2f} ({2 / x:.0%})" for x in per_term]
         if len(cells) == 1 and index["kernels"][name]["dtype"] == "bool":
@@ -67,6 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         elif len(cells) == 1:  # one k loop: no plain tiles (or a library built before them)
             cells = ["none", *cells]
         print(f"| {name} | {tm}x{tn} | {' | '.join(cells or ['no k loop found'])} |")
+
+    backward = {name: f for name, f in figures.items() if name not in products}
+    if backward:
+        # One thread owns a row of grad_A or a column of grad_B and walks it; a term is one global write.
+        print("\n| backward kernel | instr/term (per global write) |\n| --- | --- |")
+        for name, (per_write,) in backward.items():
+            print(f"| {name} | {per_write:.2f} |")
 
     if args.update_budget:
         budget = json.loads(BUDGET.read_text()) if BUDGET.is_file() else {}

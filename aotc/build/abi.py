@@ -13,6 +13,7 @@ from aotc.errors import ArgumentError
 from aotc.semiring import DType
 
 __all__ = [
+    "BACKWARD_OWNER",
     "PACKED_WORD_BYTES",
     "PASSES",
     "VARIANTS",
@@ -29,6 +30,10 @@ PASSES = ("forward", "argmax", "backward_a", "backward_b")
 # along k per column, i.e. B^T's rows); see docs/design.md ("Packed and/or").
 VARIANTS = ("single", "batched", "packed")
 PACKED_WORD_BYTES = 4
+# The backward passes are deterministic: one thread per row of grad_A, or per
+# column of grad_B, adds that row's (column's) terms in a fixed order, with no
+# float atomics. The extent its grid spans.
+BACKWARD_OWNER = {"backward_a": "M", "backward_b": "N"}
 
 # Packing codes for struct.Struct: pointers travel as 64-bit device addresses.
 _PACK = {"ptr": "Q", "i32": "i", "i64": "q"}
@@ -150,14 +155,18 @@ def launch_geometry(tile: Tile, element_size: int, pass_name: str, variant: str)
 
     The product passes stage ``stages`` tiles of A and B in shared memory, and
     the templates ``static_assert`` that their arrays have exactly that many
-    bytes, so this number cannot drift from the code. Backward passes scatter
-    straight from global memory and use none.
+    bytes, so this number cannot drift from the code. Backward passes read
+    straight from global memory and use none; each of their threads owns one
+    row of grad_A or one column of grad_B (see ``BACKWARD_OWNER``), so their
+    grid is one-dimensional over those, times the batch.
     """
+    batch = ("batch", 1) if variant == "batched" else ("1", 1)
+    if pass_name in BACKWARD_OWNER:
+        return LaunchGeometry((tile.threads, 1, 1), ((BACKWARD_OWNER[pass_name], tile.threads), ("1", 1), batch), 0)
     block = (tile.block_n // tile.thread_n, tile.block_m // tile.thread_m, 1)
     if variant == "packed":
         element_size = PACKED_WORD_BYTES  # block_k counts words
-    batch = ("batch", 1) if variant == "batched" else ("1", 1)
-    shared = 0 if pass_name.startswith("backward") else product_shared_bytes(tile, element_size)
+    shared = product_shared_bytes(tile, element_size)
     return LaunchGeometry(block, (("N", tile.block_n), ("M", tile.block_m), batch), shared)
 
 

@@ -9,6 +9,8 @@ For each forward and argmax kernel it finds the innermost loops that read
 shared memory, which are the k loops, and divides their instruction count by
 the terms one iteration folds: a thread's TM x TN tile times the k steps per
 iteration, which is the bytes read from shared memory over (TM + TN) elements.
+Backward kernels use no shared memory; each term is one global write, so their
+figure is instructions per write (``per_write``).
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from typing import Any
 
 from aotc.semiring import DTYPES, Semiring
 
-__all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "over_budget"]
+__all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "over_budget", "per_write"]
 
 # "/*17b0*/  @!P2 LDS.128 R12, [R103+-0x10] ;" -> address, opcode, operands
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _TARGET = re.compile(r"0x([0-9a-f]+)")
+_WRITES = ("STG", "RED", "ATOM")
+FIGURED_PASSES = ("forward", "argmax", "backward_a", "backward_b")
 _LDS_BYTES = {"LDS.128": 16, "LDS.64": 8, "LDS.U8": 1, "LDS.S8": 1, "LDS.U16": 2, "LDS.S16": 2}
 
 
@@ -84,6 +88,24 @@ def k_loops(sass: str) -> list[tuple[int, int]]:
     return found
 
 
+def per_write(sass: str) -> float:
+    """Instructions per global write (STG, RED or ATOM) of a kernel with no
+    shared memory, such as the backward passes, where a write is a term: those
+    of its innermost loops that write, or of the whole kernel if none does."""
+    code = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(sass) if m[2] != "NOP"]
+    loops = []
+    for address, opcode, operands in code:
+        target = _TARGET.search(operands) if opcode.startswith("BRA") else None
+        if target and int(target[1], 16) < address:
+            loops.append((int(target[1], 16), address))
+    innermost = [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
+    bodies = [[op for address, op, _ in code if a <= address <= b] for a, b in innermost]
+    bodies = [body for body in bodies if any(op.startswith(_WRITES) for op in body)] or [[op for _, op, _ in code]]
+    # The unrolled loop, not its remainder: the body with the most writes.
+    body = max(bodies, key=lambda body: sum(op.startswith(_WRITES) for op in body))
+    return len(body) / sum(op.startswith(_WRITES) for op in body)
+
+
 def thread_tile(kernel: dict[str, Any]) -> tuple[int, int]:
     """(TM, TN) of an index entry: block tile over threads per axis."""
     launch = kernel["launch"]
@@ -104,17 +126,25 @@ def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> li
 
 
 def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | None = None) -> dict[str, list[float]]:
-    """Per-term figures of the library's forward and argmax kernels (or ``names``) at sm_``arch``."""
+    """Per-term figures of the library's kernels (or ``names``) at sm_``arch``:
+    the k loops of forward and argmax kernels, one ``per_write`` figure for a
+    backward kernel."""
     index = json.loads((folder / "index.json").read_text())
     chosen = {
         name: kernel
         for name, kernel in sorted(index["kernels"].items())
-        if kernel["pass"] in ("forward", "argmax") and (names is None or name in names)
+        if kernel["pass"] in FIGURED_PASSES and (names is None or name in names)
     }
+
+    def figures(kernel: dict[str, Any], sass: str) -> list[float]:
+        if kernel["pass"].startswith("backward"):
+            return [per_write(sass)]
+        return per_term(sass, kernel, index["semirings"])
+
     # Mostly waiting on cuobjdump: a few at a time.
     with ThreadPoolExecutor(max_workers=4) as pool:
         listings = pool.map(lambda kernel: tools.sass(folder / kernel["fatbin"]["file"], arch), chosen.values())
-        return {name: per_term(sass, chosen[name], index["semirings"]) for name, sass in zip(chosen, listings)}
+        return {name: figures(chosen[name], sass) for name, sass in zip(chosen, listings)}
 
 
 def over_budget(measured: dict[str, list[float]], budget: dict[str, list[float]], tolerance: float) -> list[str]:

@@ -98,6 +98,13 @@ def test_launch_geometry_of_batched_backward_uses_no_shared_memory() -> None:
     assert geometry.shared_bytes_static == 0
 
 
+@pytest.mark.parametrize(("pass_name", "owner"), [("backward_a", "M"), ("backward_b", "N")])
+def test_backward_threads_each_own_a_row_or_column(pass_name: str, owner: str) -> None:
+    # Deterministic gradients: one thread per row of grad_A (column of grad_B), a 1-D grid over them.
+    geometry = launch_geometry(TILE, 4, pass_name, "single")
+    assert geometry == LaunchGeometry((TILE.threads, 1, 1), ((owner, TILE.threads), ("1", 1), ("1", 1)), 0, 0)
+
+
 def test_launch_geometry_json() -> None:
     assert launch_geometry(TILE, 1, "argmax", "batched").to_json() == {
         "block": [8, 8, 1],

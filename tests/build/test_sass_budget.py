@@ -1,4 +1,5 @@
-"""The shipped kernels' k loops stay within their recorded instructions per term.
+"""The shipped kernels stay within their recorded instructions per term: the
+k loops of the products, the per-write cost of the backward kernels.
 
 Reads the SASS of the library under test (the installed one, or
 AOTC_TEST_LIBRARY) and holds every kernel of ``benchmarks/sass_budget.json`` to
@@ -54,6 +55,14 @@ def test_every_product_kernel_has_a_budget_at_sm_90() -> None:
     assert products <= set(BUDGET["archs"]["90"]), sorted(products - set(BUDGET["archs"]["90"]))
 
 
+def test_every_backward_kernel_has_a_budget_at_sm_80() -> None:
+    # Deterministic backward kernels own a row or column each: a change that made
+    # them dearer per term (or brought back a scatter) shows up here.
+    kernels = json.loads((installed_library() / "index.json").read_text())["kernels"]
+    backward = {n for n, k in kernels.items() if k["pass"].startswith("backward") and k["variant"] == "single"}
+    assert backward and backward <= set(BUDGET["archs"]["80"]), sorted(backward - set(BUDGET["archs"]["80"]))
+
+
 # The guard itself: it must be able to fail.
 def test_a_worse_figure_fails() -> None:
     budget = {"gemm_x_forward": [2.0, 4.0]}
@@ -84,3 +93,33 @@ SASS = """
 
 def test_k_loops_reads_innermost_shared_memory_loops() -> None:
     assert _sass.k_loops(SASS) == [(3, 16), (3, 4)]
+
+
+# A backward kernel: instructions per global write, in its unrolled loop (not
+# the remainder), or over the whole kernel when it has no loop that writes.
+BACKWARD_LOOP = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   LDG.E R4, [R2] ;
+        /*0020*/                   FADD R5, R4, R5 ;
+        /*0030*/                   STG.E [R6], R5 ;
+        /*0040*/                   STG.E [R8], R5 ;
+        /*0050*/               @P0 BRA 0x10 ;
+        /*0060*/                   LDG.E R4, [R2] ;
+        /*0070*/                   STG.E [R6], R4 ;
+        /*0080*/               @P1 BRA 0x60 ;
+        /*0090*/                   EXIT ;
+"""
+BACKWARD_STRAIGHT = """
+        /*0000*/                   LDG.E R4, [R2] ;
+        /*0010*/                   RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R6], R4 ;
+        /*0020*/                   LDG.E R4, [R8] ;
+        /*0030*/                   RED.E.ADD.F32.FTZ.RN.STRONG.GPU [R10], R4 ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   BRA 0x50 ;
+        /*0060*/                   NOP ;
+"""
+
+
+def test_per_write_counts_the_unrolled_loop_or_the_whole_kernel() -> None:
+    assert _sass.per_write(BACKWARD_LOOP) == 5 / 2
+    assert _sass.per_write(BACKWARD_STRAIGHT) == 6 / 2

@@ -23,12 +23,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <atomic>
 #include <mutex>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <omp.h>
 #include <sys/mman.h>

@@ -1,7 +1,8 @@
 // aotc_emulator_runtime.h: how the emulator runs a grid. Included by
 // aotc_emulator.h after the standard headers and the vector types.
 //
-// Blocks run one after another. The threads of a block run in one of two ways:
+// Blocks run one after another, in x-fastest order unless
+// AOTC_EMULATOR_BLOCK_ORDER says otherwise (plan_block_order). The threads of a block run in one of two ways:
 // - fibers (the default): an OpenMP team of W workers (W = the number of
 //   processors, at most the block size) each runs a share of the block's
 //   threads as fibers, switching at __syncthreads(). Threads on different
@@ -29,6 +30,8 @@ enum LaunchStatus : int {
   kThreadsUnavailable = 6,
   kNullArguments = 7,
   kOutOfMemory = 8,
+  kBadBlockOrder = 9,
+  kTooManyBlocksToReorder = 10,
 };
 
 enum Threading : int { kFibers = 0, kOsThreads = 1 };
@@ -157,6 +160,7 @@ static std::mutex launch_mutex;  // launches of one library run one at a time
 static Grid grid;
 static int threading = kFibers;
 static int worker_limit = 0;  // 0: the number of processors
+static std::vector<unsigned long long> block_order;  // empty: x-fastest order
 static thread_local uint3 thread_idx;
 static thread_local uint3 block_idx;
 static thread_local Fiber* current_fiber;  // null outside fibers
@@ -291,8 +295,50 @@ inline Phase sync_block(bool predicate) {
 }
 
 inline void enter_block(unsigned long long b) {
+  if (!block_order.empty()) b = block_order[b];
   block_idx = uint3{static_cast<unsigned>(b % grid.grid_x), static_cast<unsigned>((b / grid.grid_x) % grid.grid_y),
                     static_cast<unsigned>(b / (1ull * grid.grid_x * grid.grid_y))};
+}
+
+// A GPU runs blocks in no fixed order, so a kernel that is right only in one
+// (float atomics that sum in arrival order) shows it under another.
+// AOTC_EMULATOR_BLOCK_ORDER, read at every launch: unset or "in-order" (x
+// fastest), "reverse", or "shuffle[:SEED]" (a permutation drawn from SEED, 0
+// by default).
+constexpr unsigned long long kMaxReorderedBlocks = 1ull << 24;
+
+inline unsigned long long splitmix64(unsigned long long& state) {
+  unsigned long long z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+inline int plan_block_order(unsigned long long blocks) {
+  block_order.clear();
+  const char* text = getenv("AOTC_EMULATOR_BLOCK_ORDER");
+  if (text == nullptr || *text == 0 || strcmp(text, "in-order") == 0) return kLaunchOk;
+  const bool reverse = strcmp(text, "reverse") == 0;
+  unsigned long long seed = 0;
+  if (!reverse) {
+    if (strncmp(text, "shuffle", 7) != 0 || (text[7] != 0 && text[7] != ':')) return kBadBlockOrder;
+    if (text[7] == ':') {
+      char* end = nullptr;
+      if (text[8] < '0' || text[8] > '9') return kBadBlockOrder;
+      seed = strtoull(text + 8, &end, 10);
+      if (*end != 0) return kBadBlockOrder;
+    }
+  }
+  if (blocks > kMaxReorderedBlocks) return kTooManyBlocksToReorder;
+  block_order.resize(blocks);
+  for (unsigned long long b = 0; b < blocks; ++b) block_order[b] = reverse ? blocks - 1 - b : b;
+  for (unsigned long long b = blocks; !reverse && b > 1; --b) {  // Fisher-Yates
+    const unsigned long long other = splitmix64(seed) % b;
+    const unsigned long long kept = block_order[b - 1];
+    block_order[b - 1] = block_order[other];
+    block_order[other] = kept;
+  }
+  return kLaunchOk;
 }
 
 inline uint3 thread_coordinates(int tid) {
@@ -397,6 +443,8 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
   grid.grid_y = grid_size[1];
   grid.threads = threads;
   grid.blocks = 1ull * grid_size[0] * grid_size[1] * grid_size[2];
+  const int order = plan_block_order(grid.blocks);
+  if (order != kLaunchOk) return order;
   block_dim = dim3(block[0], block[1], block[2]);
   grid_dim = dim3(grid_size[0], grid_size[1], grid_size[2]);
   // Shared memory is uninitialised on a GPU: poison it so that reading it

@@ -12,6 +12,11 @@ environment: ``AOTC_EMULATOR_THREADING=fibers`` (the default: fibers on one
 OpenMP worker per processor, or ``AOTC_EMULATOR_WORKERS``) or ``os-threads``
 (one OpenMP thread per CUDA thread).
 
+The order blocks run in is read from the environment at every launch, so a
+test can change it between launches: ``AOTC_EMULATOR_BLOCK_ORDER`` unset or
+``in-order`` (x fastest), ``reverse``, or ``shuffle[:SEED]`` (a permutation
+drawn from SEED). A GPU fixes no order; results that depend on it show up.
+
 The OpenMP runtime reads ``OMP_WAIT_POLICY`` once, when it is loaded. Loading
 a library sets it to ``passive`` unless the environment already says
 otherwise: spinning threads on a few cores run several times slower.
@@ -25,7 +30,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 
-from aotc.errors import ArgumentError, ArgumentTypeError, UnknownKernelError
+from aotc.errors import ArgumentError, ArgumentTypeError, UnknownKernelError, echo
 
 __all__ = [
     "ABI_VERSION",
@@ -165,6 +170,11 @@ class EmulatorKernel:
                 "and do not launch from inside an OpenMP parallel region"
             ),
             8: "cannot map the fibers' stacks (out of memory)",
+            9: (
+                "AOTC_EMULATOR_BLOCK_ORDER must be in-order, reverse, shuffle or shuffle:SEED (a whole number), "
+                f"got {echo(os.environ.get('AOTC_EMULATOR_BLOCK_ORDER', ''))}"
+            ),
+            10: f"grid {grid} has more blocks than AOTC_EMULATOR_BLOCK_ORDER can reorder (2**24)",
         }
         message = f"launching {self.symbol}: " + messages.get(status, f"status {status}")
         return RuntimeError(message) if status in (6, 8) else ValueError(message)
