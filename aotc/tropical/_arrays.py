@@ -17,13 +17,16 @@ from typing import Any
 from aotc.errors import ArgumentError, ArgumentTypeError
 
 __all__ = [
+    "DATA_OFFSET",
     "Operand",
     "as_operand",
     "contiguous",
     "empty_like_kind",
     "fill",
     "is_row_major",
+    "direct_pointer",
     "is_writable",
+    "numpy_pointer",
     "overlaps",
     "zeros_like_kind",
 ]
@@ -93,19 +96,25 @@ def _numpy_dtype(dt: Any) -> str:
 # a slow host). The data pointer is PyArrayObject's first field after the
 # object header, part of NumPy's C ABI; it is read directly once a probe has
 # shown the offset right for this interpreter and NumPy, else never.
-_DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)
+DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)
 _direct_pointer: bool | None = None
 
 
-def _numpy_pointer(array: Any) -> int:
+def direct_pointer() -> bool:
+    """Whether NumPy data pointers are read at ``id(array) + DATA_OFFSET`` here."""
     global _direct_pointer  # noqa: PLW0603 - decided once per process
     if _direct_pointer is None:
         import numpy as np
 
         probe = np.arange(3.0)[1:]
-        _direct_pointer = ctypes.c_void_p.from_address(id(probe) + _DATA_OFFSET).value == probe.ctypes.data
-    if _direct_pointer:
-        return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value or 0
+        _direct_pointer = ctypes.c_void_p.from_address(id(probe) + DATA_OFFSET).value == probe.ctypes.data
+    return _direct_pointer
+
+
+def numpy_pointer(array: Any) -> int:
+    """The data pointer of the NumPy array ``array``."""
+    if _direct_pointer or direct_pointer():
+        return ctypes.c_void_p.from_address(id(array) + DATA_OFFSET).value or 0
     return array.ctypes.data
 
 
@@ -120,7 +129,7 @@ def _numpy_operand(array: Any, name: str) -> Operand:
         elements = (strides[0] // itemsize, strides[1] // itemsize)
     else:
         elements = tuple([s // itemsize for s in strides])
-    return Operand(array, "numpy", _numpy_dtype(dt), array.shape, elements, _numpy_pointer(array), "cpu")
+    return Operand(array, "numpy", _numpy_dtype(dt), array.shape, elements, numpy_pointer(array), "cpu")
 
 
 def _cai_operand(obj: Any, name: str) -> Operand:
