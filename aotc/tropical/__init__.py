@@ -42,11 +42,15 @@ The call path itself is ``aotc.tropical._call``.
 from __future__ import annotations
 
 import os
-import threading
-from typing import Any
+from _thread import allocate_lock
+
 
 from aotc.errors import ArgumentTypeError, echo
 from aotc.tropical._call import PACK_MIN_K, Tropical
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "PackedBool",
@@ -63,7 +67,7 @@ __all__ = [
 ]
 
 _shared: dict[str, Any] = {"api": None}  # the Tropical the module's functions use
-_lock = threading.Lock()
+_lock = allocate_lock()  # threading.Lock itself, without importing threading
 # The key of a library's handle in ``Library.extensions``: the runtime keeps
 # the handle for us without knowing what it is.
 _EXTENSION = __name__

@@ -10,11 +10,13 @@ Nothing here imports NumPy or PyTorch: an array's type tells which it is.
 
 from __future__ import annotations
 
-import ctypes
 import sys
-from typing import Any
 
 from aotc.errors import ArgumentError, ArgumentTypeError
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DATA_OFFSET",
@@ -96,7 +98,7 @@ def _numpy_dtype(dt: Any) -> str:
 # a slow host). The data pointer is PyArrayObject's first field after the
 # object header, part of NumPy's C ABI; it is read directly once a probe has
 # shown the offset right for this interpreter and NumPy, else never.
-DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)
+DATA_OFFSET = 16 if sys.maxsize > 2**32 else 8  # two pointers (ctypes is imported only when NumPy is in use)
 _direct_pointer: bool | None = None
 
 
@@ -104,6 +106,8 @@ def direct_pointer() -> bool:
     """Whether NumPy data pointers are read at ``id(array) + DATA_OFFSET`` here."""
     global _direct_pointer  # noqa: PLW0603 - decided once per process
     if _direct_pointer is None:
+        import ctypes
+
         import numpy as np
 
         probe = np.arange(3.0)[1:]
@@ -114,6 +118,8 @@ def direct_pointer() -> bool:
 def numpy_pointer(array: Any) -> int:
     """The data pointer of the NumPy array ``array``."""
     if _direct_pointer or direct_pointer():
+        import ctypes  # already imported by direct_pointer(): a dict lookup
+
         return ctypes.c_void_p.from_address(id(array) + DATA_OFFSET).value or 0
     return array.ctypes.data
 

@@ -14,10 +14,7 @@ key lookup, the per-object checks and a launch.
 
 from __future__ import annotations
 
-import functools
-import operator
 import sys
-from typing import TYPE_CHECKING, Any
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.tropical._arrays import Operand, as_operand, direct_pointer, fill, zeros_like_kind
@@ -25,7 +22,10 @@ from aotc.tropical._memory import Memory, on_host_memory, stageable
 from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, matrix, output, pair, same, stream_handle
 from aotc.tropical._plan import MAX_PLANS, CallPlan, span
 
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
+    from typing import Any
+
     from aotc.runtime.launcher import BoundLaunch
 
 __all__ = ["PACK_MIN_K", "Tropical"]
@@ -156,7 +156,7 @@ class Tropical:
         plans = self._call_plans
         if len(plans) >= MAX_PLANS:
             plans.clear()
-        plans[key] = CallPlan(launch, spans, functools.partial(numpy.empty, c.shape, c.dtype))
+        plans[key] = CallPlan(launch, spans, lambda shape=c.shape, dtype=c.dtype: numpy.empty(shape, dtype))
         self._ndarray = ndarray
 
     def matmul_argmax(
@@ -206,8 +206,10 @@ class Tropical:
         key = (semiring, dtype, pass_name, variant)
         plan = self._plans.get(key)
         if plan is None:
+            from operator import itemgetter
+
             launcher = self._launcher(semiring, dtype, pass_name, variant)
-            picker = operator.itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
+            picker = itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
             plan = self._plans[key] = (launcher, picker)
         return plan
 

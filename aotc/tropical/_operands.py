@@ -8,10 +8,13 @@ argument. Nothing here launches or allocates device memory.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.tropical._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, is_writable, overlaps
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "matrix", "output", "pair", "same", "stream_handle"]
 

@@ -17,8 +17,6 @@ the full path, which raises the usual one-line error or decides exactly.
 
 from __future__ import annotations
 
-import ctypes
-
 from aotc.tropical._arrays import DATA_OFFSET
 
 TYPE_CHECKING = False
@@ -32,7 +30,6 @@ __all__ = ["MAX_PLANS", "CallPlan", "span"]
 
 # Plans kept per Tropical handle; a job that sees more shapes than this starts over.
 MAX_PLANS = 256
-_at = ctypes.c_void_p.from_address
 
 
 def span(op: Operand, itemsize: int) -> tuple[int, int]:
@@ -57,14 +54,16 @@ class CallPlan:
     def __init__(self, bound: BoundLaunch, spans: tuple[tuple[int, int], ...], empty: Any) -> None:
         # One tuple, unpacked once per call: cheaper than an attribute read per
         # piece. The bound launch's pieces are held here, a call level less.
+        import ctypes  # plans exist only where NumPy is in use; ctypes is then cheap to have
+
         (a_low, a_high), (b_low, b_high), (c_low, c_high) = spans  # bytes around each pointer
         self._parts = (
-            bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail, empty,
+            ctypes.c_void_p.from_address, bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail, empty,
             a_low, a_high, b_low, b_high, c_low, c_high,
         )  # fmt: skip
 
     def __call__(self, a: Any, b: Any, out: Any) -> Any:
-        launch, function, shape, pack, tail, empty, a_low, a_high, b_low, b_high, c_low, c_high = self._parts
+        _at, launch, function, shape, pack, tail, empty, a_low, a_high, b_low, b_high, c_low, c_high = self._parts
         # Data pointers read where NumPy keeps them (_arrays.numpy_pointer; a
         # plan is made only where that read was proven right). The key fixed
         # non-empty shapes, so no pointer is NULL.
