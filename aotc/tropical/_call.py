@@ -144,8 +144,8 @@ class Tropical:
         ndarray = numpy.ndarray if numpy is not None else None
         if ndarray is None or type(a) is not ndarray or type(b) is not ndarray or type(c) is not ndarray:
             return
-        if not direct_pointer():
-            return  # the plan reads pointers directly; without that read, no plan
+        if not direct_pointer() or sys.maxsize < 2**32:
+            return  # the plan reads pointers directly, 64-bit words; without that read, no plan
         if out is not None and out is not c:
             return
         key: tuple[Any, ...] = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)

@@ -17,7 +17,7 @@ the full path, which raises the usual one-line error or decides exactly.
 
 from __future__ import annotations
 
-from aotc.tropical._arrays import DATA_OFFSET
+from aotc.tropical._arrays import DATA_OFFSET, word_reader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,26 +54,24 @@ class CallPlan:
     def __init__(self, bound: BoundLaunch, spans: tuple[tuple[int, int], ...], empty: Any) -> None:
         # One tuple, unpacked once per call: cheaper than an attribute read per
         # piece. The bound launch's pieces are held here, a call level less.
-        import ctypes  # plans exist only where NumPy is in use; ctypes is then cheap to have
-
         (a_low, a_high), (b_low, b_high), (c_low, c_high) = spans  # bytes around each pointer
         self._parts = (
-            ctypes.c_void_p.from_address, bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail, empty,
+            word_reader(), DATA_OFFSET - 8, bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail, empty,
             a_low, a_high, b_low, b_high, c_low, c_high,
         )  # fmt: skip
 
     def __call__(self, a: Any, b: Any, out: Any) -> Any:
-        _at, launch, function, shape, pack, tail, empty, a_low, a_high, b_low, b_high, c_low, c_high = self._parts
+        words, at, launch, function, shape, pack, tail, empty, a_low, a_high, b_low, b_high, c_low, c_high = self._parts
         # Data pointers read where NumPy keeps them (_arrays.numpy_pointer; a
-        # plan is made only where that read was proven right). The key fixed
-        # non-empty shapes, so no pointer is NULL.
-        pa = _at(id(a) + DATA_OFFSET).value
-        pb = _at(id(b) + DATA_OFFSET).value
+        # plan is made only where that read was proven right, on a 64-bit
+        # interpreter: see _arrays.word_reader).
+        pa = words[(id(a) + at) >> 3]
+        pb = words[(id(b) + at) >> 3]
         if out is None:
             # A new array (empty() is numpy.empty of the result's shape and
             # dtype): writable, and sharing memory with nothing.
             out = empty()
-            launch(function, shape, 0, pack(pa, pb, _at(id(out) + DATA_OFFSET).value) + tail)
+            launch(function, shape, 0, pack(pa, pb, words[(id(out) + at) >> 3]) + tail)
             return out
         # The key fixed out's shape, dtype and strides (so: contiguous, the
         # result's layout) but not these, which belong to the object and its
@@ -81,7 +79,7 @@ class CallPlan:
         # (spans that meet, which may still not share an element) goes the full way.
         if not out.flags.writeable:
             return None
-        pc = _at(id(out) + DATA_OFFSET).value
+        pc = words[(id(out) + at) >> 3]
         if pc + c_low < pa + a_high and pa + a_low < pc + c_high:
             return None
         if pc + c_low < pb + b_high and pb + b_low < pc + c_high:
