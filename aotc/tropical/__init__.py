@@ -7,7 +7,10 @@
 
 Inputs are NumPy arrays, PyTorch tensors (CPU or CUDA), or anything with
 ``__cuda_array_interface__`` (CuPy, pycuda); the result is the same kind, on
-the same device. 3-D inputs run batched, and a 2-D operand broadcasts over the
+the same device. Arrays that speak only DLPack (``__dlpack__``: JAX,
+TensorFlow) are read in place too: on the CPU the result is a NumPy array; on
+a CUDA device pass ``out=`` (a tensor or CUDA array), since aotc cannot make
+an array of their kind. 3-D inputs run batched, and a 2-D operand broadcasts over the
 batch. The dtype comes from the inputs; a counting semiring takes and returns
 a trailing axis of length 2 (value, count). PyTorch tensors that require
 gradients get a ``torch.autograd.Function`` (see ``aotc.tropical._torch``).

@@ -1,7 +1,9 @@
 """Arrays users pass in, seen uniformly: pointer, dtype, shape, strides, device.
 
 Supported: NumPy arrays; PyTorch tensors (CPU or CUDA); anything with
-``__cuda_array_interface__`` (CuPy arrays, pycuda GPUArrays, Numba arrays).
+``__cuda_array_interface__`` (CuPy arrays, pycuda GPUArrays, Numba arrays);
+anything with ``__dlpack__`` and ``__dlpack_device__`` on the CPU or a CUDA
+device (JAX, TensorFlow; see ``_dlpack``).
 Strides are kept in elements; an operand that is not row-major with
 contiguous rows is copied by its own library, never read wrongly.
 
@@ -195,12 +197,32 @@ def as_operand(obj: Any, name: str) -> Operand:
         return reader(obj, name)
     if hasattr(obj, "__cuda_array_interface__"):
         return _cai_operand(obj, name)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return _dlpack_operand(obj, name)
     if hasattr(obj, "__array_interface__") or isinstance(obj, (list, tuple)):
         import numpy as np
 
         return _numpy_operand(np.asarray(obj), name)
-    msg = f"{name}: expected a NumPy array, a PyTorch tensor or a CUDA array, got {type(obj).__name__}"
+    msg = f"{name}: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got {type(obj).__name__}"
     raise ArgumentTypeError(msg)
+
+
+def _dlpack_operand(obj: Any, name: str) -> Operand:
+    """A DLPack array: a NumPy view on the CPU, the capsule's tensor read in place on CUDA."""
+    from aotc.tropical._dlpack import KDL_CPU, dlpack_device, read_capsule
+
+    device_type, device_id = dlpack_device(obj, name)
+    if device_type == KDL_CPU:
+        import numpy as np
+
+        try:
+            view = np.from_dlpack(obj)
+        except (BufferError, TypeError, ValueError, RuntimeError) as exc:
+            msg = f"{name}: NumPy cannot read this DLPack array ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
+            raise ArgumentError(msg) from None
+        return _numpy_operand(view, name)
+    dtype, shape, strides, pointer, _ = read_capsule(obj.__dlpack__(), name)
+    return Operand(obj, "dlpack", dtype, shape, strides, pointer, f"cuda:{device_id}")
 
 
 def contiguous(operand: Operand, name: str) -> Operand:
