@@ -1,9 +1,13 @@
 """Host overhead of one aotc.tropical.matmul call, through the noop backend.
 
 The noop backend launches nothing, so what is timed is aotc's own work per
-call: operand inspection, shape/dtype/device checks, the kernel lookup,
-pointer extraction, one pack and the launch call. ``out=`` is preallocated.
-Reported: the median over batches of the mean time per call in a batch.
+call. A first call derives everything (operand inspection, checks, the
+kernel, its grid) and leaves a call plan; the timed repeats are the plan's
+key check, the per-object checks (out writable, no shared memory), three
+pointers, one pack and the launch call. ``out=`` is preallocated.
+Reported: the median over batches of the mean time per call in a batch, the
+cases interleaved batch by batch so that drift in machine load hits all
+alike, and each case's ratio to the bare launcher of the same run.
 
     python benchmarks/api_overhead.py [--library DIR] [--batches 30] [--calls 5000]
 """
@@ -11,9 +15,11 @@ Reported: the median over batches of the mean time per call in a batch.
 from __future__ import annotations
 
 import argparse
+import statistics
+import time
 
 import numpy as np
-from run import median_ns  # the shared timing loop; also puts this checkout's aotc first on sys.path
+import run  # noqa: F401 - puts this checkout's aotc first on sys.path
 
 import aotc
 from aotc import tropical
@@ -54,9 +60,18 @@ def main() -> None:
         cases["matmul(ta, tb, out=tc), torch tensors"] = lambda: tropical.matmul(ta, ta, "maxplus", out=tout)
     for function in cases.values():
         function()  # first use loads the kernel: not part of the per-call cost
-    print(f"per-call host overhead, noop backend, median of {args.batches} batches of {args.calls} calls")
-    for name, function in cases.items():
-        print(f"  {name:48} {median_ns(function, args.batches, args.calls) / 1000:6.2f} us")
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(args.batches):
+        for name, function in cases.items():
+            start = time.perf_counter_ns()
+            for _ in range(args.calls):
+                function()
+            samples[name].append((time.perf_counter_ns() - start) / args.calls)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    bare = medians["calibration: the held launcher alone (pack + launch)"]
+    print(f"per-call host overhead, noop backend, median of {args.batches} interleaved batches of {args.calls} calls")
+    for name, value in medians.items():
+        print(f"  {name:52} {value / 1000:6.2f} us  {value / bare:5.1f}x the launcher")
 
 
 if __name__ == "__main__":

@@ -32,3 +32,18 @@ def test_import_aotc_imports_nothing_heavy() -> None:
 def test_aotc_load_is_there_without_importing_the_runtime() -> None:
     modules = imported_by("import aotc; assert callable(aotc.load)")
     assert not [m for m in modules if m.startswith("aotc.runtime")]
+
+
+# What `import aotc.tropical` may load besides aotc's own modules: the API is
+# imported by every training script, and NumPy, PyTorch, the runtime, ctypes
+# or typing come only with the first call that needs them.
+# os and what it imports are loaded by every interpreter started without -S.
+TROPICAL_MAY_IMPORT = {"__future__", "os", "stat", "_stat", "posixpath", "ntpath", "genericpath", "_collections_abc"}
+
+
+def test_import_aotc_tropical_imports_only_its_own_modules() -> None:
+    start = set(imported_by("pass"))  # what the interpreter loads before any code runs
+    modules = [m for m in imported_by("import aotc.tropical") if m not in start]
+    assert {"aotc.tropical", "aotc.tropical._call", "aotc.errors"} <= set(modules)
+    assert [m for m in modules if m.split(".")[0] != "aotc" and m not in TROPICAL_MAY_IMPORT] == []
+    assert [m for m in modules if m.startswith(("aotc.runtime", "aotc.build", "aotc.tropical._torch", "aotc.tropical._packed"))] == []

@@ -5,15 +5,26 @@ device) and by ``aotc warm``. The product is a CUBIN for the exact device
 arch, kept in the disk cache under a key over every input: the source bytes,
 the options, the target, NVRTC's version and aotc's version. NVRTC needs no
 GPU, so all of this runs (and is tested) on machines without one.
+
+A cache hit loads no libnvrtc. NVRTC's answer (version, targets) is kept in
+the disk cache too, keyed by the file identity (path, size, mtime) of the
+libnvrtc that would be loaded, found on disk without loading it
+(``locate_nvrtc``); a later process finds the same file, reads the answer,
+and builds its key and its image choice from it. Only a miss compiles, and
+only a compile loads libnvrtc. A libnvrtc found only by the system loader's
+search has no identity to key on, and is loaded to be asked, as before.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from aotc.errors import BuildError
-from aotc.runtime.cache import CacheKey, DiskCache, default_cache
+from aotc.errors import BuildError, CacheError
+from aotc.runtime.cache import CacheKey, DiskCache, default_cache, default_cache_dir
 
 __all__ = [
     "JitResult",
@@ -22,6 +33,7 @@ __all__ = [
     "compile_cubin",
     "jit_cubin",
     "jit_key",
+    "locate_nvrtc",
     "nvrtc_info",
     "nvrtc_options",
     "nvrtc_problem",
@@ -31,6 +43,12 @@ __all__ = [
 # Generated kernels are self-contained: no include paths, no host headers.
 # -default-device lets their helper functions omit __device__.
 _BASE_OPTIONS = ("-default-device",)
+# Where cuda-bindings looks first for libnvrtc, and the names it looks for
+# (its loader's wheel and conda steps, which find a file before loading it).
+_WHEEL_DIRS = (("nvidia", "cu13", "lib"), ("nvidia", "cuda_nvrtc", "lib"))
+_SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
+# An answer is a few hundred bytes; one per libnvrtc file a machine has had.
+_ANSWERS_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -53,17 +71,109 @@ class NvrtcInfo:
 class NvrtcProbe:
     """NVRTC asked once: ``(info, "")`` or ``(None, why not)``, kept, since loading
     libnvrtc is slow and its answer does not change within a process. The
-    process has one, ``probe``; a test states an answer by building its own."""
+    answer is also kept in the disk cache under the libnvrtc file's identity,
+    so a later process with the same file reads it instead of loading the
+    library (see the module docstring). The process has one, ``probe``; a test
+    states an answer, or its own ``ask``, ``locate`` and ``cache``, by building its own.
+    ``asked`` counts the times libnvrtc was loaded and asked."""
 
-    def __init__(self, answer: tuple[NvrtcInfo | None, str] | None = None) -> None:
+    def __init__(
+        self,
+        answer: tuple[NvrtcInfo | None, str] | None = None,
+        *,
+        ask: Callable[[], tuple[NvrtcInfo | None, str]] | None = None,
+        locate: Callable[[], tuple[str, int, int] | None] | None = None,
+        cache: DiskCache | None = None,
+    ) -> None:
         self._lock = threading.Lock()
         self._answer = answer
+        self._ask = ask or _ask_nvrtc
+        self._locate = locate or locate_nvrtc
+        self._cache = cache  # None: the default cache, asked for when needed
+        self.asked = 0
 
     def __call__(self) -> tuple[NvrtcInfo | None, str]:
         with self._lock:
             if self._answer is None:
-                self._answer = _ask_nvrtc()
+                self._answer = self._recalled_or_asked()
             return self._answer
+
+    def _recalled_or_asked(self) -> tuple[NvrtcInfo | None, str]:
+        identity = self._locate()
+        cache = key = None
+        if identity is not None:
+            try:
+                cache = self._cache if self._cache is not None else _answers_cache()
+            except CacheError:
+                cache = None  # no usable cache directory: ask, and keep nothing
+            key = _probe_key(identity)
+            info = _parse_record(cache.load(key)) if cache is not None else None
+            if info is not None:
+                return info, ""
+        self.asked += 1
+        answer = self._ask()
+        if answer[0] is not None and cache is not None and key is not None:
+            cache.save(key, _record(answer[0]))
+        return answer
+
+
+def locate_nvrtc() -> tuple[str, int, int] | None:
+    """(path, size, mtime in ns) of the libnvrtc a pip wheel or conda provides,
+    found the way cuda-bindings' loader finds it first, without loading it;
+    None where there is none (the loader would search the system's paths)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import site
+
+    parents = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
+    if site.ENABLE_USER_SITE:
+        # As the loader orders them: a venv's own site-packages before the user's.
+        parents.insert(1 if sys.prefix != sys.base_prefix else 0, site.getusersitepackages())
+    folders = [os.path.join(parent, *parts) for parts in _WHEEL_DIRS for parent in parents]
+    conda = os.environ.get("CONDA_PREFIX")
+    if conda:
+        folders.append(os.path.join(conda, "lib"))
+    for folder in folders:
+        for soname in _SONAMES:
+            path = os.path.join(folder, soname)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            return os.path.realpath(path), st.st_size, st.st_mtime_ns
+    return None
+
+
+def _answers_cache() -> DiskCache:
+    """NVRTC's answers get a folder of their own inside the default cache's, so
+    that the default cache's entries stay the compiled kernels (doctor counts them)."""
+    return DiskCache(default_cache_dir() / "nvrtc-answers", max_bytes=_ANSWERS_MAX_BYTES)
+
+
+def _probe_key(identity: tuple[str, int, int]) -> CacheKey:
+    path, size, mtime_ns = identity
+    line = f"{path}\0{size}\0{mtime_ns}".encode()
+    return CacheKey.for_source(line, target="nvrtc answer", compiler="libnvrtc file identity")
+
+
+def _record(info: NvrtcInfo) -> bytes:
+    archs = " ".join(f"{major}.{minor}" for major, minor in sorted(info.archs))
+    return f"{info.version[0]}.{info.version[1]}\n{archs}\n".encode()
+
+
+def _parse_record(data: bytes | None) -> NvrtcInfo | None:
+    """The NvrtcInfo a record holds; None for anything else (a miss, never a crash)."""
+    if data is None:
+        return None
+    try:
+        version, archs = data.decode("ascii").split("\n")[:2]
+        major, minor = (int(part) for part in version.split("."))
+        targets = frozenset(tuple(int(part) for part in arch.split(".")) for arch in archs.split())
+    except ValueError:
+        return None
+    if not targets or any(len(arch) != 2 for arch in targets):
+        return None
+    return NvrtcInfo((major, minor), targets)  # type: ignore[arg-type]
 
 
 def _ask_nvrtc() -> tuple[NvrtcInfo | None, str]:

@@ -4,6 +4,11 @@ Per call, a Launcher computes the grid from the size arguments, packs every
 argument into one parameter block with a ``struct.Struct`` built once, and
 hands both to the backend. Nothing else: no lookups in the index, no hashing,
 no objects beyond the packed bytes and the grid tuple.
+
+A caller that launches the same sizes again and again (a call plan) binds
+them once: ``bind(args, leading)`` packs every argument after the leading
+pointers into a fixed tail and computes the grid, so a repeat launch packs
+only the pointers (``BoundLaunch``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from aotc.runtime.select import ImageChoice
 if TYPE_CHECKING:
     from aotc.index import IndexKernel
 
-__all__ = ["KernelSignature", "Launcher"]
+__all__ = ["BoundLaunch", "KernelSignature", "Launcher"]
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,49 @@ class Launcher:
         else:
             self._check_empty(args)  # a size of 0 has nothing to compute: no launch
 
+    def grid(self, *args: int) -> tuple[int, int, int]:
+        """The grid a launch with ``args`` would use."""
+        gx, gy, gz = (c if i < 0 else (args[i] + t - 1) // t for i, t, c in self._axes)
+        return gx, gy, gz
+
+    def bind(self, args: Sequence[int], leading: int) -> BoundLaunch | None:
+        """This kernel with ``args[leading:]`` fixed: a ``BoundLaunch`` that takes
+        the first ``leading`` arguments (the pointers) and the stream. None where
+        the layout does not split there, or the grid is empty (nothing to launch)."""
+        try:
+            self._pack(*args)
+        except struct.error:
+            sig = self.signature
+            raise self._layout.argument_error(sig.name, sig.params, sig.kinds, args) from None
+        halves = self._layout.split(leading)
+        grid = self.grid(*args)
+        if halves is None or min(grid) <= 0:
+            return None
+        head, tail = halves
+        shape = (grid, self._block, self._shared)
+        return BoundLaunch(self._launch, self._function, shape, head.pack, tail.pack(*args[leading:]))
+
     def _check_empty(self, args: Sequence[int]) -> None:
         sizes = [(extent, args[i]) for (extent, _), (i, _, _) in zip(self.signature.grid, self._axes) if i >= 0]
         if any(value < 0 for _, value in sizes):
             listed = ", ".join(f"{extent}={value}" for extent, value in sizes)
             msg = f"{self.signature.name}: a size is negative ({listed})"
             raise ArgumentError(msg)
+
+
+class BoundLaunch:
+    """One launch of a kernel whose sizes are fixed: ``bound(stream, A, B, C)``
+    packs the pointers, appends the sizes packed once, and launches."""
+
+    __slots__ = ("function", "launch", "pack_head", "shape", "tail")
+
+    def __init__(self, launch: Any, function: Any, shape: Any, pack_head: Any, tail: bytes) -> None:
+        # Public, so a caller's own plan can hold the pieces and save a call level.
+        self.launch = launch  # the backend's launch(function, shape, stream, params)
+        self.function = function
+        self.shape = shape  # (grid, block, dynamic shared bytes)
+        self.pack_head = pack_head  # packs the leading arguments
+        self.tail = tail  # the rest, packed
+
+    def __call__(self, stream: Any, *pointers: int) -> None:
+        self.launch(self.function, self.shape, stream, self.pack_head(*pointers) + self.tail)

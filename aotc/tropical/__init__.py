@@ -7,7 +7,10 @@
 
 Inputs are NumPy arrays, PyTorch tensors (CPU or CUDA), or anything with
 ``__cuda_array_interface__`` (CuPy, pycuda); the result is the same kind, on
-the same device. 3-D inputs run batched, and a 2-D operand broadcasts over the
+the same device. Arrays that speak only DLPack (``__dlpack__``: JAX,
+TensorFlow) are read in place too: on the CPU the result is a NumPy array; on
+a CUDA device pass ``out=`` (a tensor or CUDA array), since aotc cannot make
+an array of their kind. 3-D inputs run batched, and a 2-D operand broadcasts over the
 batch. The dtype comes from the inputs; a counting semiring takes and returns
 a trailing axis of length 2 (value, count). PyTorch tensors that require
 gradients get a ``torch.autograd.Function`` (see ``aotc.tropical._torch``).
@@ -42,11 +45,15 @@ The call path itself is ``aotc.tropical._call``.
 from __future__ import annotations
 
 import os
-import threading
-from typing import Any
+from _thread import allocate_lock
+
 
 from aotc.errors import ArgumentTypeError, echo
 from aotc.tropical._call import PACK_MIN_K, Tropical
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "PackedBool",
@@ -63,7 +70,7 @@ __all__ = [
 ]
 
 _shared: dict[str, Any] = {"api": None}  # the Tropical the module's functions use
-_lock = threading.Lock()
+_lock = allocate_lock()  # threading.Lock itself, without importing threading
 # The key of a library's handle in ``Library.extensions``: the runtime keeps
 # the handle for us without knowing what it is.
 _EXTENSION = __name__

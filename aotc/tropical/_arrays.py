@@ -1,7 +1,9 @@
 """Arrays users pass in, seen uniformly: pointer, dtype, shape, strides, device.
 
 Supported: NumPy arrays; PyTorch tensors (CPU or CUDA); anything with
-``__cuda_array_interface__`` (CuPy arrays, pycuda GPUArrays, Numba arrays).
+``__cuda_array_interface__`` (CuPy arrays, pycuda GPUArrays, Numba arrays);
+anything with ``__dlpack__`` and ``__dlpack_device__`` on the CPU or a CUDA
+device (JAX, TensorFlow; see ``_dlpack``).
 Strides are kept in elements; an operand that is not row-major with
 contiguous rows is copied by its own library, never read wrongly.
 
@@ -10,20 +12,26 @@ Nothing here imports NumPy or PyTorch: an array's type tells which it is.
 
 from __future__ import annotations
 
-import ctypes
 import sys
-from typing import Any
 
 from aotc.errors import ArgumentError, ArgumentTypeError
 
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
+    "DATA_OFFSET",
     "Operand",
     "as_operand",
     "contiguous",
     "empty_like_kind",
     "fill",
     "is_row_major",
+    "direct_pointer",
     "is_writable",
+    "numpy_pointer",
+    "word_reader",
     "overlaps",
     "zeros_like_kind",
 ]
@@ -93,19 +101,39 @@ def _numpy_dtype(dt: Any) -> str:
 # a slow host). The data pointer is PyArrayObject's first field after the
 # object header, part of NumPy's C ABI; it is read directly once a probe has
 # shown the offset right for this interpreter and NumPy, else never.
-_DATA_OFFSET = 2 * ctypes.sizeof(ctypes.c_void_p)
+DATA_OFFSET = 16 if sys.maxsize > 2**32 else 8  # two pointers (ctypes is imported only when NumPy is in use)
 _direct_pointer: bool | None = None
 
 
-def _numpy_pointer(array: Any) -> int:
+def direct_pointer() -> bool:
+    """Whether NumPy data pointers are read at ``id(array) + DATA_OFFSET`` here."""
     global _direct_pointer  # noqa: PLW0603 - decided once per process
     if _direct_pointer is None:
+        import ctypes
+
         import numpy as np
 
         probe = np.arange(3.0)[1:]
-        _direct_pointer = ctypes.c_void_p.from_address(id(probe) + _DATA_OFFSET).value == probe.ctypes.data
-    if _direct_pointer:
-        return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value or 0
+        _direct_pointer = ctypes.c_void_p.from_address(id(probe) + DATA_OFFSET).value == probe.ctypes.data
+    return _direct_pointer
+
+
+def word_reader() -> Any:
+    """A ctypes pointer ``words`` with ``words[(address - 8) >> 3]`` the machine
+    word at ``address`` (8-aligned; 64-bit only): indexing returns an int and
+    makes no ctypes object, about half the cost of ``c_void_p.from_address``.
+    ctypes refuses to index a NULL pointer, hence the base of 8."""
+    import ctypes
+
+    return ctypes.cast(8, ctypes.POINTER(ctypes.c_size_t))
+
+
+def numpy_pointer(array: Any) -> int:
+    """The data pointer of the NumPy array ``array``."""
+    if _direct_pointer or direct_pointer():
+        import ctypes  # already imported by direct_pointer(): a dict lookup
+
+        return ctypes.c_void_p.from_address(id(array) + DATA_OFFSET).value or 0
     return array.ctypes.data
 
 
@@ -120,7 +148,7 @@ def _numpy_operand(array: Any, name: str) -> Operand:
         elements = (strides[0] // itemsize, strides[1] // itemsize)
     else:
         elements = tuple([s // itemsize for s in strides])
-    return Operand(array, "numpy", _numpy_dtype(dt), array.shape, elements, _numpy_pointer(array), "cpu")
+    return Operand(array, "numpy", _numpy_dtype(dt), array.shape, elements, numpy_pointer(array), "cpu")
 
 
 def _cai_operand(obj: Any, name: str) -> Operand:
@@ -169,12 +197,32 @@ def as_operand(obj: Any, name: str) -> Operand:
         return reader(obj, name)
     if hasattr(obj, "__cuda_array_interface__"):
         return _cai_operand(obj, name)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        return _dlpack_operand(obj, name)
     if hasattr(obj, "__array_interface__") or isinstance(obj, (list, tuple)):
         import numpy as np
 
         return _numpy_operand(np.asarray(obj), name)
-    msg = f"{name}: expected a NumPy array, a PyTorch tensor or a CUDA array, got {type(obj).__name__}"
+    msg = f"{name}: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got {type(obj).__name__}"
     raise ArgumentTypeError(msg)
+
+
+def _dlpack_operand(obj: Any, name: str) -> Operand:
+    """A DLPack array: a NumPy view on the CPU, the capsule's tensor read in place on CUDA."""
+    from aotc.tropical._dlpack import KDL_CPU, dlpack_device, read_capsule
+
+    device_type, device_id = dlpack_device(obj, name)
+    if device_type == KDL_CPU:
+        import numpy as np
+
+        try:
+            view = np.from_dlpack(obj)
+        except (BufferError, TypeError, ValueError, RuntimeError) as exc:
+            msg = f"{name}: NumPy cannot read this DLPack array ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
+            raise ArgumentError(msg) from None
+        return _numpy_operand(view, name)
+    dtype, shape, strides, pointer, _ = read_capsule(obj.__dlpack__(), name)
+    return Operand(obj, "dlpack", dtype, shape, strides, pointer, f"cuda:{device_id}")
 
 
 def contiguous(operand: Operand, name: str) -> Operand:

@@ -1,23 +1,32 @@
 """One product, start to end: operands -> call plan -> launch.
 
 ``Tropical`` is the API over one library. A call reads its arrays once
-(``_arrays``), checks them (``_operands``), takes the call plan for its kind
-of product (the launcher and its argument order, prepared once per
-(semiring, dtype, pass, variant)) and launches, through staged copies where a
-GPU backend meets host arrays (``_memory``). Empty products launch nothing:
-M, N or the batch 0 gives an empty result, K = 0 the semiring zero (argmax -1).
+(``_arrays``), checks them (``_operands``), takes the launcher for its kind
+of product (with its argument order, prepared once per (semiring, dtype,
+pass, variant)) and launches, through staged copies where a GPU backend meets
+host arrays (``_memory``). Empty products launch nothing: M, N or the batch 0
+gives an empty result, K = 0 the semiring zero (argmax -1).
+
+A ``matmul`` of NumPy arrays used in place then leaves a call plan
+(``_plan``): a repeat with operands alike in shape, strides and dtype is a
+key lookup, the per-object checks and a launch.
 """
 
 from __future__ import annotations
 
-import operator
 import sys
-from typing import Any
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.tropical._arrays import Operand, as_operand, fill, zeros_like_kind
+from aotc.tropical._arrays import Operand, as_operand, direct_pointer, fill, zeros_like_kind
 from aotc.tropical._memory import Memory, on_host_memory, stageable
 from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, matrix, output, pair, same, stream_handle
+from aotc.tropical._plan import MAX_PLANS, CallPlan, span
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotc.runtime.launcher import BoundLaunch
 
 __all__ = ["PACK_MIN_K", "Tropical"]
 
@@ -81,6 +90,9 @@ class Tropical:
         self._plans: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
         self._counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
         self._packable: dict[str, bool] = {}  # semiring name -> whether the library has its packed forward kernel
+        # matmul's call plans, keyed as matmul() spells the key; see _plan.
+        self._call_plans: dict[tuple[Any, ...], CallPlan] = {}
+        self._ndarray: Any = None  # numpy.ndarray once a plan was made: the one type the plans take
 
     def __repr__(self) -> str:
         return f"<aotc.tropical.Tropical over library {getattr(self.library, 'name', self.library)!r}>"
@@ -93,6 +105,19 @@ class Tropical:
 
     def matmul(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
         """``C = A (x) B`` under ``semiring``; see ``aotc.tropical``."""
+        ndarray = self._ndarray
+        if type(a) is ndarray and type(b) is ndarray and stream is None and type(semiring) is str:
+            # Everything a plan fixes, read with the fewest attribute reads (see _plan).
+            plan = None
+            if out is None:
+                plan = self._call_plans.get((semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
+            elif type(out) is ndarray:
+                key = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out.shape, out.strides, out.dtype)
+                plan = self._call_plans.get(key)
+            if plan is not None:
+                result = plan(a, b, out)
+                if result is not None:
+                    return result
         if _wants_autograd(a, b):
             if out is not None:
                 msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
@@ -104,7 +129,35 @@ class Tropical:
             from aotc.tropical._packed import pack_bool
 
             return self._packed_product("forward", pack_bool(a, 1), pack_bool(b, 0), semiring, out, None, stream)[0]
-        return self._product("forward", a, b, semiring, out, None, stream)[0]
+        numpy = sys.modules.get("numpy")
+        plannable = numpy is not None and type(a) is numpy.ndarray and type(b) is numpy.ndarray and stream is None
+        launched: list[Any] | None = [] if plannable else None
+        c = self._product("forward", a, b, semiring, out, None, stream, launched)[0]
+        if launched:
+            self._remember(a, b, semiring, out, c, launched[0])
+        return c
+
+    def _remember(self, a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaunch) -> None:
+        """Keep the plan of the product ``matmul`` just launched in place, where
+        its operands are NumPy arrays (see _plan); the key is matmul()'s."""
+        numpy = sys.modules.get("numpy")
+        ndarray = numpy.ndarray if numpy is not None else None
+        if ndarray is None or type(a) is not ndarray or type(b) is not ndarray or type(c) is not ndarray:
+            return
+        if not direct_pointer() or sys.maxsize < 2**32:
+            return  # the plan reads pointers directly, 64-bit words; without that read, no plan
+        if out is not None and out is not c:
+            return
+        key: tuple[Any, ...] = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+        if out is not None:
+            key += (out.shape, out.strides, out.dtype)
+        A, B, C = as_operand(a, "a"), as_operand(b, "b"), as_operand(c, "out")
+        spans = (span(A, a.dtype.itemsize), span(B, b.dtype.itemsize), span(C, c.dtype.itemsize))
+        plans = self._call_plans
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        plans[key] = CallPlan(launch, spans, lambda shape=c.shape, dtype=c.dtype: numpy.empty(shape, dtype))
+        self._ndarray = ndarray
 
     def matmul_argmax(
         self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None
@@ -153,8 +206,10 @@ class Tropical:
         key = (semiring, dtype, pass_name, variant)
         plan = self._plans.get(key)
         if plan is None:
+            from operator import itemgetter
+
             launcher = self._launcher(semiring, dtype, pass_name, variant)
-            picker = operator.itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
+            picker = itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
             plan = self._plans[key] = (launcher, picker)
         return plan
 
@@ -168,8 +223,10 @@ class Tropical:
             raise ArgumentError(msg) from None
 
     def _product(
-        self, pass_name: str, a: Any, b: Any, semiring: Any, out: Any, k_out: Any, stream: Any
+        self, pass_name: str, a: Any, b: Any, semiring: Any, out: Any, k_out: Any, stream: Any, launched: Any = None
     ) -> tuple[Any, Any]:
+        """The product; where ``launched`` is a list and the operands were used in
+        place as given, it gets the launch bound to these sizes (for a call plan)."""
         counting = self._counting.get(semiring) if type(semiring) is str else None
         if counting is None:
             counting = self._counting[semiring] = bool(semiring_spec(self.library, semiring).get("counting", False))
@@ -205,6 +262,10 @@ class Tropical:
             if m > GRID_YZ_MAX:
                 check_grid(launcher, args)
             launcher(*args, stream=stream)
+            if launched is not None and A.obj is a and B.obj is b and K_op is None:
+                bound = launcher.bind(args, 3)
+                if bound is not None:
+                    launched.append(bound)
             return C.obj, (K_op.obj if K_op is not None else None)
         memory = Memory(backend, host_memory)
         try:

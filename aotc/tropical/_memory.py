@@ -7,10 +7,13 @@ copied to the device before the launch, and results copied back after it.
 
 from __future__ import annotations
 
-from typing import Any
 
 from aotc.errors import ArgumentError
 from aotc.tropical._arrays import Operand, contiguous, is_row_major
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Memory", "on_host_memory", "stageable"]
 

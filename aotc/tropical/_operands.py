@@ -8,10 +8,13 @@ argument. Nothing here launches or allocates device memory.
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.tropical._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, is_writable, overlaps
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "matrix", "output", "pair", "same", "stream_handle"]
 
@@ -119,6 +122,10 @@ def output(
     if out is None:
         return as_operand(empty_like_kind(like, shape, dtype), name)
     op = as_operand(out, name)
+    if op.kind == "dlpack" or (op.obj is not out and hasattr(out, "__dlpack_device__")):
+        # DLPack says nothing of writability (JAX's arrays are immutable): never written in place.
+        msg = f"{name}: a DLPack-only array is not written in place; pass a NumPy array, a tensor or a CUDA array"
+        raise ArgumentError(msg)
     if op.obj is not out:  # as_operand made a copy: the result would be written there and lost
         if not hasattr(out, "shape") or isinstance(out, (list, tuple)):
             msg = f"{name}: expected an array to write the result into, got {type(out).__name__}"

@@ -160,7 +160,7 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
     "complex": (lambda _: tropical.matmul(A23 + 0j, B32 + 0j), ArgumentError, "dtype complex128"),
     "bool-maxplus": (lambda _: tropical.matmul(np.ones((2, 3), bool), np.ones((3, 2), bool), "maxplus"), ArgumentError, "dtype bool"),
     "counting-no-pairs": (lambda _: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), "counting"), ArgumentError, "trailing axis of length 2"),
-    "a-str": (lambda _: tropical.matmul("a", B32), ArgumentTypeError, "a: expected a NumPy array, a PyTorch tensor or a CUDA array, got str"),
+    "a-str": (lambda _: tropical.matmul("a", B32), ArgumentTypeError, "a: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got str"),
     "a-none": (lambda _: tropical.matmul(None, B32), ArgumentTypeError, "a: expected a NumPy array"),
     "b-dict": (lambda _: tropical.matmul(A23, {"b": 1}), ArgumentTypeError, "b: expected a NumPy array"),
     "b-on-device": (lambda _: tropical.matmul(A23, FakeCudaArray(B32)), ArgumentError, "b: on cuda:0, but a is on cpu"),

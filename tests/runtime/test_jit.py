@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,98 @@ def test_without_nvrtc_the_reason_is_kept(monkeypatch: pytest.MonkeyPatch, sourc
     assert jit.nvrtc_info() is None
     with pytest.raises(BuildError, match=r"NVRTC is not available: libnvrtc cannot be loaded \(test\)"):
         jit.compile_cubin(source, "k.cu", (8, 0))
+
+
+# --- NVRTC's answer kept under the libnvrtc file's identity ---------------------
+
+IDENTITY = ("/opt/x/libnvrtc.so.13", 1234, 5678)
+ANSWER = (jit.NvrtcInfo((13, 0), frozenset({(8, 0), (9, 0)})), "")
+
+
+def _asking(calls: list[str]):  # type: ignore[no-untyped-def]
+    def ask() -> tuple[jit.NvrtcInfo | None, str]:
+        calls.append("asked")
+        return ANSWER
+
+    return ask
+
+
+def test_a_recorded_answer_is_read_without_asking_nvrtc(tmp_path: Path) -> None:
+    cache, calls = DiskCache(tmp_path / "cache"), []
+    first = jit.NvrtcProbe(ask=_asking(calls), locate=lambda: IDENTITY, cache=cache)
+    assert first() == ANSWER and first.asked == 1
+    later = jit.NvrtcProbe(ask=_asking(calls), locate=lambda: IDENTITY, cache=cache)
+    assert later() == ANSWER and later.asked == 0
+    assert calls == ["asked"]
+
+
+@pytest.mark.parametrize("changed", [("/opt/y/libnvrtc.so.13", 1234, 5678), ("/opt/x/libnvrtc.so.13", 1235, 5678), ("/opt/x/libnvrtc.so.13", 1234, 5679)])
+def test_another_libnvrtc_file_is_asked_again(tmp_path: Path, changed: tuple[str, int, int]) -> None:
+    cache, calls = DiskCache(tmp_path / "cache"), []
+    jit.NvrtcProbe(ask=_asking(calls), locate=lambda: IDENTITY, cache=cache)()
+    jit.NvrtcProbe(ask=_asking(calls), locate=lambda: changed, cache=cache)()
+    assert calls == ["asked", "asked"]
+
+
+@pytest.mark.parametrize("record", [b"", b"13.0\n", b"x.y\n80\n", b"13.0\n8.0.1\n"])
+def test_a_damaged_record_is_a_miss(tmp_path: Path, record: bytes) -> None:
+    cache, calls = DiskCache(tmp_path / "cache"), []
+    cache.save(jit._probe_key(IDENTITY), record)  # noqa: SLF001 - the record's key
+    assert jit.NvrtcProbe(ask=_asking(calls), locate=lambda: IDENTITY, cache=cache)() == ANSWER
+    assert calls == ["asked"]
+
+
+def test_no_file_identity_asks_and_keeps_nothing(tmp_path: Path) -> None:
+    cache, calls = DiskCache(tmp_path / "cache"), []
+    for _ in range(2):
+        jit.NvrtcProbe(ask=_asking(calls), locate=lambda: None, cache=cache)()
+    assert calls == ["asked", "asked"]
+    assert not list((tmp_path / "cache").glob("*.entry"))
+
+
+def test_locate_finds_the_libnvrtc_cuda_bindings_loads() -> None:
+    from cuda.pathfinder import load_nvidia_dynamic_lib
+
+    found = jit.locate_nvrtc()
+    assert found is not None
+    assert found[0] == os.path.realpath(load_nvidia_dynamic_lib("nvrtc").abs_path)
+    assert found[1:] == (os.stat(found[0]).st_size, os.stat(found[0]).st_mtime_ns)
+
+
+def test_a_jit_cache_hit_on_an_unlisted_arch_calls_no_nvrtc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aotc.runtime.library import Library
+    from runtime_support import RecordingBackend
+
+    lib = make_library(tmp_path / "lib")  # SASS and PTX for 8.0 only: 9.0 takes NVRTC
+    cache = DiskCache(tmp_path / "cache")
+    monkeypatch.setattr(jit, "probe", jit.NvrtcProbe(cache=cache))
+    first = Library(lib, backend=RecordingBackend((9, 0)), cache=cache).kernel(KERNEL)
+    assert "compiled now" in first.image and jit.probe.asked == 1
+
+    def refuse(*args: object) -> tuple[None, str]:
+        raise AssertionError("NVRTC was called on a cache hit")
+
+    monkeypatch.setattr(jit, "probe", jit.NvrtcProbe(ask=refuse, cache=cache))
+    monkeypatch.setattr(jit, "compile_cubin", refuse)
+    again = Library(lib, backend=RecordingBackend((9, 0)), cache=cache).kernel(KERNEL)
+    assert "from the disk cache" in again.image and jit.probe.asked == 0
+
+
+_HIT_PROCESS = """
+import sys
+from aotc.runtime.library import Library
+from aotc.runtime.backends.noop import NoopBackend
+launcher = Library(sys.argv[1], backend=NoopBackend((9, 0))).kernel(sys.argv[2])
+maps = open("/proc/self/maps").read()
+print(launcher.image, "libnvrtc" in maps, "cuda.bindings.nvrtc" in sys.modules)
+"""
+
+
+def test_a_later_process_hitting_the_cache_loads_no_libnvrtc(tmp_path: Path) -> None:
+    lib = make_library(tmp_path / "lib")
+    env = aotc_env({"AOTC_CACHE_DIR": str(tmp_path / "cache")})
+    outputs = [
+        subprocess.run([sys.executable, "-c", _HIT_PROCESS, str(lib), KERNEL], env=env, capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+        for _ in range(2)
+    ]  # fmt: skip
+    assert outputs == ["NVRTC cubin for sm_90 (compiled now) True True", "NVRTC cubin for sm_90 (from the disk cache) False False"]

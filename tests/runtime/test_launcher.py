@@ -163,3 +163,28 @@ def test_a_malformed_entry_never_becomes_a_signature(change: Any, message: str) 
     with pytest.raises(IndexFormatError, match=r"^lib/index\.json: " + message) as info:
         signature(entry)
     assert isinstance(info.value, AotcError)
+
+
+def test_grid_is_what_a_call_would_launch() -> None:
+    launcher, backend = make_launcher()
+    launcher(0, 0, 0, 33, 65, 1, 0, 0, 0)
+    assert launcher.grid(0, 0, 0, 33, 65, 1, 0, 0, 0) == backend.grids()[0] == (2, 2, 1)
+
+
+def test_a_bound_launch_sends_what_the_full_call_sends() -> None:
+    launcher, backend = make_launcher()
+    args = (0x1000, 0x2000, 0x3000, 100, 130, 7, 7, 130, 130)
+    bound = launcher.bind(args, 3)
+    assert bound is not None
+    launcher(0x5000, 0x6000, 0x7000, *args[3:], stream=0)
+    bound(0, 0x5000, 0x6000, 0x7000)
+    assert backend.launches[0] == backend.launches[1]
+    assert backend.launches[1][-1] == struct.pack("@QQQiiiqqq", 0x5000, 0x6000, 0x7000, *args[3:])
+
+
+def test_an_empty_grid_binds_nothing_and_bad_sizes_raise_as_a_call_does() -> None:
+    launcher, backend = make_launcher()
+    assert launcher.bind((1, 2, 3, 0, 5, 5, 1, 1, 1), 3) is None
+    with pytest.raises(ValueError, match=r"^gemm: argument M must be an i32 int, got 4294967296$"):
+        launcher.bind((1, 2, 3, 2**32, 1, 1, 1, 1, 1), 3)
+    assert backend.launches == []

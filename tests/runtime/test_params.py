@@ -58,3 +58,18 @@ def test_argument_errors_name_the_kernel_and_the_argument(args: tuple[object, ..
     problem = layout.argument_error("k", PARAMS, KINDS, args)
     assert type(problem) is error
     assert str(problem) == message
+
+
+@pytest.mark.parametrize(("format", "leading"), [("@QQQiiiqqq", 3), ("@QQQQiiiqqqiqqqq", 4), ("@QQQiiiqqq", 0)])
+def test_split_halves_pack_to_the_whole_block(format: str, leading: int) -> None:
+    layout = ParamLayout(format)
+    halves = layout.split(leading)
+    assert halves is not None
+    head, tail = halves
+    values = tuple(range(1, len(layout.codes) + 1))
+    assert head.pack(*values[:leading]) + tail.pack(*values[leading:]) == layout.pack(*values)
+
+
+def test_split_refuses_where_the_rest_would_move() -> None:
+    # After one int, a Q sits at offset 8 in the whole block but at 0 on its own.
+    assert ParamLayout("@iQ").split(1) is None

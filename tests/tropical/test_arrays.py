@@ -109,7 +109,7 @@ def test_lists_become_numpy_arrays() -> None:
 
 
 def test_unsupported_object_names_the_argument() -> None:
-    with pytest.raises(TypeError, match=r"^B: expected a NumPy array, a PyTorch tensor or a CUDA array, got str$"):
+    with pytest.raises(TypeError, match=r"^B: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got str$"):
         as_operand("matrix", "B")
 
 

@@ -62,6 +62,17 @@ class ParamLayout:
         # "0Q" adds no bytes, only the padding that aligns the next Q: its start.
         return tuple(struct.calcsize(prefix + self.codes[:i] + "0" + code) for i, code in enumerate(self.codes))
 
+    def split(self, leading: int) -> tuple[ParamLayout, ParamLayout] | None:
+        """Two layouts whose packed blocks, concatenated, are this one's: the first
+        ``leading`` parameters and the rest. None where alignment forbids it (the
+        rest would start at a different offset on its own)."""
+        prefix = self.format[: len(self.format) - len(self.codes)] or "@"
+        head, tail = ParamLayout(prefix + self.codes[:leading]), ParamLayout(prefix + self.codes[leading:])
+        shifted = tuple(head.size + offset for offset in tail.offsets)
+        if self.offsets[leading:] != shifted or self.size != head.size + tail.size:
+            return None
+        return head, tail
+
     def argument_error(
         self, kernel: str, params: Sequence[str], kinds: Sequence[str], args: Sequence[object]
     ) -> AotcError:

@@ -1,0 +1,84 @@
+"""matmul's call plans (aotc/tropical/_plan.py): a repeat call reuses its plan,
+and every check that depends on the objects themselves still runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aotc import reference, tropical
+from aotc.errors import ArgumentError
+from aotc.tropical._plan import MAX_PLANS
+
+pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
+
+
+def _plans() -> dict:
+    return tropical._api()._call_plans  # noqa: SLF001 - the cache under test
+
+
+def _expected(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return reference.matmul(a, b, reference.SEMIRINGS["maxplus"])
+
+
+def test_a_repeat_call_reuses_its_plan_and_reads_the_new_operands() -> None:
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((9, 5), np.float32), rng.standard_normal((5, 7), np.float32)
+    out = np.empty((9, 7), np.float32)
+    before = len(_plans())
+    tropical.matmul(a, b, out=out)
+    assert len(_plans()) == before + 1
+    for _ in range(3):  # new arrays, same shapes: the plan, with these arrays' pointers
+        a2, b2, out2 = a + rng.standard_normal(a.shape, np.float32), b * 2, np.empty_like(out)
+        assert tropical.matmul(a2, b2, out=out2) is out2
+        np.testing.assert_allclose(out2, _expected(a2, b2), rtol=1e-6)
+    c = tropical.matmul(a, b)
+    c2 = tropical.matmul(a, b)
+    assert c is not c2 and c.dtype == np.float32 and c.shape == (9, 7)
+    np.testing.assert_allclose(c2, _expected(a, b), rtol=1e-6)
+    assert len(_plans()) == before + 2  # out= and allocating: one plan each
+
+
+def test_a_planned_call_still_refuses_a_read_only_out() -> None:
+    a, b, out = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32), np.empty((4, 5), np.float32)
+    tropical.matmul(a, b, out=out)
+    out.flags.writeable = False
+    with pytest.raises(ArgumentError, match=r"^out: is read-only; pass a writable array$"):
+        tropical.matmul(a, b, out=out)
+
+
+@pytest.mark.parametrize("shared", ["a", "b"])
+def test_a_planned_call_still_refuses_an_out_sharing_memory(shared: str) -> None:
+    # The same shapes, strides and dtypes as the planned call: only the addresses differ.
+    a, b, out = np.ones((4, 4), np.float32), np.ones((4, 4), np.float32), np.empty((4, 4), np.float32)
+    tropical.matmul(a, b, out=out)
+    with pytest.raises(ArgumentError, match=rf"^out: shares memory with {shared}; pass a separate array$"):
+        tropical.matmul(a, b, out=a if shared == "a" else b)
+
+
+def test_spans_that_meet_without_sharing_take_the_full_path() -> None:
+    # a is the first half of each row of buffer; out, in the gap after a's
+    # first row, lies inside a's span yet shares no element with it.
+    rng = np.random.default_rng()
+    buffer = rng.standard_normal((2, 8), np.float32)
+    a, b = buffer[:, :4], rng.standard_normal((4, 2), np.float32)
+    tropical.matmul(a, b, out=np.empty((2, 2), np.float32))
+    out = buffer[0, 4:8].reshape(2, 2)
+    expected = _expected(a.copy(), b)
+    assert tropical.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def test_a_copied_operand_leaves_no_plan() -> None:
+    a = np.ones((6, 5), np.float32).T  # column-major: copied to row-major each call
+    b = np.ones((6, 3), np.float32)
+    before = len(_plans())
+    np.testing.assert_allclose(tropical.matmul(a, b), _expected(a, b))
+    assert len(_plans()) == before
+
+
+def test_the_plans_are_capped() -> None:
+    b = np.ones((2, 2), np.float32)
+    for rows in range(1, MAX_PLANS + 3):
+        tropical.matmul(np.ones((rows, 2), np.float32), b)
+    assert 0 < len(_plans()) <= MAX_PLANS
