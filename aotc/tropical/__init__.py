@@ -58,6 +58,7 @@ __all__ = [
     "matmul_packed_argmax",
     "over",
     "pack_bool",
+    "preload",
     "semirings",
     "set_library",
 ]
@@ -119,6 +120,13 @@ def _library() -> Any:
 def semirings() -> tuple[str, ...]:
     """The semiring names the library has kernels for."""
     return _api().semirings()
+
+
+def preload(semirings: Any = None, dtypes: Any = None, *, device: Any = None) -> tuple[str, ...]:
+    """Load the kernels of ``semirings`` and ``dtypes`` (None: all) on ``device``
+    (None: the current device) now, off the hot path, so that calls captured
+    into a CUDA graph (``torch.cuda.graph``) load nothing. Returns their names."""
+    return _api().preload(semirings, dtypes, device)
 
 
 def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:

@@ -13,7 +13,9 @@ from typing import Any
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.tropical._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, is_writable, overlaps
 
-__all__ = ["GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "matrix", "output", "pair", "same", "stream_handle"]
+__all__ = [
+    "GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "device_of", "matrix", "output", "pair", "same", "stream_handle",
+]  # fmt: skip
 
 # M, N, K and the batch are int parameters of the kernels.
 INT32_MAX = 2**31 - 1
@@ -111,7 +113,13 @@ def check_grid(launcher: Any, args: tuple[int, ...]) -> None:
 
 
 def output(
-    out: Any, name: str, like: Operand, shape: tuple[int, ...], dtype: str, inputs: tuple[tuple[Operand, str], ...]
+    out: Any,
+    name: str,
+    like: Operand,
+    shape: tuple[int, ...],
+    dtype: str,
+    inputs: tuple[tuple[Operand, str], ...],
+    library: Any = None,
 ) -> Operand:
     """The result array: ``out`` checked, or a new one like ``like``. ``out`` must be
     written in place, so it must be exactly what the kernel writes and share no
@@ -128,6 +136,8 @@ def output(
     if op.shape != shape or op.dtype != dtype:
         msg = f"{name}: expected shape {shape} and dtype {dtype}, got {op.shape} and {op.dtype}"
         raise ArgumentError(msg)
+    if op.device == "cuda" and library is not None:
+        device_of(op, name, library)  # a CUDA array that does not say its device
     if op.device != like.device:
         msg = f"{name}: on {op.device}, but a is on {like.device}"
         raise ArgumentError(msg)
@@ -142,6 +152,28 @@ def output(
             msg = f"{name}: shares memory with {other_name}; pass a separate array"
             raise ArgumentError(msg)
     return op
+
+
+def device_of(op: Operand, name: str, library: Any) -> int:
+    """The device ``op`` is on, as an ordinal: a tensor's or CUDA array's own device,
+    the driver's answer for a CUDA array's pointer where the array does not say
+    (``cuPointerGetAttribute``), else (and for host arrays) the current device."""
+    device = op.device
+    if device == "cpu":
+        return library.current_device()
+    ordinal = _ORDINALS.get(device)
+    if ordinal is None:
+        if device.startswith("cuda:") and device[5:].isdigit():
+            ordinal = _ORDINALS[device] = int(device[5:])
+        else:
+            ordinal = library.backend.pointer_device(op.pointer)
+            if ordinal is None:  # memory the driver does not know: CuPy's rule, the current device
+                ordinal = library.current_device()
+            op.device = f"cuda:{ordinal}"
+    return ordinal
+
+
+_ORDINALS: dict[str, int] = {}
 
 
 def stream_handle(stream: Any, op: Operand) -> int:
