@@ -271,3 +271,38 @@ def test_emulated_devices_are_configured_by_the_environment(monkeypatch: pytest.
     monkeypatch.setenv("AOTC_EMULATOR_DEVICES", "two")
     with pytest.raises(ConfigurationError, match=r"^AOTC_EMULATOR_DEVICES='two' is not a device count"):
         emulated.count()
+
+
+def test_the_jit_compiles_for_each_devices_arch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from aotc.runtime.select import ImageKind
+    from runtime_support import RecordingBackend
+
+    def recording(ordinal: int) -> RecordingBackend:
+        backend = RecordingBackend(((8, 0), (9, 0))[ordinal])
+        backend.ordinal = ordinal
+        return backend
+
+    monkeypatch.setattr(backends, "registry", BackendRegistry({"recording": recording}, automatic=()))
+    lib = make_library(tmp_path)  # SASS and PTX for sm_80 only
+    cache = DiskCache(tmp_path / "cache")
+    library = Library(lib, backend="recording", cache=cache)
+    on_0, on_1 = library.kernel(KERNEL, device=0), library.kernel(KERNEL, device=1)
+    assert (on_0.choice.kind, on_0.choice.arch) == (ImageKind.SASS_EXACT, "80")
+    assert (on_1.choice.kind, on_1.choice.arch) == (ImageKind.NVRTC_JIT, "90") and "compiled now" in on_1.image
+    again = Library(lib, backend="recording", cache=cache).kernel(KERNEL, device=1)
+    assert "from the disk cache" in again.image  # keyed on the device's arch: the sm_90 cubin
+    assert library.backend_on(1).modules[0] != library.backend_on(0).modules[0]
+
+
+def test_torchs_current_device_wins_once_torch_has_initialised_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from aotc.runtime.backends.noop import NoopBackend
+    from aotc.runtime.devices import current_device
+
+    backend = NoopBackend()
+    uninitialised = SimpleNamespace(cuda=SimpleNamespace(is_initialized=lambda: False, current_device=lambda: 3))
+    monkeypatch.setitem(sys.modules, "torch", uninitialised)
+    assert current_device(backend) == 0  # torch has not touched CUDA: the driver's answer
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 3)))
+    assert current_device(backend) == 3
