@@ -22,6 +22,7 @@ __all__ = [
     "BuildError",
     "CacheError",
     "CacheWarning",
+    "CaptureError",
     "ConfigurationError",
     "DamagedLibraryError",
     "DriverTooOldError",
@@ -156,3 +157,8 @@ class NoDeviceError(BackendError):
 class DriverTooOldError(BackendError):
     """The GPU driver is older than the CUDA toolkit a library was built with
     needs; the message names both versions and what to install instead."""
+
+
+class CaptureError(BackendError):
+    """A call would load a module, allocate or copy host memory while its stream
+    is being captured into a CUDA graph; the message says to preload first."""

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aotc.errors import ArgumentError, IndexFormatError
+from aotc.errors import ArgumentError
 from aotc.runtime.backends.params import ParamLayout
 from aotc.runtime.select import ImageChoice
 

@@ -8,6 +8,11 @@ chooses its image (``select_image`` against the device), opens only that
 kernel's fatbin (or compiles only its source with NVRTC, through the disk
 cache), loads it through the backend and keeps a Launcher. Every later use is
 a dict lookup.
+
+All of that is per device (``aotc.runtime.devices``): a kernel used on two
+GPUs is loaded twice, once in each device's primary context, with the image
+chosen for each device's arch. ``preload()`` does the loading up front, so a
+call captured into a CUDA graph never has to.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from aotc._locations import libraries_root, library_dir
-from aotc.errors import DriverTooOldError, LibraryNotFoundError
+from aotc.errors import ArgumentError, DriverTooOldError, LibraryNotFoundError, echo
 from aotc.index import INDEX_NAME, IndexKernel, LibraryIndex
 from aotc.runtime.backends import Backend, get_backend
 from aotc.runtime.cache import DiskCache
+from aotc.runtime.devices import DeviceState, check_ordinal, current_device, refuse_while_capturing
 from aotc.runtime.driver import Toolkit, check_driver, toolkit_of
 from aotc.runtime.launcher import KernelSignature, Launcher
 from aotc.runtime.select import (
@@ -72,6 +78,7 @@ class Library:
         *,
         backend: Backend | str | None = None,
         cache: DiskCache | None = None,
+        device: Any = None,
     ) -> None:
         self.directory = Path(directory)
         index_path = self.directory / INDEX_NAME
@@ -86,20 +93,27 @@ class Library:
         self.toolkit: Toolkit | None = toolkit_of(self.index)
         self._driver_checked = self.toolkit is None
         self._driver_problem: str | None = None
-        self._backend_spec = backend
-        self._backend: Backend | None = backend if not isinstance(backend, (str, type(None))) else None
+        self._backend_spec = backend if isinstance(backend, str) else None
+        # A backend instance is one device's: the library then runs on that device only.
+        self._fixed_backend: Backend | None = backend if not isinstance(backend, (str, type(None))) else None
+        if self._fixed_backend is not None:
+            fixed = getattr(self._fixed_backend, "ordinal", 0)
+            if device is not None and check_ordinal(device) != fixed:
+                msg = f"device: {echo(device)}, but the backend given is device {fixed}'s"
+                raise ArgumentError(msg)
+            device = fixed
+        # None: each call runs on the current device (aotc.runtime.devices).
+        self.device: int | None = None if device is None else check_ordinal(device)
         self._cache = cache
         self._mutex = threading.Lock()
-        self._kernel_locks: dict[str, threading.Lock] = {}
-        self._launchers: dict[str, Launcher] = {}
-        self._platforms: dict[bool, Platform] = {}
-        self._launchers_by_kind: dict[tuple[str, str, str, str], Launcher] = {}
+        self._devices: dict[int, DeviceState] = {}
+        self._asks_current: Backend | None = None  # the backend kind's device 0, asked which device is current
         # Per-library state of the packages built over the runtime, keyed by their
         # module name (an API keeps its handle here), so the runtime imports none of them.
         self.extensions: dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        return f"<aotc.Library {self.name!r} at {self.directory}: {len(self)} kernels, {len(self._launchers)} loaded>"
+        return f"<aotc.Library {self.name!r} at {self.directory}: {len(self)} kernels, {len(self.loaded)} loaded>"
 
     def __len__(self) -> int:
         return len(self.index.kernels)
@@ -112,83 +126,145 @@ class Library:
 
     @property
     def loaded(self) -> tuple[str, ...]:
-        """Names of the kernels prepared so far, in load order."""
-        return tuple(self._launchers)
+        """Names of the kernels prepared so far on any device, in load order."""
+        names: dict[str, None] = {}
+        for state in list(self._devices.values()):
+            names.update(dict.fromkeys(state.launchers))
+        return tuple(names)
+
+    def loaded_on(self, device: Any = None) -> tuple[str, ...]:
+        """Names of the kernels prepared so far on ``device`` (None: the current device)."""
+        return tuple(self.on(device).launchers)
 
     @property
     def backend(self) -> Backend:
-        """The backend this library launches through (imported on first access)."""
-        backend = self._backend
+        """The backend of the library's device (the current device where it has none)."""
+        return self.on(None).backend
+
+    def backend_on(self, device: Any = None) -> Backend:
+        """The backend instance that launches on ``device`` (None: the current device)."""
+        return self.on(device).backend
+
+    def current_device(self) -> int:
+        """The device a call that names none runs on: the library's own, or the current one."""
+        if self.device is not None:
+            return self.device
+        backend = self._asks_current
         if backend is None:
+            backend = self._asks_current = get_backend(self._backend_spec)
+        return current_device(backend)
+
+    def on(self, device: Any = None) -> DeviceState:
+        """What this library keeps on ``device``: its backend, its loaded kernels."""
+        ordinal = self.current_device() if device is None else device
+        state = self._devices.get(ordinal)  # type: ignore[arg-type]
+        if state is None:
+            ordinal = check_ordinal(ordinal)
             with self._mutex:
-                if self._backend is None:
-                    spec = self._backend_spec
-                    self._backend = get_backend(spec if isinstance(spec, str) else None)
-                backend = self._backend
-        return backend
+                state = self._devices.get(ordinal)
+                if state is None:
+                    state = self._devices[ordinal] = DeviceState(ordinal, self._backend_for(ordinal))
+        return state
+
+    def _backend_for(self, ordinal: int) -> Backend:
+        fixed = self._fixed_backend
+        if fixed is None:
+            return get_backend(self._backend_spec, ordinal)
+        if ordinal != self.device:
+            msg = f"device: a call on device {ordinal}, but this library was loaded with device {self.device}'s backend"
+            raise ArgumentError(msg)
+        return fixed
 
     # -- the per-call surface ------------------------------------------------
 
-    def kernel(self, name: str) -> Launcher:
-        """The launcher of kernel ``name``, loading it on first use."""
-        launcher = self._launchers.get(name)
+    def kernel(self, name: str, device: Any = None) -> Launcher:
+        """The launcher of kernel ``name`` on ``device`` (None: the current device), loading it on first use."""
+        state = self.on(device)
+        launcher = state.launchers.get(name)
         if launcher is None:
-            launcher = self._load(name)
+            launcher = self._load(name, state)
         return launcher
 
     __getitem__ = kernel
 
-    def find(self, semiring: str, dtype: str, pass_: str = "forward", variant: str = "single") -> Launcher:
-        """The launcher of the kernel for this (semiring, dtype, pass, variant)."""
+    def find(
+        self,
+        semiring: str,
+        dtype: str,
+        pass_: str = "forward",
+        variant: str = "single",
+        device: Any = None,
+        stream: Any = None,
+    ) -> Launcher:
+        """The launcher of the kernel for this (semiring, dtype, pass, variant) on ``device``;
+        refused if it is not loaded there yet while ``stream`` is being captured."""
+        state = self.on(device)
         key = (semiring, dtype, pass_, variant)
-        launcher = self._launchers_by_kind.get(key)
+        launcher = state.launchers_by_kind.get(key)
         if launcher is None:
             kernel = self.index.find(semiring, dtype, pass_, variant)
-            launcher = self._launchers_by_kind[key] = self.kernel(kernel.name)
+            if kernel.name not in state.launchers:
+                refuse_while_capturing(state.backend, stream, f"loading kernel {kernel.name!r}")
+            launcher = state.launchers_by_kind[key] = self.kernel(kernel.name, state.ordinal)
         return launcher
 
-    def launch(self, name: str, *args: int, stream: Any = 0) -> None:
-        """``lib.kernel(name)(*args, stream=stream)``."""
-        launcher = self._launchers.get(name)
+    def launch(self, name: str, *args: int, stream: Any = 0, device: Any = None) -> None:
+        """``lib.kernel(name, device)(*args, stream=stream)``, refused while ``stream`` is
+        being captured into a CUDA graph if the kernel is not loaded yet."""
+        state = self.on(device)
+        launcher = state.launchers.get(name)
         if launcher is None:
-            launcher = self._load(name)
+            refuse_while_capturing(state.backend, stream, f"loading kernel {name!r}")
+            launcher = self._load(name, state)
         launcher(*args, stream=stream)
+
+    def preload(self, kernels: Any = None, device: Any = None) -> tuple[str, ...]:
+        """Load ``kernels`` (names; None: every kernel of the library) on ``device``
+        (None: the current device) now, off the hot path: a CUDA graph captured
+        later can then launch them. Returns the names loaded."""
+        state = self.on(device)
+        names = tuple(self.index.kernels) if kernels is None else _names(kernels)
+        for name in names:
+            if name not in state.launchers:
+                self._load(name, state)
+        return names
 
     # -- what doctor and tools ask -------------------------------------------
 
-    def platform(self, *, with_nvrtc: bool = True) -> Platform:
-        """The device in hand, as ``select_image`` sees it."""
-        platform = self._platforms.get(with_nvrtc)
+    def platform(self, *, with_nvrtc: bool = True, device: Any = None) -> Platform:
+        """The device (None: the current one), as ``select_image`` sees it."""
+        state = self.on(device)
+        platform = state.platforms.get(with_nvrtc)
         if platform is None:
-            device = self.backend.device()
+            info = state.backend.device()
             archs = None
             if with_nvrtc:
                 from aotc.runtime.jit import nvrtc_info
 
-                info = nvrtc_info()
-                archs = info.archs if info is not None else None
-            platform = self._platforms[with_nvrtc] = Platform(device.capability, device.driver_version, archs)
+                nvrtc = nvrtc_info()
+                archs = nvrtc.archs if nvrtc is not None else None
+            platform = state.platforms[with_nvrtc] = Platform(info.capability, info.driver_version, archs)
         return platform
 
     def images(self, name: str) -> KernelImages:
         return kernel_images(self.index, name)
 
-    def choose(self, name: str, policy: JitPolicy | str | None = None) -> ImageChoice:
-        """The image ``select_image`` picks for ``name`` on this device; raises if none fits."""
+    def choose(self, name: str, policy: JitPolicy | str | None = None, device: Any = None) -> ImageChoice:
+        """The image ``select_image`` picks for ``name`` on ``device``; raises if none fits."""
         policy = jit_policy_from_env(os.environ) if policy is None else JitPolicy(policy)
         images = self.images(name)
         # NVRTC is only consulted when no SASS fits, so a supported GPU never loads libnvrtc.
-        choice = explain_selection(images, self.platform(with_nvrtc=False), policy)
+        choice = explain_selection(images, self.platform(with_nvrtc=False, device=device), policy)
         if choice.kind in (ImageKind.SASS_EXACT, ImageKind.SASS_COMPATIBLE):
             return choice
-        return select_image(images, self.platform(with_nvrtc=True), policy)
+        return select_image(images, self.platform(with_nvrtc=True, device=device), policy)
 
-    def check_driver(self) -> None:
+    def check_driver(self, backend: Backend | None = None) -> None:
         """Raise DriverTooOldError if the backend's driver is older than this library's
         toolkit needs. Asked of the backend once; the first kernel load calls it."""
         if not self._driver_checked:
             try:
-                check_driver(self.toolkit, self.backend.driver_version(), library=self.name)
+                check_driver(self.toolkit, (backend or self.backend).driver_version(), library=self.name)
             except DriverTooOldError as exc:
                 self._driver_problem = str(exc)
             self._driver_checked = True  # a race checks twice, with the same answer
@@ -197,36 +273,36 @@ class Library:
 
     # -- first use -------------------------------------------------------------
 
-    def _load(self, name: str) -> Launcher:
+    def _load(self, name: str, state: DeviceState) -> Launcher:
         kernel = self.index.kernel(name)
         with self._mutex:
-            lock = self._kernel_locks.setdefault(name, threading.Lock())
+            lock = state.kernel_locks.setdefault(name, threading.Lock())
         with lock:
-            launcher = self._launchers.get(name)
+            launcher = state.launchers.get(name)
             if launcher is None:
-                launcher = self._launchers[name] = self._prepare(kernel)
+                launcher = state.launchers[name] = self._prepare(kernel, state)
         return launcher
 
-    def _prepare(self, kernel: IndexKernel) -> Launcher:
+    def _prepare(self, kernel: IndexKernel, state: DeviceState) -> Launcher:
         name = kernel.name
         signature = KernelSignature.from_kernel(kernel)
         # Before any image is chosen or loaded: an old driver would otherwise fail
         # in cuModuleLoadData with an error that names neither it nor the fix.
-        self.check_driver()
-        backend = self.backend
+        self.check_driver(state.backend)
+        backend = state.backend
         # Files are verified once per kernel: the launcher is kept.
         if backend.image_format == "source":
             # The emulator compiles the shipped .cu itself; no GPU image applies.
             source = self.index.read_verified(kernel, "source")
             module = backend.load_module(source, name=name, symbols=(signature.symbol,))
-            choice, image = None, f"{kernel.source.file} built by the {backend.name} backend"
+            choice, image = None, f"{kernel.source.file} built by the {backend.name} backend for device {state.ordinal}"
         else:
-            choice = self.choose(name)
+            choice = self.choose(name, device=state.ordinal)
             if choice.kind is ImageKind.NVRTC_JIT:
                 from aotc.runtime.jit import jit_cubin
 
                 source = self.index.read_verified(kernel, "source")
-                capability = self.platform().capability
+                capability = self.platform(device=state.ordinal).capability
                 result = jit_cubin(source, kernel.source.file, capability, self._cache)
                 data = result.cubin
                 how = "compiled now" if result.compiled else "from the disk cache"
@@ -248,15 +324,18 @@ def load(
     *,
     backend: Backend | str | None = None,
     cache: DiskCache | None = None,
+    device: Any = None,
 ) -> Library:
     """Open a kernel library by installed name or folder; reads only its index.json.
 
-    With the default backend and cache, loading the same unchanged library
-    again returns the same Library, with its kernels already loaded.
+    ``device`` (an ordinal or "cuda:N") is the device calls run on when their
+    operands do not say; None follows the current device. With the default
+    backend, cache and device, loading the same unchanged library again returns
+    the same Library, with its kernels already loaded.
     """
     directory = resolve_library(library)
-    if backend is not None or cache is not None:
-        return Library(directory, backend=backend, cache=cache)
+    if backend is not None or cache is not None or device is not None:
+        return Library(directory, backend=backend, cache=cache, device=device)
     try:
         st = (directory / INDEX_NAME).stat()
     except OSError:
@@ -267,3 +346,14 @@ def load(
         if found is None:
             found = _loaded[key] = Library(directory)
         return found
+
+
+def _names(kernels: Any) -> tuple[str, ...]:
+    if isinstance(kernels, str):
+        return (kernels,)
+    names = tuple(kernels)
+    if not all(isinstance(n, str) for n in names):
+        msg = f"kernels: expected kernel names, got {echo(kernels)}"
+        raise ArgumentError(msg)
+    return names
+

@@ -30,6 +30,14 @@ Host arrays are used in place on host-memory backends (the CPU emulator) and
 copied to the device and back on GPU backends. Strided or transposed inputs
 are copied to row-major first. Errors are one line naming the argument.
 
+A call runs on its operands' device (a tensor's device; a CUDA array's, or
+failing that the driver's answer for its pointer), in that device's context,
+on ``stream=`` or the framework's current stream there; host operands go to
+the current device (``torch.cuda.set_device``). Operands on two devices are
+refused. Before capturing calls into a CUDA graph, ``preload()`` their
+kernels and pass device arrays: a call that would load a module or stage a
+host array during capture raises ``CaptureError``.
+
 The module's functions use the installed ``tropical`` library. Another
 library built from the same templates (another project's manifest) has its
 own handle, a ``Tropical``, with the same functions::
@@ -65,6 +73,7 @@ __all__ = [
     "matmul_packed_argmax",
     "over",
     "pack_bool",
+    "preload",
     "semirings",
     "set_library",
 ]
@@ -126,6 +135,13 @@ def _library() -> Any:
 def semirings() -> tuple[str, ...]:
     """The semiring names the library has kernels for."""
     return _api().semirings()
+
+
+def preload(semirings: Any = None, dtypes: Any = None, *, device: Any = None) -> tuple[str, ...]:
+    """Load the kernels of ``semirings`` and ``dtypes`` (None: all) on ``device``
+    (None: the current device) now, off the hot path, so that calls captured
+    into a CUDA graph (``torch.cuda.graph``) load nothing. Returns their names."""
+    return _api().preload(semirings, dtypes, device)
 
 
 def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:

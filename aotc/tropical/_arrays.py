@@ -170,17 +170,19 @@ def _cai_operand(obj: Any, name: str) -> Operand:
             raise ArgumentError(msg)
         strides = tuple(s // itemsize for s in strides)
     pointer = interface["data"][0] or 0
-    device = f"cuda:{_cai_device(obj)}"
+    ordinal = _cai_device(obj)
+    # "cuda": the array does not say; the call asks the driver about its pointer.
+    device = "cuda" if ordinal is None else f"cuda:{ordinal}"
     return Operand(obj, "cai", DTYPE_NAMES.get(dtype, dtype), shape, strides, pointer, device)
 
 
-def _cai_device(obj: Any) -> int:
+def _cai_device(obj: Any) -> int | None:
     device = getattr(obj, "device", None)
     for attribute in ("id", "index"):
         value = getattr(device, attribute, None)
         if isinstance(value, int):
             return value
-    return 0
+    return None
 
 
 _READERS: dict[type, Any] = {}  # array type -> its reader, learnt on first sight
@@ -253,7 +255,7 @@ def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool) 
         return (torch.zeros if zero else torch.empty)(shape, dtype=getattr(torch, numpy_name), device=like.obj.device)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(like.obj, cupy.ndarray):
-        with cupy.cuda.Device(_cai_device(like.obj)):
+        with cupy.cuda.Device(_cai_device(like.obj) or 0):
             return (cupy.zeros if zero else cupy.empty)(shape, numpy_name)
     gpuarray = sys.modules.get("pycuda.gpuarray")
     if gpuarray is not None and isinstance(like.obj, gpuarray.GPUArray):

@@ -17,10 +17,20 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.tropical._arrays import Operand, as_operand, direct_pointer, fill, zeros_like_kind
+from aotc.tropical._arrays import Operand, as_operand, fill, zeros_like_kind
 from aotc.tropical._memory import Memory, on_host_memory, stageable
-from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, matrix, output, pair, same, stream_handle
-from aotc.tropical._plan import MAX_PLANS, CallPlan, span
+from aotc.tropical._operands import (
+    GRID_YZ_MAX,
+    check_batch,
+    check_grid,
+    device_of,
+    matrix,
+    output,
+    pair,
+    same,
+    stream_handle,
+)
+from aotc.tropical._plan import MAX_PLANS, CallPlan, make_plan
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -29,6 +39,7 @@ if TYPE_CHECKING:
     from aotc.runtime.launcher import BoundLaunch
 
 __all__ = ["PACK_MIN_K", "Tropical"]
+
 
 # The shortest k for which matmul() packs 2-D NumPy bool operands itself: a
 # word folds 32 terms, and packing reads each operand once, so a product
@@ -86,8 +97,8 @@ class Tropical:
 
     def __init__(self, library: Any) -> None:
         self.library = library
-        # (semiring, dtype, pass, variant) -> (launcher, picks its arguments from _ARGUMENTS' order)
-        self._plans: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+        # (semiring, dtype, pass, variant, device) -> (launcher, picks its arguments from _ARGUMENTS' order)
+        self._plans: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
         self._counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
         self._packable: dict[str, bool] = {}  # semiring name -> whether the library has its packed forward kernel
         # matmul's call plans, keyed as matmul() spells the key; see _plan.
@@ -138,26 +149,16 @@ class Tropical:
         return c
 
     def _remember(self, a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaunch) -> None:
-        """Keep the plan of the product ``matmul`` just launched in place, where
-        its operands are NumPy arrays (see _plan); the key is matmul()'s."""
-        numpy = sys.modules.get("numpy")
-        ndarray = numpy.ndarray if numpy is not None else None
-        if ndarray is None or type(a) is not ndarray or type(b) is not ndarray or type(c) is not ndarray:
-            return
-        if not direct_pointer() or sys.maxsize < 2**32:
-            return  # the plan reads pointers directly, 64-bit words; without that read, no plan
-        if out is not None and out is not c:
-            return
-        key: tuple[Any, ...] = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
-        if out is not None:
-            key += (out.shape, out.strides, out.dtype)
-        A, B, C = as_operand(a, "a"), as_operand(b, "b"), as_operand(c, "out")
-        spans = (span(A, a.dtype.itemsize), span(B, b.dtype.itemsize), span(C, c.dtype.itemsize))
-        plans = self._call_plans
-        if len(plans) >= MAX_PLANS:
-            plans.clear()
-        plans[key] = CallPlan(launch, spans, lambda shape=c.shape, dtype=c.dtype: numpy.empty(shape, dtype))
-        self._ndarray = ndarray
+        """Keep the plan of the product ``matmul`` just launched in place (see _plan)."""
+        if self.library.device is None and self.library.backend.device_count() > 1:
+            return  # the launch is bound to one device, and the current one may change
+        made = make_plan(a, b, semiring, out, c, launch)
+        if made is not None:
+            plans = self._call_plans
+            if len(plans) >= MAX_PLANS:
+                plans.clear()
+            key, plans[key] = made
+            self._ndarray = type(a)
 
     def matmul_argmax(
         self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None
@@ -199,23 +200,42 @@ class Tropical:
         """``(C, k)`` for packed operands: k is the first k with A[i,k] and B[k,j], or -1."""
         return self._packed_product("argmax", pa, pb, semiring, out, k_out, stream)
 
+    def preload(self, semirings: Any = None, dtypes: Any = None, device: Any = None) -> tuple[str, ...]:
+        """Load the kernels of ``semirings`` and ``dtypes`` (None: all) on ``device``
+        (None: the current device) now, so a CUDA graph can capture calls to them."""
+        wanted_semirings = None if semirings is None else {semirings} if isinstance(semirings, str) else set(semirings)
+        wanted_dtypes = None if dtypes is None else {dtypes} if isinstance(dtypes, str) else set(dtypes)
+        for wanted, known, what in ((wanted_semirings, self.semirings(), "semirings"), (wanted_dtypes, None, "dtypes")):
+            unknown = sorted(map(str, wanted - set(known))) if wanted is not None and known is not None else []
+            if unknown:
+                msg = f"{what}: unknown {', '.join(unknown)} (known: {', '.join(known)})"
+                raise ArgumentError(msg)
+        names = [
+            name for name, e in self.library.index["kernels"].items()
+            if (wanted_semirings is None or e["semiring"] in wanted_semirings)
+            and (wanted_dtypes is None or e["dtype"] in wanted_dtypes)
+        ]  # fmt: skip
+        return self.library.preload(names, device)
+
     # --- the call path -----------------------------------------------------------
 
-    def _plan(self, semiring: str, dtype: str, pass_name: str, variant: str) -> tuple[Any, Any]:
-        """The product kernel's launcher and argument picker, prepared once."""
-        key = (semiring, dtype, pass_name, variant)
+    def _plan(
+        self, semiring: str, dtype: str, pass_name: str, variant: str, device: int, stream: Any
+    ) -> tuple[Any, Any]:
+        """The product kernel's launcher on ``device`` and argument picker, prepared once."""
+        key = (semiring, dtype, pass_name, variant, device)
         plan = self._plans.get(key)
         if plan is None:
             from operator import itemgetter
 
-            launcher = self._launcher(semiring, dtype, pass_name, variant)
+            launcher = self._launcher(semiring, dtype, pass_name, variant, device, stream)
             picker = itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
             plan = self._plans[key] = (launcher, picker)
         return plan
 
-    def _launcher(self, semiring: str, dtype: str, pass_name: str, variant: str) -> Any:
+    def _launcher(self, semiring: str, dtype: str, pass_name: str, variant: str, device: int, stream: Any) -> Any:
         try:
-            return self.library.find(semiring, dtype, pass_name, variant)
+            return self.library.find(semiring, dtype, pass_name, variant, device=device, stream=stream)
         except KeyError:
             kernels = self.library.index["kernels"].values()
             have = sorted({e["dtype"] for e in kernels if e["semiring"] == semiring and e["pass"] == pass_name})
@@ -231,11 +251,14 @@ class Tropical:
         if counting is None:
             counting = self._counting[semiring] = bool(semiring_spec(self.library, semiring).get("counting", False))
         A, B = as_operand(a, "a"), as_operand(b, "b")
+        device = device_of(A, "a", self.library)
+        if B.device != A.device:
+            device_of(B, "b", self.library)
         if B.dtype != A.dtype or B.device != A.device:
             same(A, B, "b")
         inputs = ((A, "a"), (B, "b"))  # as given: results must not share their memory
         stream = stream_handle(stream, A)
-        backend = self.library.backend
+        backend = self.library.backend_on(device)
         host_memory = on_host_memory(backend)
         if host_memory and not A.on_host:
             Memory(backend, host_memory).check(A, "a")  # raises: this backend can't reach it
@@ -244,11 +267,11 @@ class Tropical:
         A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = pair(A, B, counting)
         batched = batch_a is not None or batch_b is not None
         batch = (batch_a if batch_a is not None else batch_b) or 0
-        launcher, pick = self._plan(semiring, A.dtype, pass_name, "batched" if batched else "single")
+        launcher, pick = self._plan(semiring, A.dtype, pass_name, "batched" if batched else "single", device, stream)
 
         lead = (batch,) if batched else ()
-        C = output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype, inputs)
-        K_op = output(k_out, "k_out", A, (*lead, m, n), "i32", (*inputs, (C, "out"))) if pass_name == "argmax" else None
+        C = output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype, inputs, self.library)
+        K_op = output(k_out, "k_out", A, (*lead, m, n), "i32", (*inputs, (C, "out")), self.library) if pass_name == "argmax" else None
         if not (m and n and k and (batch or not batched)):
             return self._empty(C, K_op, semiring, k)
         check_batch(batch)
@@ -267,7 +290,7 @@ class Tropical:
                 if bound is not None:
                     launched.append(bound)
             return C.obj, (K_op.obj if K_op is not None else None)
-        memory = Memory(backend, host_memory)
+        memory = Memory(backend, host_memory, stream)
         try:
             pointers = (
                 memory.pointer(A, "a"), memory.pointer(B, "b"), memory.pointer(C, "out", result=True),
@@ -298,10 +321,14 @@ class Tropical:
             raise ArgumentError(msg)
         A, B = as_operand(a, "a"), as_operand(b, "b")
         G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
+        device = device_of(A, "a", library)
+        for op, name in ((B, "b"), (G, "grad_c"), (Kop, "k")):
+            if op.device != A.device:
+                device_of(op, name, library)
         same(A, B, "b")
         same(A, G, "grad_c")
         stream = stream_handle(stream, A)
-        backend = library.backend
+        backend = library.backend_on(device)
         host_memory = on_host_memory(backend)
         Memory(backend, host_memory).check(A, "a")
         if not host_memory:
@@ -319,7 +346,7 @@ class Tropical:
             raise ArgumentError(msg)
         Kop, _, _, _, sk, ldk = matrix(Kop, "k", False)
         variant = "batched" if batched else "single"
-        launchers = [self._launcher(semiring, A.dtype, p, variant) for p in ("backward_a", "backward_b")]
+        launchers = [self._launcher(semiring, A.dtype, p, variant, device, stream) for p in ("backward_a", "backward_b")]
         grads = [as_operand(zeros_like_kind(op, op.shape, A.dtype), name) for op, name in ((A, "grad_A"), (B, "grad_B"))]
         if not (m and n and kk and (batch or not batched)):
             return grads[0].obj, grads[1].obj  # no term, no gradient: zeros, no launch
@@ -330,7 +357,7 @@ class Tropical:
         values.update(batch_stride_grad_A=m * kk if batch_a is not None else 0)
         values.update(batch_stride_grad_B=kk * n if batch_b is not None else 0)
         for launcher, grad, target in zip(launchers, grads, ("grad_A", "grad_B")):
-            memory = Memory(backend, host_memory)
+            memory = Memory(backend, host_memory, stream)
             try:
                 values["grad_C"] = memory.pointer(G, "grad_c")
                 values["Kstar"] = memory.pointer(Kop, "k")
@@ -383,16 +410,18 @@ class Tropical:
             msg = f"pb: shape {pb.shape} does not fit pa's {pa.shape}: A has {k} columns, B has {k2} rows"
             raise ArgumentError(msg)
         semiring_spec(self.library, semiring)
-        launcher, pick = self._plan(semiring, "bool", pass_name, "packed")
         A, B = as_operand(pa.words, "pa"), as_operand(pb.words, "pb")
+        device = device_of(A, "pa", self.library)
         inputs = ((A, "pa"), (B, "pb"))
         stream = stream_handle(stream, A)
-        C = output(out, "out", A, (m, n), "bool", inputs)
-        K_op = output(k_out, "k_out", A, (m, n), "i32", (*inputs, (C, "out"))) if pass_name == "argmax" else None
+        launcher, pick = self._plan(semiring, "bool", pass_name, "packed", device, stream)
+        C = output(out, "out", A, (m, n), "bool", inputs, self.library)
+        K_op = output(k_out, "k_out", A, (m, n), "i32", (*inputs, (C, "out")), self.library) if pass_name == "argmax" else None
         if not (m and n and k):
             return self._empty(C, K_op, semiring, k)
         sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
-        memory = Memory(self.library.backend, on_host_memory(self.library.backend))
+        backend = self.library.backend_on(device)
+        memory = Memory(backend, on_host_memory(backend), stream)
         try:
             pointers = (
                 memory.pointer(A, "pa"), memory.pointer(B, "pb"), memory.pointer(C, "out", result=True),

@@ -32,14 +32,16 @@ def stageable(op: Operand, name: str) -> Operand:
 class Memory:
     """The pointers of one launch; ``finish()`` copies results back and frees."""
 
-    def __init__(self, backend: Any, host_memory: bool) -> None:
+    def __init__(self, backend: Any, host_memory: bool, stream: Any = None) -> None:
         self.backend = backend
         self.host_memory = host_memory
+        self.stream = stream  # a stream being captured into a CUDA graph refuses staging
         self.staged: list[tuple[int, Any, bool]] = []  # (device pointer, host array, copy back)
 
     def check(self, op: Operand, name: str) -> None:
         """Refuse, before anything is allocated, arrays this backend cannot reach."""
-        if self.host_memory and not op.on_host:
+        # The emulator's own allocations are device memory it can reach.
+        if self.host_memory and not op.on_host and self.backend.pointer_device(op.pointer) is None:
             msg = f"{name}: a {op.device} array, but the {self.backend.name} backend runs on host memory"
             raise ArgumentError(msg)
 
@@ -47,6 +49,9 @@ class Memory:
         self.check(op, name)
         if self.host_memory or not op.on_host:
             return op.pointer
+        from aotc.runtime.devices import refuse_while_capturing  # the runtime loads on first staging, not on import
+
+        refuse_while_capturing(self.backend, self.stream, f"{name}: staging a host array")
         host = op.obj.numpy() if op.kind == "torch" else op.obj
         size = host.nbytes
         device = self.backend.alloc(max(size, 1))

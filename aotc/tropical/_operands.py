@@ -16,7 +16,9 @@ TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropic
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "matrix", "output", "pair", "same", "stream_handle"]
+__all__ = [
+    "GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "device_of", "matrix", "output", "pair", "same", "stream_handle",
+]  # fmt: skip
 
 # M, N, K and the batch are int parameters of the kernels.
 INT32_MAX = 2**31 - 1
@@ -114,7 +116,13 @@ def check_grid(launcher: Any, args: tuple[int, ...]) -> None:
 
 
 def output(
-    out: Any, name: str, like: Operand, shape: tuple[int, ...], dtype: str, inputs: tuple[tuple[Operand, str], ...]
+    out: Any,
+    name: str,
+    like: Operand,
+    shape: tuple[int, ...],
+    dtype: str,
+    inputs: tuple[tuple[Operand, str], ...],
+    library: Any = None,
 ) -> Operand:
     """The result array: ``out`` checked, or a new one like ``like``. ``out`` must be
     written in place, so it must be exactly what the kernel writes and share no
@@ -135,6 +143,8 @@ def output(
     if op.shape != shape or op.dtype != dtype:
         msg = f"{name}: expected shape {shape} and dtype {dtype}, got {op.shape} and {op.dtype}"
         raise ArgumentError(msg)
+    if op.device == "cuda" and library is not None:
+        device_of(op, name, library)  # a CUDA array that does not say its device
     if op.device != like.device:
         msg = f"{name}: on {op.device}, but a is on {like.device}"
         raise ArgumentError(msg)
@@ -149,6 +159,28 @@ def output(
             msg = f"{name}: shares memory with {other_name}; pass a separate array"
             raise ArgumentError(msg)
     return op
+
+
+def device_of(op: Operand, name: str, library: Any) -> int:
+    """The device ``op`` is on, as an ordinal: a tensor's or CUDA array's own device,
+    the driver's answer for a CUDA array's pointer where the array does not say
+    (``cuPointerGetAttribute``), else (and for host arrays) the current device."""
+    device = op.device
+    if device == "cpu":
+        return library.current_device()
+    ordinal = _ORDINALS.get(device)
+    if ordinal is None:
+        if device.startswith("cuda:") and device[5:].isdigit():
+            ordinal = _ORDINALS[device] = int(device[5:])
+        else:
+            ordinal = library.backend.pointer_device(op.pointer)
+            if ordinal is None:  # memory the driver does not know: CuPy's rule, the current device
+                ordinal = library.current_device()
+            op.device = f"cuda:{ordinal}"
+    return ordinal
+
+
+_ORDINALS: dict[str, int] = {}
 
 
 def stream_handle(stream: Any, op: Operand) -> int:

@@ -17,7 +17,7 @@ the full path, which raises the usual one-line error or decides exactly.
 
 from __future__ import annotations
 
-from aotc.tropical._arrays import DATA_OFFSET, word_reader
+from aotc.tropical._arrays import DATA_OFFSET, as_operand, direct_pointer, word_reader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from aotc.runtime.launcher import BoundLaunch
     from aotc.tropical._arrays import Operand
 
-__all__ = ["MAX_PLANS", "CallPlan", "span"]
+__all__ = ["MAX_PLANS", "CallPlan", "make_plan", "span"]
 
 # Plans kept per Tropical handle; a job that sees more shapes than this starts over.
 MAX_PLANS = 256
@@ -86,3 +86,25 @@ class CallPlan:
             return None
         launch(function, shape, 0, pack(pa, pb, pc) + tail)
         return out
+
+
+def make_plan(a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaunch) -> tuple[tuple[Any, ...], CallPlan] | None:
+    """``(key, plan)`` for the forward product ``matmul`` just launched in place,
+    where its operands are NumPy arrays; the key is the one ``matmul`` builds. None
+    where no plan fits: other array types, a copy made, no direct pointer read."""
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    ndarray = numpy.ndarray if numpy is not None else None
+    if ndarray is None or type(a) is not ndarray or type(b) is not ndarray or type(c) is not ndarray:
+        return None
+    if not direct_pointer() or sys.maxsize < 2**32:
+        return None  # the plan reads pointers directly, 64-bit words; without that read, no plan
+    if out is not None and out is not c:
+        return None
+    key: tuple[Any, ...] = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+    if out is not None:
+        key += (out.shape, out.strides, out.dtype)
+    A, B, C = as_operand(a, "a"), as_operand(b, "b"), as_operand(c, "out")
+    spans = (span(A, a.dtype.itemsize), span(B, b.dtype.itemsize), span(C, c.dtype.itemsize))
+    return key, CallPlan(launch, spans, lambda shape=c.shape, dtype=c.dtype: numpy.empty(shape, dtype))

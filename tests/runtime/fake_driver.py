@@ -1,7 +1,12 @@
 """A stand-in for ``cuda.bindings.driver``: the cuda-python backend without a GPU.
 
 It answers the slice of the driver API the backend calls, records context
-calls and launches, and reports whatever driver version a test gives it. The
+calls and launches (with the context current at each), and reports whatever
+driver version a test gives it. It presents one device per entry of
+``capabilities``; device ``n``'s primary context is ``context_of(n)``.
+``pointers`` maps device pointers to their device, as
+``cuPointerGetAttribute`` knows them; ``capturing`` holds the streams being
+captured into a CUDA graph. The
 enums come from the real module, so a machine without cuda-bindings skips
 the tests that import this. Not a conftest.py (see runtime_support.py).
 """
@@ -16,7 +21,12 @@ import pytest
 driver = pytest.importorskip("cuda.bindings.driver", reason="cuda-bindings is a default dependency")
 SUCCESS = driver.CUresult.CUDA_SUCCESS
 
-__all__ = ["SUCCESS", "FakeDriver", "driver"]
+__all__ = ["SUCCESS", "FakeDriver", "context_of", "driver"]
+
+
+def context_of(device: int) -> int:
+    """The primary context the fake hands out for ``device`` (device 0: 0xC0FFEE)."""
+    return 0xC0FFEE + 0x100 * device
 
 
 class FakeDriver:
@@ -25,10 +35,19 @@ class FakeDriver:
     CUresult = driver.CUresult
     CUdevice_attribute = driver.CUdevice_attribute
     CUdeviceptr = driver.CUdeviceptr
+    CUpointer_attribute = driver.CUpointer_attribute
+    CUstreamCaptureStatus = driver.CUstreamCaptureStatus
 
-    def __init__(self, init: Any = SUCCESS, current: int = 0, version: int = 13010) -> None:
+    def __init__(
+        self, init: Any = SUCCESS, current: int = 0, version: int = 13010, capabilities: tuple[tuple[int, int], ...] = ((8, 6),)
+    ) -> None:
         self.init = init
         self.current = current
+        self.capabilities = capabilities
+        self.pointers: dict[int, int] = {}  # device pointer -> its device ordinal
+        self.capturing: set[int] = set()  # streams being captured into a graph
+        self.loaded_in: list[int] = []  # the context current at each cuModuleLoadData
+        self._pushed: list[int] = []
         self.version = version  # what cuDriverGetVersion answers
         self.loaded: list[bytes] = []  # images cuModuleLoadData accepted
         self.calls: list[str] = []
@@ -46,19 +65,37 @@ class FakeDriver:
         return (self.init,)
 
     def cuDeviceGetCount(self) -> tuple[Any, int]:  # noqa: N802
-        return SUCCESS, 1
+        return SUCCESS, len(self.capabilities)
 
     def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:  # noqa: N802
         return SUCCESS, ordinal
 
     def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, int]:  # noqa: N802
-        return SUCCESS, 0xC0FFEE
+        return SUCCESS, context_of(int(device))
 
     def cuDeviceGetName(self, length: int, device: int) -> tuple[Any, bytes]:  # noqa: N802
         return SUCCESS, b"Stand-in GPU\0\0\0"
 
     def cuDeviceGetAttribute(self, attribute: Any, device: int) -> tuple[Any, int]:  # noqa: N802
+        major, minor = self.capabilities[int(device)]
+        if int(device) and attribute == driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+            return SUCCESS, major
+        if int(device) and attribute == driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+            return SUCCESS, minor
         return SUCCESS, self.attributes[attribute]
+
+    def cuCtxGetDevice(self) -> tuple[Any, int]:  # noqa: N802
+        return SUCCESS, (self.current - 0xC0FFEE) // 0x100
+
+    def cuPointerGetAttribute(self, attribute: Any, pointer: Any) -> tuple[Any, int]:  # noqa: N802
+        assert attribute == driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        device = self.pointers.get(int(pointer))
+        return (SUCCESS, device) if device is not None else (driver.CUresult.CUDA_ERROR_INVALID_VALUE, 0)
+
+    def cuStreamIsCapturing(self, stream: Any) -> tuple[Any, Any]:  # noqa: N802
+        status = driver.CUstreamCaptureStatus
+        active = int(stream or 0) in self.capturing
+        return SUCCESS, status.CU_STREAM_CAPTURE_STATUS_ACTIVE if active else status.CU_STREAM_CAPTURE_STATUS_NONE
 
     def cuDriverGetVersion(self) -> tuple[Any, int]:  # noqa: N802
         return SUCCESS, self.version
@@ -74,16 +111,20 @@ class FakeDriver:
 
     def cuCtxPushCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
         self.calls.append("push")
+        self._pushed.append(self.current)
+        self.current = int(context)
         return (SUCCESS,)
 
     def cuCtxPopCurrent(self) -> tuple[Any, int]:  # noqa: N802
         self.calls.append("pop")
-        return SUCCESS, 0xC0FFEE
+        popped, self.current = self.current, self._pushed.pop()
+        return SUCCESS, popped
 
     def cuModuleLoadData(self, image: bytes) -> tuple[Any, str]:  # noqa: N802
         if not image.startswith((b"good", b"stand-in fatbin")):  # the latter: runtime_support's libraries
             return driver.CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU, None
         self.loaded.append(image)
+        self.loaded_in.append(self.current)
         return SUCCESS, "module"
 
     def cuModuleGetFunction(self, module: str, symbol: bytes) -> tuple[Any, str]:  # noqa: N802
@@ -95,7 +136,7 @@ class FakeDriver:
         size = ctypes.c_size_t.from_address(words[3]).value
         self.launches.append({
             "function": function, "grid": (gx, gy, gz), "block": (bx, by, bz), "shared": shared, "stream": stream,
-            "params": params, "markers": (words[0], words[2], words[4]), "block_bytes": ctypes.string_at(words[1], size),
+            "params": params, "markers": (words[0], words[2], words[4]), "block_bytes": ctypes.string_at(words[1], size), "context": self.current,
         })  # fmt: skip
         return (SUCCESS,)
 

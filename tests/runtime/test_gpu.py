@@ -119,3 +119,26 @@ def test_an_nvrtc_compiled_kernel_runs(
     b = rng.standard_normal((30, 20)).astype(np.float32)
     np.testing.assert_array_equal(run(lib, FORWARD, a, b), matmul(a, b, "maxplus"))
     assert lib.kernel(FORWARD).choice.kind is ImageKind.NVRTC_JIT  # type: ignore[union-attr]
+
+
+def test_a_preloaded_call_is_captured_into_a_cuda_graph_and_replays(lib_dir: Path) -> None:
+    torch = pytest.importorskip("torch", reason="capturing a CUDA graph needs PyTorch")
+    if not torch.cuda.is_available():
+        pytest.skip(f"this PyTorch ({torch.__version__}) was built without CUDA")
+    from aotc import tropical
+
+    api = tropical.over(Library(lib_dir, backend="cuda-python"))
+    assert FORWARD in api.preload("maxplus", "f32", device=0)
+    generator = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(70, 40, device="cuda", generator=generator)
+    b = torch.randn(40, 30, device="cuda", generator=generator)
+    c = torch.empty(70, 30, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):  # captured on torch's capture stream, its current stream inside
+        api.matmul(a, b, out=c)
+    for _ in range(2):  # new inputs in the same memory, then replay: the graph reads them
+        a.copy_(torch.randn(a.shape, device="cuda", generator=generator))
+        b.copy_(torch.randn(b.shape, device="cuda", generator=generator))
+        graph.replay()
+        torch.cuda.synchronize()
+        np.testing.assert_array_equal(c.cpu().numpy(), matmul(a.cpu().numpy(), b.cpu().numpy(), "maxplus"))

@@ -3,7 +3,8 @@
 Backends are named here as ``module:class`` strings, so importing this
 package imports none of them; one is imported when it is first asked for,
 and then kept for the life of the process (it holds the device's context) by
-``registry``, the process's ``BackendRegistry``.
+``registry``, the process's ``BackendRegistry``: one instance per (backend,
+device ordinal), each in that device's primary context.
 
 Automatic choice, when ``AOTC_BACKEND`` is unset: the first of cuda-python
 and pycuda that is installed and finds a GPU; else the first installed one,
@@ -21,7 +22,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
-from aotc.errors import BackendError, ConfigurationError, NoDeviceError, echo
+from aotc.errors import ArgumentError, BackendError, ConfigurationError, NoDeviceError, echo
 from aotc.runtime.backends.base import Backend, DeviceInfo
 
 __all__ = ["BACKENDS", "Backend", "BackendRegistry", "DeviceInfo", "backend_name_from_env", "get_backend", "registry"]
@@ -51,7 +52,7 @@ def backend_name_from_env(environ: Mapping[str, str] | None = None) -> str | Non
 class BackendRegistry:
     """Backends by name, each created on first request and then kept.
 
-    ``specs`` maps names to ``module:class``; ``automatic`` lists the
+    ``specs`` maps names to ``module:class`` (or to a factory taking the ordinal); ``automatic`` lists the
     (name, module it needs) pairs the automatic choice tries in order;
     ``has_module`` says whether a module is importable. The process has one,
     ``registry``; a test builds its own with stand-ins.
@@ -59,7 +60,7 @@ class BackendRegistry:
 
     def __init__(
         self,
-        specs: Mapping[str, str] = BACKENDS,
+        specs: Mapping[str, str | Callable[[int], Backend]] = BACKENDS,
         *,
         automatic: Sequence[tuple[str, str]] = AUTOMATIC,
         has_module: Callable[[str], bool] | None = None,
@@ -68,31 +69,34 @@ class BackendRegistry:
         self.automatic = tuple(automatic)
         self._has_module = has_module or _has_module
         self._lock = threading.Lock()
-        self._instances: dict[str, Backend] = {}
+        self._instances: dict[tuple[str, int], Backend] = {}
 
-    def get(self, name: str | None = None) -> Backend:
-        """The backend called ``name``; None: ``AOTC_BACKEND`` or the automatic choice."""
+    def get(self, name: str | None = None, ordinal: int = 0) -> Backend:
+        """The backend called ``name`` for device ``ordinal``; None: ``AOTC_BACKEND`` or the automatic choice."""
         if name is None:
             name = backend_name_from_env()
             if name is None:
-                return self.choose()
+                return self.choose(ordinal)
         if name not in self.specs:
             msg = f"unknown backend {echo(name)} (known: {', '.join(self.specs)})"
             raise ConfigurationError(msg)
+        if type(ordinal) is not int or ordinal < 0:
+            msg = f"device: expected a device ordinal (an int >= 0), got {echo(ordinal)}"
+            raise ArgumentError(msg)
         with self._lock:
-            backend = self._instances.get(name)
+            backend = self._instances.get((name, ordinal))
             if backend is None:
-                backend = self._instances[name] = self._create(name)
+                backend = self._instances[name, ordinal] = self._create(name, ordinal)
             return backend
 
-    def choose(self) -> Backend:
+    def choose(self, ordinal: int = 0) -> Backend:
         """The first automatic candidate that is installed and finds a GPU; else the
         first installed one, whose ``device()`` then says there is no GPU."""
         fallback: Backend | None = None
         for name, needs in self.automatic:
             if not self._has_module(needs):
                 continue
-            backend = self.get(name)
+            backend = self.get(name, ordinal)
             try:
                 backend.device()
             except NoDeviceError:
@@ -107,8 +111,11 @@ class BackendRegistry:
         )
         raise BackendError(msg)
 
-    def _create(self, name: str) -> Backend:
-        module_name, _, class_name = self.specs[name].partition(":")
+    def _create(self, name: str, ordinal: int) -> Backend:
+        spec = self.specs[name]
+        if callable(spec):
+            return spec(ordinal)
+        module_name, _, class_name = spec.partition(":")
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -116,7 +123,8 @@ class BackendRegistry:
                 msg = f"the {name} backend is not part of this aotc installation ({module_name} is missing)"
                 raise BackendError(msg) from None
             raise
-        return getattr(module, class_name)()
+        cls = getattr(module, class_name)
+        return cls(ordinal=ordinal) if ordinal else cls()
 
 
 def _has_module(name: str) -> bool:
@@ -129,6 +137,6 @@ def _has_module(name: str) -> bool:
 registry = BackendRegistry()
 
 
-def get_backend(name: str | None = None) -> Backend:
-    """The process's backend called ``name``; None: ``AOTC_BACKEND`` or the automatic choice."""
-    return registry.get(name)
+def get_backend(name: str | None = None, ordinal: int = 0) -> Backend:
+    """The process's backend called ``name`` for device ``ordinal``; None: ``AOTC_BACKEND`` or the automatic choice."""
+    return registry.get(name, ordinal)

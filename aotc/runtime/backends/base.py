@@ -123,7 +123,8 @@ class BackendBase:
     image_format: ClassVar[str]
     memory: ClassVar[str]
 
-    def __init__(self) -> None:
+    def __init__(self, ordinal: int = 0) -> None:
+        self.ordinal = ordinal  # the device this instance launches on: one instance per device
         self._device_lock = threading.Lock()
         self._device: DeviceInfo | None = None
         self._device_problem: NoDeviceError | None = None
@@ -142,6 +143,25 @@ class BackendBase:
     def _open_device(self) -> DeviceInfo:
         """Find the device; ``NoDeviceError`` where there is none. Called once."""
         raise NotImplementedError
+
+    # Which device: a backend of one kind answers for the whole process.
+    def device_count(self) -> int:
+        """How many devices this kind of backend presents."""
+        return 1
+
+    def current_device(self) -> int:
+        """The device the calling thread has made current (``cudaSetDevice``,
+        ``torch.cuda.set_device``); 0 where none is."""
+        return 0
+
+    def pointer_device(self, pointer: int) -> int | None:
+        """The device whose memory ``pointer`` is, or None where it is no device's
+        (``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)``)."""
+        return None
+
+    def is_capturing(self, stream: Any) -> bool:
+        """Whether ``stream`` is being captured into a CUDA graph (``cuStreamIsCapturing``)."""
+        return False
 
     def driver_version(self) -> int | None:
         return None  # host backends: no NVIDIA driver behind them, so no library is too new

@@ -4,7 +4,10 @@ It works in the device's primary context, the one the CUDA runtime, PyTorch
 and CuPy use, so kernels and memory are shared with them. A thread that has
 no current context gets the primary context made current on its first call;
 a thread where some other context is current gets ours pushed and popped
-around each call, so its own stack is left as it was.
+around each call, so its own stack is left as it was. On a machine with
+several GPUs the current context is asked before every call, since any code
+(``torch.cuda.set_device``, another device's backend) may have switched it;
+with one GPU, a thread is bound once.
 
 The parameter block goes to ``cuLaunchKernel`` through ``extra``
 (``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``): one packed buffer instead of
@@ -43,12 +46,13 @@ class CudaPythonBackend(BackendBase):
             except ImportError:
                 msg = "the cuda-python backend needs cuda-bindings: pip install cuda-bindings"
                 raise BackendError(msg) from None
-        super().__init__()
+        super().__init__(ordinal)
         self._driver = driver
         self._ordinal = ordinal
         self._local = threading.local()
         self._context: Any = None
         self._context_handle = 0
+        self._bind_once = False  # one GPU: no other device's context can become current
         self._driver_version: int | None = None
 
     # -- device and context --------------------------------------------------
@@ -65,17 +69,12 @@ class CudaPythonBackend(BackendBase):
 
     def _open_device(self) -> DeviceInfo:
         cu = self._driver
-        try:
-            (err,) = cu.cuInit(0)
-        except Exception as exc:  # noqa: BLE001 - no libcuda raises a loader error, not a CUresult
-            raise _no_driver(exc) from None
-        if err != cu.CUresult.CUDA_SUCCESS:
-            msg = f"no CUDA GPU: cuInit failed with {self._error_name(err)}"
-            raise NoDeviceError(msg)
+        self._init()
         count = self._call("cuDeviceGetCount", cu.cuDeviceGetCount())
         if self._ordinal >= count:
             msg = f"no CUDA GPU {self._ordinal}: the driver sees {count} device(s)"
             raise NoDeviceError(msg)
+        self._bind_once = count == 1
         device = self._call("cuDeviceGet", cu.cuDeviceGet(self._ordinal))
         self._context = self._call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device))
         self._context_handle = int(self._context)
@@ -94,6 +93,40 @@ class CudaPythonBackend(BackendBase):
             ordinal=self._ordinal,
         )
 
+    def device_count(self) -> int:
+        self.device()  # cuInit, or the one-line reason there is no GPU
+        return int(self._call("cuDeviceGetCount", self._driver.cuDeviceGetCount()))
+
+    def current_device(self) -> int:
+        # cudaSetDevice (torch.cuda.set_device) makes that device's primary context current.
+        cu = self._driver
+        self._init()
+        if not int(self._call("cuCtxGetCurrent", cu.cuCtxGetCurrent())):
+            return 0
+        return int(self._call("cuCtxGetDevice", cu.cuCtxGetDevice()))
+
+    def pointer_device(self, pointer: int) -> int | None:
+        cu = self._driver
+        self._init()
+        attribute = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        err, value = cu.cuPointerGetAttribute(attribute, cu.CUdeviceptr(pointer))
+        # Host memory the driver does not know is no device's; a stale pointer neither.
+        return int(value) if err == cu.CUresult.CUDA_SUCCESS else None
+
+    def is_capturing(self, stream: Any) -> bool:
+        cu = self._driver
+        status = self._call("cuStreamIsCapturing", self._in_context(cu.cuStreamIsCapturing, stream))
+        return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+    def _init(self) -> None:
+        try:
+            (err,) = self._driver.cuInit(0)
+        except Exception as exc:  # noqa: BLE001 - no libcuda raises a loader error, not a CUresult
+            raise _no_driver(exc) from None
+        if err != self._driver.CUresult.CUDA_SUCCESS:
+            msg = f"no CUDA GPU: cuInit failed with {self._error_name(err)}"
+            raise NoDeviceError(msg)
+
     def _attribute(self, attribute: Any, device: Any) -> int:
         return int(self._call("cuDeviceGetAttribute", self._driver.cuDeviceGetAttribute(attribute, device)))
 
@@ -104,9 +137,11 @@ class CudaPythonBackend(BackendBase):
         self.device()
         cu = self._driver
         current = int(self._call("cuCtxGetCurrent", cu.cuCtxGetCurrent()))
+        if current == self._context_handle and not self._bind_once:
+            return False
         if current in (0, self._context_handle):
             self._call("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._context))
-            self._local.bound = True
+            self._local.bound = self._bind_once
             return False
         self._call("cuCtxPushCurrent", cu.cuCtxPushCurrent(self._context))
         return True

@@ -22,8 +22,8 @@ class HostMemory(BackendBase):
 
     memory: ClassVar[str] = "host"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, ordinal: int = 0) -> None:
+        super().__init__(ordinal)
         self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
         self._buffers_lock = threading.Lock()
 

@@ -22,11 +22,13 @@ class NoopBackend(HostMemory):
     name: ClassVar[str] = "noop"
     image_format: ClassVar[str] = "fatbin"
 
-    def __init__(self, capability: tuple[int, int] = (8, 0), driver_version: tuple[int, int] = (13, 0)) -> None:
-        super().__init__()
+    def __init__(
+        self, capability: tuple[int, int] = (8, 0), driver_version: tuple[int, int] = (13, 0), *, ordinal: int = 0
+    ) -> None:
+        super().__init__(ordinal)
         major, minor = capability
         name = f"noop (sm_{major}{minor}; launches do nothing)"
-        self._pretends = DeviceInfo(name, (major, minor), tuple(driver_version), 0, 0)  # type: ignore[arg-type]
+        self._pretends = DeviceInfo(name, (major, minor), tuple(driver_version), 0, 0, ordinal)  # type: ignore[arg-type]
 
     def _open_device(self) -> DeviceInfo:
         return self._pretends

@@ -36,7 +36,7 @@ class PyCudaBackend(BackendBase):
         if importlib.util.find_spec("pycuda") is None:
             msg = "the pycuda backend needs pycuda: pip install 'aotc[pycuda]'"
             raise BackendError(msg)
-        super().__init__()
+        super().__init__(ordinal)
         self._ordinal = ordinal
         self._lock = threading.Lock()
         self._cuda: Any = None

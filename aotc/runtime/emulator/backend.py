@@ -5,6 +5,10 @@ loader hands over the source bytes, this compiles them as host C++ through
 the disk cache (keyed on the source, the symbols and the host toolchain), and
 launches them on host memory. Pointers are host addresses, so NumPy arrays
 and CPU tensors can be passed in place.
+
+It presents ``AOTC_EMULATOR_DEVICES`` devices (default 1), device ``i`` of
+compute capability ``AOTC_EMULATOR_ARCHS[i]`` (e.g. ``80,90``), so the
+multi-device path runs without a GPU (``aotc.runtime.emulator.devices``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from aotc.runtime.backends.base import DeviceInfo, LaunchShape, launch_error
 from aotc.runtime.backends.host_memory import HostMemory
 from aotc.runtime.backends.params import ParamLayout
 from aotc.runtime.cache import CacheKey, DiskCache, default_cache
+from aotc.runtime.emulator import devices
 from aotc.runtime.emulator.compile import compile_library_bytes, toolchain
 from aotc.runtime.emulator.launch import EmulatorKernel, load_library_bytes
 
@@ -53,8 +58,8 @@ class EmulatorBackend(HostMemory):
     name: ClassVar[str] = "emulator"
     image_format: ClassVar[str] = "source"
 
-    def __init__(self, cache: DiskCache | None = None) -> None:
-        super().__init__()
+    def __init__(self, cache: DiskCache | None = None, *, ordinal: int = 0) -> None:
+        super().__init__(ordinal)
         self._cache = cache
         self.compiles = 0  # how many sources this process compiled (cache misses)
 
@@ -65,8 +70,30 @@ class EmulatorBackend(HostMemory):
         return self._cache
 
     def _open_device(self) -> DeviceInfo:
+        capability = devices.capability(self.ordinal)  # raises NoDeviceError past the last device
         tools = toolchain()
-        return DeviceInfo(f"CPU emulator ({tools.version})", (0, 0), (0, 0), os.cpu_count() or 1, 0)
+        return DeviceInfo(f"CPU emulator ({tools.version})", capability, (0, 0), os.cpu_count() or 1, 0, self.ordinal)
+
+    def device_count(self) -> int:
+        return devices.count()
+
+    def current_device(self) -> int:
+        return devices.current()
+
+    def pointer_device(self, pointer: int) -> int | None:
+        return devices.owner(pointer)
+
+    def is_capturing(self, stream: Any) -> bool:
+        return devices.is_capturing(stream)
+
+    def alloc(self, nbytes: int) -> int:
+        pointer = super().alloc(nbytes)
+        devices.tag(pointer, max(int(nbytes), 1), self.ordinal)
+        return pointer
+
+    def free(self, pointer: int) -> None:
+        super().free(pointer)
+        devices.untag(pointer)
 
     def cache_key(self, source: bytes, symbols: tuple[str, ...]) -> CacheKey:
         tools = toolchain()
