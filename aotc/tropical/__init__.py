@@ -9,8 +9,9 @@ Inputs are NumPy arrays, PyTorch tensors (CPU or CUDA), or anything with
 ``__cuda_array_interface__`` (CuPy, pycuda); the result is the same kind, on
 the same device. 3-D inputs run batched, and a 2-D operand broadcasts over the
 batch. The dtype comes from the inputs; a counting semiring takes and returns
-a trailing axis of length 2 (value, count). PyTorch tensors that require
-gradients get a ``torch.autograd.Function`` (see ``aotc.tropical._torch``).
+a trailing axis of length 2 (value, count). PyTorch tensors go through
+custom ops, ``torch.ops.aotc.tropical_matmul`` and kin, with autograd and
+fake implementations for ``torch.compile`` (see ``aotc.tropical._torch_ops``).
 
 Empty products launch nothing: M, N or the batch 0 gives an empty result, and
 K = 0 the semiring zero everywhere (argmax -1). ``out=`` and ``k_out=`` must
@@ -47,6 +48,7 @@ from typing import Any
 
 from aotc.errors import ArgumentTypeError, echo
 from aotc.tropical._call import PACK_MIN_K, Tropical
+from aotc.tropical._torch_route import library_key
 
 __all__ = [
     "PackedBool",
@@ -79,6 +81,7 @@ def over(library: Any) -> Tropical:
     api = extensions.get(_EXTENSION)
     if api is None:
         api = extensions.setdefault(_EXTENSION, Tropical(library))  # one handle, even under a race
+        library_key(api)  # its name for the torch ops, given now: torch.compile can't trace taking one
     return api
 
 

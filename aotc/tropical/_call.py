@@ -18,6 +18,7 @@ from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.tropical._arrays import Operand, as_operand, fill, zeros_like_kind
 from aotc.tropical._memory import Memory, on_host_memory, stageable
 from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, matrix, output, pair, same, stream_handle
+from aotc.tropical._torch_route import to_torch_op
 
 __all__ = ["PACK_MIN_K", "Tropical"]
 
@@ -60,16 +61,6 @@ def _zero(spec: dict[str, Any], dtype: str) -> Any:
     return (value, 0.0) if spec.get("counting") else value
 
 
-def _wants_autograd(a: Any, b: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return (
-        torch is not None
-        and isinstance(a, torch.Tensor)
-        and torch.is_grad_enabled()
-        and (a.requires_grad or (isinstance(b, torch.Tensor) and b.requires_grad))
-    )
-
-
 class Tropical:
     """The tropical API over one kernel library: ``aotc.tropical.over(lib)``.
     Its methods are the module's functions; it keeps the call plans it
@@ -93,13 +84,10 @@ class Tropical:
 
     def matmul(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
         """``C = A (x) B`` under ``semiring``; see ``aotc.tropical``."""
-        if _wants_autograd(a, b):
-            if out is not None:
-                msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
-                raise ArgumentError(msg)
-            from aotc.tropical._torch import tropical_matmul
+        if to_torch_op((a, b, out), semiring, stream):
+            from aotc.tropical import _torch
 
-            return tropical_matmul(a, b, semiring, self)
+            return _torch.matmul(self, a, b, semiring, out)
         if self._packs(a, b, semiring):
             from aotc.tropical._packed import pack_bool
 
@@ -111,6 +99,10 @@ class Tropical:
     ) -> tuple[Any, Any]:
         """``(C, k)``: the product and, per element, the k of its best term (ties
         to the smallest k; -1 where no term beats the semiring zero)."""
+        if to_torch_op((a, b, out, k_out), semiring, stream):
+            from aotc.tropical import _torch
+
+            return _torch.matmul_argmax(self, a, b, semiring, out, k_out)
         return self._product("argmax", a, b, semiring, out, k_out, stream)
 
     def matmul_backward(
@@ -122,6 +114,10 @@ class Tropical:
         max-times multiplies each by the other operand. A 2-D operand that was
         broadcast over a batch gets the sum over the batch.
         """
+        if to_torch_op((grad_c, k, a, b), semiring, stream):
+            from aotc.tropical import _torch
+
+            return _torch.matmul_backward(self, grad_c, k, a, b, semiring)
         return self._backward(grad_c, k, a, b, semiring, stream)
 
     def matmul_packed(
