@@ -27,6 +27,29 @@ from aotc.runtime.backends.noop import NoopBackend
 from aotc.runtime.library import Library
 
 
+def floor_op() -> Callable[..., object]:
+    """A custom op registered like aotc's (custom_op, fake, autograd) whose
+    kernel only allocates its result: what torch.library costs by itself."""
+
+    @torch.library.custom_op("aotc_benchmark::allocate", mutates_args=())
+    def allocate(a: torch.Tensor, b: torch.Tensor, semiring: str, library: str) -> torch.Tensor:
+        return a.new_empty(a.shape[0], b.shape[1])
+
+    allocate.register_fake(lambda a, b, semiring, library: a.new_empty(a.shape[0], b.shape[1]))
+    allocate.register_autograd(lambda ctx, grad: (grad, grad, None, None))
+    return torch.ops.aotc_benchmark.allocate
+
+
+def floor_low_level_op() -> Callable[..., object]:
+    """The same op through torch.library.Library's define/impl, no autograd
+    and no custom_op wrapper: the dispatcher's floor for a Python kernel."""
+    library = torch.library.Library("aotc_benchmark", "FRAGMENT")
+    library.define("allocate_low(Tensor a, Tensor b, str semiring, str library) -> Tensor")
+    library.impl("allocate_low", lambda a, b, semiring, key: a.new_empty(a.shape[0], b.shape[1]), "CPU")
+    floor_low_level_op.keep = library  # the registration lasts while the Library object does
+    return torch.ops.aotc_benchmark.allocate_low
+
+
 def interleaved_medians(cases: dict[str, Callable[[], object]], batches: int, calls: int) -> dict[str, float]:
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(batches):
@@ -52,7 +75,11 @@ def main() -> None:
     ga, gb = a.clone().requires_grad_(), b.clone().requires_grad_()
     key = tropical._api()._torch_library_key  # noqa: SLF001 - the op's library argument
     tropical.matmul(a, b)  # registers the ops and loads the kernel: not part of a call
+    allocate, allocate_low = floor_op(), floor_low_level_op()
     cases: dict[str, Callable[[], object]] = {
+        "calibration: a custom op that only allocates": lambda: allocate(a, b, "maxplus", key),
+        "calibration: the same through Library.define/impl": lambda: allocate_low(a, b, "maxplus", key),
+        "calibration: torch.empty(n, n)": lambda: torch.empty(n, n),
         "torch.mm(a, b)": lambda: torch.mm(a, b),
         "torch.mm(a, b, out=c)": lambda: torch.mm(a, b, out=out),
         "tropical.matmul(a, b): the op": lambda: tropical.matmul(a, b),

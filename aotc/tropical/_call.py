@@ -84,10 +84,10 @@ class Tropical:
 
     def matmul(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
         """``C = A (x) B`` under ``semiring``; see ``aotc.tropical``."""
-        if to_torch_op((a, b, out), semiring, stream):
+        if to_torch_op((a, b, out), semiring):
             from aotc.tropical import _torch
 
-            return _torch.matmul(self, a, b, semiring, out)
+            return _torch.matmul(self, a, b, semiring, out, stream)
         if self._packs(a, b, semiring):
             from aotc.tropical._packed import pack_bool
 
@@ -99,10 +99,10 @@ class Tropical:
     ) -> tuple[Any, Any]:
         """``(C, k)``: the product and, per element, the k of its best term (ties
         to the smallest k; -1 where no term beats the semiring zero)."""
-        if to_torch_op((a, b, out, k_out), semiring, stream):
+        if to_torch_op((a, b, out, k_out), semiring):
             from aotc.tropical import _torch
 
-            return _torch.matmul_argmax(self, a, b, semiring, out, k_out)
+            return _torch.matmul_argmax(self, a, b, semiring, out, k_out, stream)
         return self._product("argmax", a, b, semiring, out, k_out, stream)
 
     def matmul_backward(
@@ -114,10 +114,10 @@ class Tropical:
         max-times multiplies each by the other operand. A 2-D operand that was
         broadcast over a batch gets the sum over the batch.
         """
-        if to_torch_op((grad_c, k, a, b), semiring, stream):
+        if to_torch_op((grad_c, k, a, b), semiring):
             from aotc.tropical import _torch
 
-            return _torch.matmul_backward(self, grad_c, k, a, b, semiring)
+            return _torch.matmul_backward(self, grad_c, k, a, b, semiring, stream)
         return self._backward(grad_c, k, a, b, semiring, stream)
 
     def matmul_packed(

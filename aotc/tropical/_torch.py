@@ -7,6 +7,10 @@ argmax op, whose autograd keeps k* for the backward pass; ``out=`` runs the
 ``_out`` op, which writes into it (refused while autograd records, as
 PyTorch's own out= ops are). Everything here is plain enough for
 ``torch.compile(fullgraph=True)`` to trace.
+
+The ops launch on torch's current stream. A call that names its own
+``stream=`` runs the call path directly instead, outside the ops (and so
+without autograd, which is refused rather than silently dropped).
 """
 
 from __future__ import annotations
@@ -24,16 +28,25 @@ __all__ = ["matmul", "matmul_argmax", "matmul_backward"]
 _ops = torch.ops.aotc
 
 
-def _records(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+def _records(*tensors: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
-def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any) -> torch.Tensor:
+def _refuse(argument: str, while_recording: bool) -> None:
+    if while_recording:
+        fix = "call under torch.no_grad()" if argument != "stream" else "use `with torch.cuda.stream(s):` instead"
+        msg = f"{argument}: not supported while autograd records; {fix} or drop {argument}="
+        raise ArgumentError(msg)
+
+
+def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, stream: Any) -> torch.Tensor:
+    records = _records(a, b)
+    if stream is not None:
+        _refuse("stream", records)
+        return _torch_ops.call_back(api.matmul, a, b, semiring, out=out, stream=stream)
     library = library_key(api)
-    if _records(a, b):
-        if out is not None:
-            msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
-            raise ArgumentError(msg)
+    if records:
+        _refuse("out", out is not None)
         return _ops.tropical_matmul_argmax(a, b, semiring, library)[0]
     if out is None:
         return _ops.tropical_matmul(a, b, semiring, library)
@@ -41,13 +54,17 @@ def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any) 
     return out
 
 
-def matmul_argmax(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, k_out: Any) -> tuple[Any, Any]:
+def matmul_argmax(
+    api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, k_out: Any, stream: Any
+) -> tuple[Any, Any]:
+    records = _records(a, b)
+    if stream is not None:
+        _refuse("stream", records)
+        return _torch_ops.call_back(api.matmul_argmax, a, b, semiring, out=out, k_out=k_out, stream=stream)
     library = library_key(api)
     if out is None and k_out is None:
         return _ops.tropical_matmul_argmax(a, b, semiring, library)
-    if _records(a, b):
-        msg = "out: not supported while autograd records; call under torch.no_grad() or drop out= and k_out="
-        raise ArgumentError(msg)
+    _refuse("out" if out is not None else "k_out", records)
     if out is None or k_out is None:  # one of the two given: the other is allocated here
         shape, k_shape = _torch_ops.result_shapes(a, b, semiring, library)
         out = a.new_empty(shape) if out is None else out
@@ -57,6 +74,9 @@ def matmul_argmax(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out
 
 
 def matmul_backward(
-    api: Any, grad_c: torch.Tensor, k: torch.Tensor, a: torch.Tensor, b: torch.Tensor, semiring: str
+    api: Any, grad_c: torch.Tensor, k: torch.Tensor, a: torch.Tensor, b: torch.Tensor, semiring: str, stream: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    if stream is not None:
+        _refuse("stream", _records(grad_c, a, b))
+        return _torch_ops.call_back(api.matmul_backward, grad_c, k, a, b, semiring, stream=stream)
     return _ops.tropical_matmul_backward(grad_c, k, a, b, semiring, library_key(api))

@@ -58,13 +58,12 @@ def handle(key: str) -> Any:
     return api
 
 
-def to_torch_op(arrays: tuple[Any, ...], semiring: Any, stream: Any) -> bool:
-    """Whether a call goes through the custom ops: every array a tensor (a
-    None after the first is an ``out=`` not given), the semiring a str (anything else gets the call
-    path's own error), no explicit ``stream`` (the ops launch on torch's
-    current stream), and not already an op's own call back."""
+def to_torch_op(arrays: tuple[Any, ...], semiring: Any) -> bool:
+    """Whether a call goes to ``_torch``: every array a tensor (a None after
+    the first is an ``out=`` not given), the semiring a str (anything else
+    gets the call path's own error), and not already an op's own call back."""
     torch = sys.modules.get("torch")
-    if torch is None or stream is not None or type(semiring) is not str or getattr(inside_op, "active", False):
+    if torch is None or type(semiring) is not str or getattr(inside_op, "active", False):
         return False
     if not isinstance(arrays[0], torch.Tensor):
         return False

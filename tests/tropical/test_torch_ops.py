@@ -117,6 +117,26 @@ def test_a_mismatched_shape_is_refused_while_tracing() -> None:
         torch.compile(lambda x, y: tropical.matmul(x, y), fullgraph=True, backend="aot_eager")(torch.rand(3, 4), torch.rand(5, 2))
 
 
+def test_an_explicit_stream_runs_outside_the_ops_and_refuses_autograd() -> None:
+    a, b = distinct((3, 4), torch.float32, 13), distinct((4, 2), torch.float32, 14)
+    want = reference.matmul(a.numpy(), b.numpy(), "maxplus")
+    np.testing.assert_array_equal(tropical.matmul(a, b, stream=0).numpy(), want)
+    with pytest.raises(ValueError, match=r"stream: not supported while autograd records; use `with torch.cuda.stream\(s\):`"):
+        tropical.matmul(a.requires_grad_(), b, stream=0)
+    with pytest.raises(ValueError, match="k_out: not supported while autograd records; call under torch.no_grad"):
+        tropical.matmul_argmax(a, b, k_out=torch.empty(3, 2, dtype=torch.int32))
+
+
+def test_argmax_with_one_of_out_and_k_out_allocates_the_other() -> None:
+    a, b = distinct((2, 3, 4), torch.float64, 15), distinct((4, 5), torch.float64, 16)
+    k_out = torch.empty(2, 3, 5, dtype=torch.int32)
+    c, k = tropical.matmul_argmax(a, b, "minplus", k_out=k_out)
+    want_c, want_k = reference.matmul_argmax(a.numpy(), b.numpy(), "minplus")
+    assert k is k_out and c.dtype == torch.float64
+    np.testing.assert_array_equal(c.numpy(), want_c)
+    np.testing.assert_array_equal(k.numpy(), want_k)
+
+
 def loss(a: Any, b: Any) -> Any:
     c = tropical.matmul(a, b, "maxplus")
     return (c * c).sum()
