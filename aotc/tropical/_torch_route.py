@@ -24,7 +24,14 @@ from aotc.errors import ArgumentError, echo
 
 __all__ = ["handle", "inside_op", "library_key", "to_torch_op"]
 
-inside_op = threading.local()
+
+class _InsideOp(threading.local):
+    # A class default, so every thread reads False until an op sets it: a
+    # compiled graph guards on the value, and must not see it appear.
+    active = False
+
+
+inside_op = _InsideOp()
 _handles: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 _KEY_ATTRIBUTE = "_torch_library_key"  # where a handle keeps its key: read on every call
@@ -63,7 +70,7 @@ def to_torch_op(arrays: tuple[Any, ...], semiring: Any) -> bool:
     the first is an ``out=`` not given), the semiring a str (anything else
     gets the call path's own error), and not already an op's own call back."""
     torch = sys.modules.get("torch")
-    if torch is None or type(semiring) is not str or getattr(inside_op, "active", False):
+    if torch is None or type(semiring) is not str or inside_op.active:
         return False
     if not isinstance(arrays[0], torch.Tensor):
         return False

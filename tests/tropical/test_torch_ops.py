@@ -160,6 +160,20 @@ def test_compiled_backward_matches_eager_with_no_graph_break(batched: bool) -> N
     assert torch.equal(a2.grad, a.grad) and torch.equal(b2.grad, b.grad)
 
 
+def test_one_dynamic_graph_calls_the_ops_for_every_shape() -> None:
+    graphs: list[str] = []
+
+    def recording(gm: Any, example_inputs: Any) -> Any:
+        graphs.append(gm.code)
+        return gm.forward
+
+    compiled = torch.compile(loss, fullgraph=True, dynamic=True, backend=recording)
+    for m in (3, 5):
+        a, b = distinct((m, 4), torch.float32, m, True), distinct((4, 2), torch.float32, 17, True)
+        torch.testing.assert_close(compiled(a, b), loss(a, b))
+    assert len(graphs) == 1 and "aotc.tropical_matmul_argmax" in graphs[0]
+
+
 def test_compiled_out_matches_eager() -> None:
     a, b = distinct((4, 6), torch.float64, 7), distinct((6, 3), torch.float64, 8)
 
