@@ -10,10 +10,10 @@ argmax op keeps k* and its backward calls the backward op.
 The ops are generic: the semiring and the library are str arguments. The
 semiring is checked against the library's index, so a semiring added to a
 manifest has its ops with no Python change. The library is a key from
-``_torch_route.library_key``, naming one ``Tropical`` handle in a process-wide registry:
-one fixed set of ops serves every library (``tropical.over(lib)`` included),
-where ops per library would need a namespace per library, registered while
-running and never removable. A key is a plain str, so a compiled graph holds
+``_torch_route.library_key``, naming one ``Tropical`` handle in a
+process-wide registry: one fixed set of ops serves every library
+(``tropical.over(lib)`` included), where ops per library would need a
+namespace per library, registered while running and never removable. A key is a plain str, so a compiled graph holds
 it as a constant and guards on it. ``over()`` gives each handle its key when
 it makes the handle (``_torch_route``), so tracing never registers one.
 
@@ -33,6 +33,7 @@ from aotc.errors import ArgumentError, echo
 from aotc.tropical._torch_route import handle, inside_op
 
 __all__ = ["call_back", "result_shapes"]
+
 
 def call_back(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``method`` (a Tropical method) run as an op's kernel: the product itself, not the op again."""
