@@ -12,8 +12,9 @@ TensorFlow) are read in place too: on the CPU the result is a NumPy array; on
 a CUDA device pass ``out=`` (a tensor or CUDA array), since aotc cannot make
 an array of their kind. 3-D inputs run batched, and a 2-D operand broadcasts over the
 batch. The dtype comes from the inputs; a counting semiring takes and returns
-a trailing axis of length 2 (value, count). PyTorch tensors that require
-gradients get a ``torch.autograd.Function`` (see ``aotc.tropical._torch``).
+a trailing axis of length 2 (value, count). PyTorch tensors go through
+custom ops, ``torch.ops.aotc.tropical_matmul`` and kin, with autograd and
+fake implementations for ``torch.compile`` (see ``aotc.tropical._torch_ops``).
 
 Empty products launch nothing: M, N or the batch 0 gives an empty result, and
 K = 0 the semiring zero everywhere (argmax -1). ``out=`` and ``k_out=`` must
@@ -58,6 +59,7 @@ from _thread import allocate_lock
 
 from aotc.errors import ArgumentTypeError, echo
 from aotc.tropical._call import PACK_MIN_K, Tropical
+from aotc.tropical._torch_route import library_key
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -95,6 +97,7 @@ def over(library: Any) -> Tropical:
     api = extensions.get(_EXTENSION)
     if api is None:
         api = extensions.setdefault(_EXTENSION, Tropical(library))  # one handle, even under a race
+        library_key(api)  # its name for the torch ops, given now: torch.compile can't trace taking one
     return api
 
 

@@ -31,6 +31,7 @@ from aotc.tropical._operands import (
     stream_handle,
 )
 from aotc.tropical._plan import MAX_PLANS, CallPlan, make_plan
+from aotc.tropical._torch_route import to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -80,16 +81,6 @@ def _zero(spec: dict[str, Any], dtype: str) -> Any:
     return (value, 0.0) if spec.get("counting") else value
 
 
-def _wants_autograd(a: Any, b: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return (
-        torch is not None
-        and isinstance(a, torch.Tensor)
-        and torch.is_grad_enabled()
-        and (a.requires_grad or (isinstance(b, torch.Tensor) and b.requires_grad))
-    )
-
-
 class Tropical:
     """The tropical API over one kernel library: ``aotc.tropical.over(lib)``.
     Its methods are the module's functions; it keeps the call plans it
@@ -129,13 +120,10 @@ class Tropical:
                 result = plan(a, b, out)
                 if result is not None:
                     return result
-        if _wants_autograd(a, b):
-            if out is not None:
-                msg = "out: not supported while autograd records; call under torch.no_grad() or drop out="
-                raise ArgumentError(msg)
-            from aotc.tropical._torch import tropical_matmul
+        if to_torch_op((a, b, out), semiring):
+            from aotc.tropical import _torch
 
-            return tropical_matmul(a, b, semiring, self)
+            return _torch.matmul(self, a, b, semiring, out, stream)
         if self._packs(a, b, semiring):
             from aotc.tropical._packed import pack_bool
 
@@ -165,6 +153,10 @@ class Tropical:
     ) -> tuple[Any, Any]:
         """``(C, k)``: the product and, per element, the k of its best term (ties
         to the smallest k; -1 where no term beats the semiring zero)."""
+        if to_torch_op((a, b, out, k_out), semiring):
+            from aotc.tropical import _torch
+
+            return _torch.matmul_argmax(self, a, b, semiring, out, k_out, stream)
         return self._product("argmax", a, b, semiring, out, k_out, stream)
 
     def matmul_backward(
@@ -176,6 +168,10 @@ class Tropical:
         max-times multiplies each by the other operand. A 2-D operand that was
         broadcast over a batch gets the sum over the batch.
         """
+        if to_torch_op((grad_c, k, a, b), semiring):
+            from aotc.tropical import _torch
+
+            return _torch.matmul_backward(self, grad_c, k, a, b, semiring, stream)
         return self._backward(grad_c, k, a, b, semiring, stream)
 
     def matmul_packed(

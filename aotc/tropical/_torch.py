@@ -1,42 +1,82 @@
-"""PyTorch autograd for the tropical product: forward with argmax, backward by k*.
+"""PyTorch tensors in ``aotc.tropical``: each call becomes one ``aotc::`` op.
 
-Imported only when ``aotc.tropical.matmul`` sees a tensor that requires
-gradients. The forward pass runs the argmax kernel and keeps k*; the backward
-pass scatters ``grad_c`` along k* with the backward kernels, so nothing is
-recomputed. It runs wherever the kernels do: CUDA tensors on a GPU backend,
-CPU tensors on the emulator.
+A ``Tropical`` method given tensors (see ``_torch_route``) comes here; the
+first such call imports ``_torch_ops``, which registers the ops, so importing
+aotc never imports torch. A product whose operands want gradients runs the
+argmax op, whose autograd keeps k* for the backward pass; ``out=`` runs the
+``_out`` op, which writes into it (refused while autograd records, as
+PyTorch's own out= ops are). Everything here is plain enough for
+``torch.compile(fullgraph=True)`` to trace.
+
+The ops launch on torch's current stream. A call that names its own
+``stream=`` runs the call path directly instead, outside the ops (and so
+without autograd, which is refused rather than silently dropped).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-if TYPE_CHECKING:
-    from aotc.tropical._call import Tropical
+from aotc.errors import ArgumentError
+from aotc.tropical import _torch_ops
+from aotc.tropical._torch_route import library_key
 
-__all__ = ["TropicalMatmul", "tropical_matmul"]
+__all__ = ["matmul", "matmul_argmax", "matmul_backward"]
 
-
-class TropicalMatmul(torch.autograd.Function):
-    """``C = A (x) B``; gradients flow to the operand entries that won."""
-
-    @staticmethod
-    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, api: Tropical) -> torch.Tensor:
-        # `api` is the library's handle the product was called through: both passes use its kernels.
-        c, k = api.matmul_argmax(a.detach(), b.detach(), semiring)
-        ctx.save_for_backward(a, b, k)
-        ctx.semiring = semiring
-        ctx.api = api
-        return c
-
-    @staticmethod
-    def backward(ctx: Any, grad_c: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None, None, None]:
-        a, b, k = ctx.saved_tensors
-        grad_a, grad_b = ctx.api.matmul_backward(grad_c.contiguous(), k, a.detach(), b.detach(), ctx.semiring)
-        return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None, None)
+_ops = torch.ops.aotc
 
 
-def tropical_matmul(a: torch.Tensor, b: torch.Tensor, semiring: str, api: Tropical) -> torch.Tensor:
-    return TropicalMatmul.apply(a, b, semiring, api)
+def _records(*tensors: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _refuse(argument: str, while_recording: bool) -> None:
+    if while_recording:
+        fix = "call under torch.no_grad()" if argument != "stream" else "use `with torch.cuda.stream(s):` instead"
+        msg = f"{argument}: not supported while autograd records; {fix} or drop {argument}="
+        raise ArgumentError(msg)
+
+
+def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, stream: Any) -> torch.Tensor:
+    records = _records(a, b)
+    if stream is not None:
+        _refuse("stream", records)
+        return _torch_ops.call_back(api.matmul, a, b, semiring, out=out, stream=stream)
+    library = library_key(api)
+    if records:
+        _refuse("out", out is not None)
+        return _ops.tropical_matmul_argmax(a, b, semiring, library)[0]
+    if out is None:
+        return _ops.tropical_matmul(a, b, semiring, library)
+    _ops.tropical_matmul_out(a, b, semiring, library, out)
+    return out
+
+
+def matmul_argmax(
+    api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, k_out: Any, stream: Any
+) -> tuple[Any, Any]:
+    records = _records(a, b)
+    if stream is not None:
+        _refuse("stream", records)
+        return _torch_ops.call_back(api.matmul_argmax, a, b, semiring, out=out, k_out=k_out, stream=stream)
+    library = library_key(api)
+    if out is None and k_out is None:
+        return _ops.tropical_matmul_argmax(a, b, semiring, library)
+    _refuse("out" if out is not None else "k_out", records)
+    if out is None or k_out is None:  # one of the two given: the other is allocated here
+        shape, k_shape = _torch_ops.result_shapes(a, b, semiring, library)
+        out = a.new_empty(shape) if out is None else out
+        k_out = a.new_empty(k_shape, dtype=torch.int32) if k_out is None else k_out
+    _ops.tropical_matmul_argmax_out(a, b, semiring, library, out, k_out)
+    return out, k_out
+
+
+def matmul_backward(
+    api: Any, grad_c: torch.Tensor, k: torch.Tensor, a: torch.Tensor, b: torch.Tensor, semiring: str, stream: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if stream is not None:
+        _refuse("stream", _records(grad_c, a, b))
+        return _torch_ops.call_back(api.matmul_backward, grad_c, k, a, b, semiring, stream=stream)
+    return _ops.tropical_matmul_backward(grad_c, k, a, b, semiring, library_key(api))

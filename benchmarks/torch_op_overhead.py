@@ -1,0 +1,103 @@
+"""Host time of one tropical product on PyTorch tensors through the aotc::
+custom ops, against torch.mm on the same shapes, through the noop backend.
+
+The noop backend launches nothing, so an aotc row is the op dispatch plus
+aotc's own call path; torch.mm on CPU tensors this small is mostly its own
+dispatch too (a 16x16 f32 product is ~4k flops). "call path, no op" is the
+same product with stream=0, which skips the op: the difference is what the
+op costs. Cases run interleaved, batch by batch, so drift in machine load
+hits them alike. Reported: the median over batches of the mean time per call.
+
+    python benchmarks/torch_op_overhead.py [--library DIR] [--size 16] [--batches 30] [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from run import REPO  # noqa: F401 - puts this checkout's aotc first on sys.path
+
+import aotc
+from aotc import tropical
+from aotc.runtime.backends.noop import NoopBackend
+from aotc.runtime.library import Library
+
+
+def floor_op() -> Callable[..., object]:
+    """A custom op registered like aotc's (custom_op, fake, autograd) whose
+    kernel only allocates its result: what torch.library costs by itself."""
+
+    @torch.library.custom_op("aotc_benchmark::allocate", mutates_args=())
+    def allocate(a: torch.Tensor, b: torch.Tensor, semiring: str, library: str) -> torch.Tensor:
+        return a.new_empty(a.shape[0], b.shape[1])
+
+    allocate.register_fake(lambda a, b, semiring, library: a.new_empty(a.shape[0], b.shape[1]))
+    allocate.register_autograd(lambda ctx, grad: (grad, grad, None, None))
+    return torch.ops.aotc_benchmark.allocate
+
+
+def floor_low_level_op() -> Callable[..., object]:
+    """The same op through torch.library.Library's define/impl, no autograd
+    and no custom_op wrapper: the dispatcher's floor for a Python kernel."""
+    library = torch.library.Library("aotc_benchmark", "FRAGMENT")
+    library.define("allocate_low(Tensor a, Tensor b, str semiring, str library) -> Tensor")
+    library.impl("allocate_low", lambda a, b, semiring, key: a.new_empty(a.shape[0], b.shape[1]), "CPU")
+    floor_low_level_op.keep = library  # the registration lasts while the Library object does
+    return torch.ops.aotc_benchmark.allocate_low
+
+
+def interleaved_medians(cases: dict[str, Callable[[], object]], batches: int, calls: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(batches):
+        for name, function in cases.items():
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                function()
+            samples[name].append((time.perf_counter_ns() - start) / calls)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", default=str(aotc.library_dir("tropical")))
+    parser.add_argument("--size", type=int, default=16)
+    parser.add_argument("--batches", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    tropical.set_library(Library(args.library, backend=NoopBackend()))
+    torch.set_num_threads(1)
+    n = args.size
+    a, b, out = torch.rand(n, n), torch.rand(n, n), torch.empty(n, n)
+    ga, gb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    key = tropical._api()._torch_library_key  # noqa: SLF001 - the op's library argument
+    tropical.matmul(a, b)  # registers the ops and loads the kernel: not part of a call
+    allocate, allocate_low = floor_op(), floor_low_level_op()
+    cases: dict[str, Callable[[], object]] = {
+        "calibration: a custom op that only allocates": lambda: allocate(a, b, "maxplus", key),
+        "calibration: the same through Library.define/impl": lambda: allocate_low(a, b, "maxplus", key),
+        "calibration: torch.empty(n, n)": lambda: torch.empty(n, n),
+        "torch.mm(a, b)": lambda: torch.mm(a, b),
+        "torch.mm(a, b, out=c)": lambda: torch.mm(a, b, out=out),
+        "tropical.matmul(a, b): the op": lambda: tropical.matmul(a, b),
+        "tropical.matmul(a, b, out=c): the _out op": lambda: tropical.matmul(a, b, out=out),
+        "torch.ops.aotc.tropical_matmul, called directly": lambda: torch.ops.aotc.tropical_matmul(a, b, "maxplus", key),
+        "call path, no op: matmul(a, b, stream=0)": lambda: tropical.matmul(a, b, stream=0),
+        "call path, no op, out=c": lambda: tropical.matmul(a, b, out=out, stream=0),
+        "torch.mm(ga, gb), recording autograd": lambda: torch.mm(ga, gb),
+        "tropical.matmul(ga, gb): argmax op + autograd": lambda: tropical.matmul(ga, gb),
+    }
+    for function in cases.values():
+        function()
+    medians = interleaved_medians(cases, args.batches, args.calls)
+    print(f"per-call host time, {n}x{n} f32 CPU tensors, noop backend, torch {torch.__version__}, one thread,")
+    print(f"median of {args.batches} interleaved batches of {args.calls} calls")
+    for name, value in medians.items():
+        print(f"  {name:52} {value / 1000:7.2f} us")
+
+
+if __name__ == "__main__":
+    main()
