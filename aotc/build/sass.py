@@ -69,16 +69,21 @@ def find_tools() -> Tools | str:
     return Tools(cuobjdump, nvdisasm)  # type: ignore[arg-type]
 
 
-def k_loops(sass: str) -> list[tuple[int, int]]:
-    """(instructions, shared-memory bytes read) per innermost loop that reads shared memory."""
-    code = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(sass)]
+def _innermost_loops(code: list[tuple[int, str, str]]) -> list[tuple[int, int]]:
+    """(first, last) address of each innermost loop of (address, opcode, operands)."""
     # A loop is a branch back to an earlier address; its body is what lies between.
     loops = []
     for address, opcode, operands in code:
         target = _TARGET.search(operands) if opcode.startswith("BRA") else None
         if target and int(target[1], 16) < address:
             loops.append((int(target[1], 16), address))
-    innermost = [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
+    return [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
+
+
+def k_loops(sass: str) -> list[tuple[int, int]]:
+    """(instructions, shared-memory bytes read) per innermost loop that reads shared memory."""
+    code = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(sass)]
+    innermost = _innermost_loops(code)
     found = []
     for start, end in innermost:
         body = [opcode for address, opcode, _ in code if start <= address <= end]
@@ -93,12 +98,7 @@ def per_write(sass: str) -> float:
     shared memory, such as the backward passes, where a write is a term: those
     of its innermost loops that write, or of the whole kernel if none does."""
     code = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(sass) if m[2] != "NOP"]
-    loops = []
-    for address, opcode, operands in code:
-        target = _TARGET.search(operands) if opcode.startswith("BRA") else None
-        if target and int(target[1], 16) < address:
-            loops.append((int(target[1], 16), address))
-    innermost = [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
+    innermost = _innermost_loops(code)
     bodies = [[op for address, op, _ in code if a <= address <= b] for a, b in innermost]
     bodies = [body for body in bodies if any(op.startswith(_WRITES) for op in body)] or [[op for _, op, _ in code]]
     # The unrolled loop, not its remainder: the body with the most writes.

@@ -286,19 +286,7 @@ class Tropical:
                 if bound is not None:
                     launched.append(bound)
             return C.obj, (K_op.obj if K_op is not None else None)
-        memory = Memory(backend, host_memory, stream)
-        try:
-            pointers = (
-                memory.pointer(A, "a"), memory.pointer(B, "b"), memory.pointer(C, "out", result=True),
-                memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
-            )  # fmt: skip
-            args = pick((*pointers, *sizes))  # in _ARGUMENTS' order
-            if m > GRID_YZ_MAX:
-                check_grid(launcher, args)
-            launcher(*args, stream=stream)
-        finally:
-            memory.finish()
-        return C.obj, (K_op.obj if K_op is not None else None)
+        return _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), Memory(backend, host_memory, stream), stream, m)
 
     def _empty(self, C: Operand, K_op: Operand | None, semiring: str, k: int) -> tuple[Any, Any]:
         """An empty product's result, without a launch: K = 0 sums no terms, so
@@ -417,16 +405,24 @@ class Tropical:
             return self._empty(C, K_op, semiring, k)
         sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
         backend = self.library.backend_on(device)
-        memory = Memory(backend, on_host_memory(backend), stream)
-        try:
-            pointers = (
-                memory.pointer(A, "pa"), memory.pointer(B, "pb"), memory.pointer(C, "out", result=True),
-                memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
-            )  # fmt: skip
-            args = pick((*pointers, *sizes))
-            if m > GRID_YZ_MAX:
-                check_grid(launcher, args)
-            launcher(*args, stream=stream)
-        finally:
-            memory.finish()
-        return C.obj, (K_op.obj if K_op is not None else None)
+        return _launch(launcher, pick, sizes, (A, B, C, K_op), ("pa", "pb"), Memory(backend, on_host_memory(backend), stream), stream, m)
+
+
+def _launch(
+    launcher: Any, pick: Any, sizes: tuple[int, ...], ops: tuple[Any, ...], names: tuple[str, str], memory: Memory, stream: Any, m: int
+) -> tuple[Any, Any]:
+    """One product launch: the operands' pointers (staged by ``memory`` where the
+    backend needs it), the arguments in the kernel's order, the grid checked."""
+    A, B, C, K_op = ops
+    try:
+        pointers = (
+            memory.pointer(A, names[0]), memory.pointer(B, names[1]), memory.pointer(C, "out", result=True),
+            memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
+        )  # fmt: skip
+        args = pick((*pointers, *sizes))  # in _ARGUMENTS' order
+        if m > GRID_YZ_MAX:
+            check_grid(launcher, args)
+        launcher(*args, stream=stream)
+    finally:
+        memory.finish()
+    return C.obj, (K_op.obj if K_op is not None else None)
