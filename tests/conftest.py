@@ -118,3 +118,21 @@ def tropical_on_emulator(emulated_tropical: object) -> Iterator[None]:
     tropical.set_library(emulated_tropical)
     yield
     tropical.set_library(None)
+
+
+# Example counts of the seeded hypothesis fuzzers (tests/faults/), printed at the
+# end of every run, so CI's log shows how much each one exercised.
+FUZZ_COUNTS: dict[str, str] = {}
+
+
+@pytest.fixture
+def record_fuzz() -> Callable[[str, str], None]:
+    """``record_fuzz(name, "300 examples ...")``: one line in the run's summary."""
+    return FUZZ_COUNTS.__setitem__
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FUZZ_COUNTS:
+        terminalreporter.section("hypothesis fuzzers (fixed seed and budget)")
+        for name, text in sorted(FUZZ_COUNTS.items()):
+            terminalreporter.write_line(f"fuzz {name}: {text}")

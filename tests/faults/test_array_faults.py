@@ -345,10 +345,10 @@ def _fuzz_matmul(
     fuzzed.append(f"{semiring} {m}x{n}x{k} batch {batch}")
 
 
-def test_fuzz_matmul_against_the_reference() -> None:
+def test_fuzz_matmul_against_the_reference(record_fuzz: Callable[[str, str], None]) -> None:
     fuzzed.clear()
     _fuzz_matmul()
     # Counted, so a fuzzer that silently ran nothing fails.
-    print(f"fuzz matmul: {len(fuzzed)} examples")
+    record_fuzz("matmul", f"{len(fuzzed)} examples against aotc.reference")
     assert len(fuzzed) >= MAX_EXAMPLES * 9 // 10, len(fuzzed)
     assert any(s.endswith("batch 0") for s in fuzzed) and any("x0" in s for s in fuzzed)

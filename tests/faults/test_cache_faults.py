@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from aotc.errors import ArgumentError, ArgumentTypeError, DamagedLibraryError, UnreadableFileError
+from aotc.errors import ArgumentError, ArgumentTypeError, UnreadableFileError
 from aotc.runtime.cache import ENTRY_SCHEMA, CacheKey, DiskCache
 from aotc._untrusted_files import read_regular
 

@@ -375,7 +375,7 @@ def _mutate(doc: dict[str, Any], path: tuple[Any, ...], how: str, value: Any, de
         parent[key] = "\u00e9" * 300_000 if isinstance(parent[key], str) else [parent[key]] * 2_000
 
 
-def test_fuzz_index_loader() -> None:
+def test_fuzz_index_loader(record_fuzz: Callable[[str, str], None]) -> None:
     examples = 0
 
     @settings(derandomize=True, max_examples=300, deadline=None, database=None)
@@ -416,5 +416,5 @@ def test_fuzz_index_loader() -> None:
                 assert len(kernel.launch.block) == 3 and all(p.pack for p in kernel.params)
 
     run()
-    print(f"fuzz index: {examples} examples")
+    record_fuzz("index", f"{examples} examples")
     assert examples == 300

@@ -10,6 +10,7 @@ line) and their neighbours; the fuzzer at the end mutates a real manifest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -283,7 +284,7 @@ def structure_mutations(draw: st.DrawFn) -> str:
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
 
 
-def test_fuzz_the_manifest_loader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fuzz_the_manifest_loader(tmp_path: Path, record_fuzz: Callable[[str, str], None]) -> None:
     seen: list[str] = []
     outcomes = {"loaded": 0, "refused": 0}
 
@@ -308,8 +309,7 @@ def test_fuzz_the_manifest_loader(tmp_path: Path, capsys: pytest.CaptureFixture[
             outcomes["loaded"] += 1
 
     load()
-    with capsys.disabled():
-        print(f"\nfuzz manifest: {len(seen)} examples ({outcomes['loaded']} loaded, {outcomes['refused']} refused)")
+    record_fuzz("manifest", f"{len(seen)} examples ({outcomes['loaded']} loaded, {outcomes['refused']} refused)")
     assert len(seen) == FUZZ_EXAMPLES
     assert len(set(seen)) > FUZZ_EXAMPLES // 2  # hypothesis repeats some small inputs
     assert outcomes["loaded"] > 0 and outcomes["refused"] > FUZZ_EXAMPLES // 2
