@@ -26,6 +26,7 @@ __all__ = [
     "ConfigurationError",
     "DamagedLibraryError",
     "DriverTooOldError",
+    "ECHO_LIMIT",
     "IndexFormatError",
     "LibraryNotFoundError",
     "ManifestError",
@@ -35,6 +36,7 @@ __all__ = [
     "UnknownKernelError",
     "UnreadableFileError",
     "YamlError",
+    "echo",
     "one_line",
 ]
 

@@ -38,6 +38,7 @@ _DISTRIBUTIONS = {
 }
 _PIP_HINT = {12: "nvidia-cuda-nvrtc-cu12 nvidia-nvfatbin-cu12", 13: "nvidia-cuda-nvrtc nvidia-nvfatbin"}
 
+
 def _nvidia_dirs() -> list[Path]:
     """The folders of the ``nvidia`` namespace package on this interpreter's path."""
     try:

@@ -57,8 +57,6 @@ CUDA_LANES = {
 _VERSION = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
 
 
-
-
 @dataclass(frozen=True)
 class Toolchain:
     """The compiler that builds one configure's fatbins."""

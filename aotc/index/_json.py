@@ -22,6 +22,7 @@ from aotc.index.schema import MAX_DEPTH, MAX_INDEX_BYTES
 
 __all__ = ["parse_index_bytes", "read_index_file"]
 
+
 def read_index_file(path: Path) -> bytes:
     """The bytes of ``path``, a regular file of at most MAX_INDEX_BYTES."""
     try:

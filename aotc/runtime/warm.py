@@ -53,14 +53,21 @@ class WarmResult:
 class WarmPlan:
     """The kernels of one library and what a device of ``capability`` would do with each."""
 
-    library: str
-    directory: Path
+    index: LibraryIndex  # validated once, here; run_warm reads the sources through it
     capability: tuple[int, int]
     nvrtc: NvrtcInfo
     policy: JitPolicy
     to_compile: tuple[str, ...]  # in index order
     not_needed: tuple[tuple[str, str], ...]  # (kernel, why)
     order: tuple[str, ...]
+
+    @property
+    def library(self) -> str:
+        return self.index.name
+
+    @property
+    def directory(self) -> Path:
+        return self.index.directory  # type: ignore[return-value]  # opened from a folder
 
 
 def plan_warm(
@@ -102,7 +109,7 @@ def plan_warm(
         else:
             not_needed.append((name, choice.reason))
     return WarmPlan(
-        index.name, directory, capability, nvrtc, policy,
+        index, capability, nvrtc, policy,
         tuple(to_compile), tuple(not_needed), order,
     )  # fmt: skip
 
@@ -113,7 +120,7 @@ def run_warm(plan: WarmPlan, *, cache: DiskCache | None = None, jobs: int | None
     if cache.state != "ok":
         msg = f"cannot warm: the cache at {cache.directory} is {cache.state}: {cache.info().reason}"
         raise CacheError(msg)
-    index = LibraryIndex.open(plan.directory)
+    index = plan.index
     results: dict[str, WarmResult] = {name: WarmResult(name, NOT_NEEDED, why) for name, why in plan.not_needed}
     misses: list[tuple[str, bytes, str]] = []
     for name in plan.to_compile:

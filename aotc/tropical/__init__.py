@@ -56,9 +56,9 @@ from __future__ import annotations
 import os
 from _thread import allocate_lock
 
-
 from aotc.errors import ArgumentTypeError, echo
-from aotc.tropical._call import PACK_MIN_K, Tropical
+from aotc.tropical._call import PACK_MIN_K as PACK_MIN_K  # the K from which 2-D NumPy bool operands pack
+from aotc.tropical._call import Tropical
 from aotc.tropical._torch_route import library_key
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean

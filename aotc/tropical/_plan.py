@@ -17,6 +17,8 @@ the full path, which raises the usual one-line error or decides exactly.
 
 from __future__ import annotations
 
+import sys
+
 from aotc.tropical._arrays import DATA_OFFSET, as_operand, direct_pointer, word_reader
 
 TYPE_CHECKING = False
@@ -92,8 +94,6 @@ def make_plan(a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaun
     """``(key, plan)`` for the forward product ``matmul`` just launched in place,
     where its operands are NumPy arrays; the key is the one ``matmul`` builds. None
     where no plan fits: other array types, a copy made, no direct pointer read."""
-    import sys
-
     numpy = sys.modules.get("numpy")
     ndarray = numpy.ndarray if numpy is not None else None
     if ndarray is None or type(a) is not ndarray or type(b) is not ndarray or type(c) is not ndarray:
