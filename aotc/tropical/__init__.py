@@ -149,7 +149,8 @@ def preload(semirings: Any = None, dtypes: Any = None, *, device: Any = None) ->
 
 def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
     """``C = A (x) B`` under ``semiring``; see the module docstring."""
-    return (_shared["api"] or _api()).matmul(a, b, semiring, out=out, stream=stream)
+    # The handle's entry, called positionally: a keyword call and a level less (see _plan).
+    return (_shared["api"] or _api())._matmul(a, b, semiring, out, stream)  # noqa: SLF001
 
 
 def matmul_argmax(

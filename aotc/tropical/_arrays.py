@@ -31,7 +31,7 @@ __all__ = [
     "direct_pointer",
     "is_writable",
     "numpy_pointer",
-    "word_reader",
+    "data_pointers",
     "overlaps",
     "zeros_like_kind",
 ]
@@ -118,14 +118,16 @@ def direct_pointer() -> bool:
     return _direct_pointer
 
 
-def word_reader() -> Any:
-    """A ctypes pointer ``words`` with ``words[(address - 8) >> 3]`` the machine
-    word at ``address`` (8-aligned; 64-bit only): indexing returns an int and
-    makes no ctypes object, about half the cost of ``c_void_p.from_address``.
-    ctypes refuses to index a NULL pointer, hence the base of 8."""
+def data_pointers() -> Any:
+    """A ctypes pointer ``pointers`` with ``pointers[id(array) >> 3]`` the data
+    pointer of the NumPy array ``array`` (64-bit, and only where
+    ``direct_pointer()`` holds): its base is DATA_OFFSET, so the index is the
+    object's address in words. CPython objects are at least 8-byte aligned
+    (malloc's guarantee), so the shift drops nothing. Indexing returns an int
+    and makes no ctypes object: about half the cost of ``c_void_p.from_address``."""
     import ctypes
 
-    return ctypes.cast(8, ctypes.POINTER(ctypes.c_size_t))
+    return ctypes.cast(DATA_OFFSET, ctypes.POINTER(ctypes.c_size_t))
 
 
 def numpy_pointer(array: Any) -> int:

@@ -30,7 +30,7 @@ from aotc.tropical._operands import (
     same,
     stream_handle,
 )
-from aotc.tropical._plan import MAX_PLANS, CallPlan, make_plan
+from aotc.tropical._plan import MAX_PLANS, make_plan, planned_matmul
 from aotc.tropical._torch_route import to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from aotc.runtime.launcher import BoundLaunch
+    from aotc.tropical._plan import MatmulEntry, Plan
 
 __all__ = ["PACK_MIN_K", "Tropical"]
 
@@ -93,8 +94,10 @@ class Tropical:
         self._counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
         self._packable: dict[str, bool] = {}  # semiring name -> whether the library has its packed forward kernel
         # matmul's call plans, keyed as matmul() spells the key; see _plan.
-        self._call_plans: dict[tuple[Any, ...], CallPlan] = {}
-        self._ndarray: Any = None  # numpy.ndarray once a plan was made: the one type the plans take
+        self._call_plans: dict[tuple[Any, ...], Plan] = {}
+        # matmul(a, b, semiring, out, stream): the full path until a plan is made,
+        # then the plan lookup in front of it (_plan.planned_matmul).
+        self._matmul: MatmulEntry = self._full_matmul
 
     def __repr__(self) -> str:
         return f"<aotc.tropical.Tropical over library {getattr(self.library, 'name', self.library)!r}>"
@@ -107,19 +110,10 @@ class Tropical:
 
     def matmul(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
         """``C = A (x) B`` under ``semiring``; see ``aotc.tropical``."""
-        ndarray = self._ndarray
-        if type(a) is ndarray and type(b) is ndarray and stream is None and type(semiring) is str:
-            # Everything a plan fixes, read with the fewest attribute reads (see _plan).
-            plan = None
-            if out is None:
-                plan = self._call_plans.get((semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
-            elif type(out) is ndarray:
-                key = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out.shape, out.strides, out.dtype)
-                plan = self._call_plans.get(key)
-            if plan is not None:
-                result = plan(a, b, out)
-                if result is not None:
-                    return result
+        return self._matmul(a, b, semiring, out, stream)
+
+    def _full_matmul(self, a: Any, b: Any, semiring: Any, out: Any, stream: Any) -> Any:
+        """matmul, deciding everything from the operands (no plan, or its checks did not pass)."""
         if to_torch_op((a, b, out), semiring):
             from aotc.tropical import _torch
 
@@ -146,7 +140,8 @@ class Tropical:
             if len(plans) >= MAX_PLANS:
                 plans.clear()
             key, plans[key] = made
-            self._ndarray = type(a)
+            if self._matmul == self._full_matmul:  # the first plan: put the lookup in front
+                self._matmul = planned_matmul(type(a), plans, self._full_matmul)
 
     def matmul_argmax(
         self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None

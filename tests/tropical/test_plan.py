@@ -82,3 +82,12 @@ def test_the_plans_are_capped() -> None:
     for rows in range(1, MAX_PLANS + 3):
         tropical.matmul(np.ones((rows, 2), np.float32), b)
     assert 0 < len(_plans()) <= MAX_PLANS
+
+
+def test_an_unhashable_semiring_after_a_plan_gets_the_one_line_error() -> None:
+    # The planned entry keys on the semiring: a list can't be a key, and the
+    # full path, not the dict, must say what is wrong.
+    a = np.ones((3, 3), np.float32)
+    tropical.matmul(a, a)
+    with pytest.raises(TypeError, match=r"^semiring: expected a semiring name \(str\)"):
+        tropical.matmul(a, a, ["maxplus"])
