@@ -28,8 +28,9 @@ from aotc.runtime.library import Library
 
 
 def floor_op() -> Callable[..., object]:
-    """A custom op registered like aotc's (custom_op, fake, autograd) whose
-    kernel only allocates its result: what torch.library costs by itself."""
+    """A custom op registered with torch.library.custom_op (fake, autograd), as
+    aotc's were before they moved to Library.define/impl, whose kernel only
+    allocates its result: what custom_op costs by itself."""
 
     @torch.library.custom_op("aotc_benchmark::allocate", mutates_args=())
     def allocate(a: torch.Tensor, b: torch.Tensor, semiring: str, library: str) -> torch.Tensor:

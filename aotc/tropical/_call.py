@@ -7,9 +7,10 @@ pass, variant)) and launches, through staged copies where a GPU backend meets
 host arrays (``_memory``). Empty products launch nothing: M, N or the batch 0
 gives an empty result, K = 0 the semiring zero (argmax -1).
 
-A ``matmul`` of NumPy arrays used in place then leaves a call plan
-(``_plan``): a repeat with operands alike in shape, strides and dtype is a
-key lookup, the per-object checks and a launch.
+A ``matmul`` of operands used in place then leaves a call plan
+(``_plan_keeper``): NumPy arrays (``_plan``), or tensors inside the aotc:: ops
+(``_torch_plan``). A repeat with operands alike in shape, strides, dtype (and
+a tensor's device) is a key lookup, the per-object checks and a launch.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from aotc.tropical._operands import (
     same,
     stream_handle,
 )
-from aotc.tropical._plan import MAX_PLANS, make_plan, planned_matmul
-from aotc.tropical._torch_route import to_torch_op
+from aotc.tropical._plan_keeper import keep_plan
+from aotc.tropical._torch_route import inside_op, to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
     from aotc.runtime.launcher import BoundLaunch
     from aotc.tropical._plan import MatmulEntry, Plan
+    from aotc.tropical._torch_plan import OpEntry
 
 __all__ = ["PACK_MIN_K", "Tropical"]
 
@@ -54,6 +56,21 @@ _ARGUMENTS = (
     "A", "B", "C", "Kstar", "M", "N", "K", "lda", "ldb", "ldc", "ldk", "batch",
     "batch_stride_A", "batch_stride_B", "batch_stride_C", "batch_stride_Kstar",
 )  # fmt: skip
+
+
+_torch_calls: Any = None
+
+
+def torch_calls() -> Any:
+    """``aotc.tropical._torch``, imported on first use (it imports torch and
+    registers the ops). Kept here: an import statement per call costs more
+    than the rest of the route to the ops."""
+    global _torch_calls  # noqa: PLW0603 - imported once per process
+    if _torch_calls is None:
+        from aotc.tropical import _torch
+
+        _torch_calls = _torch
+    return _torch_calls
 
 
 def semiring_spec(library: Any, semiring: Any) -> dict[str, Any]:
@@ -98,6 +115,9 @@ class Tropical:
         # matmul(a, b, semiring, out, stream): the full path until a plan is made,
         # then the plan lookup in front of it (_plan.planned_matmul).
         self._matmul: MatmulEntry = self._full_matmul
+        # The same for tensors, as the aotc:: ops' kernel calls it (_torch_plan).
+        self._op_plans: dict[tuple[Any, ...], Plan] = {}
+        self.op_matmul: OpEntry = self._full_op_matmul
 
     def __repr__(self) -> str:
         return f"<aotc.tropical.Tropical over library {getattr(self.library, 'name', self.library)!r}>"
@@ -115,33 +135,24 @@ class Tropical:
     def _full_matmul(self, a: Any, b: Any, semiring: Any, out: Any, stream: Any) -> Any:
         """matmul, deciding everything from the operands (no plan, or its checks did not pass)."""
         if to_torch_op((a, b, out), semiring):
-            from aotc.tropical import _torch
-
-            return _torch.matmul(self, a, b, semiring, out, stream)
+            return torch_calls().matmul(self, a, b, semiring, out, stream)
         if self._packs(a, b, semiring):
             from aotc.tropical._packed import pack_bool
 
             return self._packed_product("forward", pack_bool(a, 1), pack_bool(b, 0), semiring, out, None, stream)[0]
-        numpy = sys.modules.get("numpy")
-        plannable = numpy is not None and type(a) is numpy.ndarray and type(b) is numpy.ndarray and stream is None
-        launched: list[Any] | None = [] if plannable else None
+        launched: list[Any] | None = [] if stream is None else None
         c = self._product("forward", a, b, semiring, out, None, stream, launched)[0]
         if launched:
-            self._remember(a, b, semiring, out, c, launched[0])
+            keep_plan(self, a, b, semiring, out, c, launched[0])
         return c
 
-    def _remember(self, a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaunch) -> None:
-        """Keep the plan of the product ``matmul`` just launched in place (see _plan)."""
-        if self.library.device is None and self.library.backend.device_count() > 1:
-            return  # the launch is bound to one device, and the current one may change
-        made = make_plan(a, b, semiring, out, c, launch)
-        if made is not None:
-            plans = self._call_plans
-            if len(plans) >= MAX_PLANS:
-                plans.clear()
-            key, plans[key] = made
-            if self._matmul == self._full_matmul:  # the first plan: put the lookup in front
-                self._matmul = planned_matmul(type(a), plans, self._full_matmul)
+    def _full_op_matmul(self, a: Any, b: Any, semiring: str, out: Any) -> Any:
+        """matmul as the aotc:: ops' kernel runs it: the product itself, not the op again."""
+        inside_op.active = True
+        try:
+            return self._full_matmul(a, b, semiring, out, None)
+        finally:
+            inside_op.active = False
 
     def matmul_argmax(
         self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None
@@ -149,9 +160,7 @@ class Tropical:
         """``(C, k)``: the product and, per element, the k of its best term (ties
         to the smallest k; -1 where no term beats the semiring zero)."""
         if to_torch_op((a, b, out, k_out), semiring):
-            from aotc.tropical import _torch
-
-            return _torch.matmul_argmax(self, a, b, semiring, out, k_out, stream)
+            return torch_calls().matmul_argmax(self, a, b, semiring, out, k_out, stream)
         return self._product("argmax", a, b, semiring, out, k_out, stream)
 
     def matmul_backward(
@@ -164,9 +173,7 @@ class Tropical:
         broadcast over a batch gets the sum over the batch.
         """
         if to_torch_op((grad_c, k, a, b), semiring):
-            from aotc.tropical import _torch
-
-            return _torch.matmul_backward(self, grad_c, k, a, b, semiring, stream)
+            return torch_calls().matmul_backward(self, grad_c, k, a, b, semiring, stream)
         return self._backward(grad_c, k, a, b, semiring, stream)
 
     def matmul_packed(
@@ -281,7 +288,13 @@ class Tropical:
                 if bound is not None:
                     launched.append(bound)
             return C.obj, (K_op.obj if K_op is not None else None)
-        return _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), Memory(backend, host_memory, stream), stream, m)
+        memory = Memory(backend, host_memory, stream)
+        result = _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), memory, stream, m)
+        if launched is not None and not memory.staged and A.obj is a and B.obj is b and K_op is None:
+            bound = launcher.bind(memory.args, 3)  # device arrays used in place: the launch can be kept
+            if bound is not None:
+                launched.append(bound)
+        return result
 
     def _empty(self, C: Operand, K_op: Operand | None, semiring: str, k: int) -> tuple[Any, Any]:
         """An empty product's result, without a launch: K = 0 sums no terms, so
@@ -414,7 +427,7 @@ def _launch(
             memory.pointer(A, names[0]), memory.pointer(B, names[1]), memory.pointer(C, "out", result=True),
             memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
         )  # fmt: skip
-        args = pick((*pointers, *sizes))  # in _ARGUMENTS' order
+        args = memory.args = pick((*pointers, *sizes))  # in _ARGUMENTS' order
         if m > GRID_YZ_MAX:
             check_grid(launcher, args)
         launcher(*args, stream=stream)

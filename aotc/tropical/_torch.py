@@ -11,6 +11,11 @@ PyTorch's own out= ops are). Everything here is plain enough for
 The ops launch on torch's current stream. A call that names its own
 ``stream=`` runs the call path directly instead, outside the ops (and so
 without autograd, which is refused rather than silently dropped).
+
+In eager mode, a call that autograd does not record enters the ops below the
+autograd key (``_AutoDispatchBelowAutograd``): that is where the ops' own
+autograd kernel would send it, and skipping that Python layer saves about
+3.5 us a call. A traced call (torch.compile) calls the ops plainly.
 """
 
 from __future__ import annotations
@@ -26,10 +31,21 @@ from aotc.tropical._torch_route import library_key
 __all__ = ["matmul", "matmul_argmax", "matmul_backward"]
 
 _ops = torch.ops.aotc
+_matmul = _ops.tropical_matmul.default  # the overloads themselves: no overload resolution per call
+_matmul_out = _ops.tropical_matmul_out.default
+_below_autograd = torch._C._AutoDispatchBelowAutograd  # noqa: SLF001 - see the module docstring
+_compiling = torch.compiler.is_compiling
 
 
 def _records(*tensors: torch.Tensor) -> bool:
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
+def _records_product(a: torch.Tensor, b: torch.Tensor, out: Any) -> bool:
+    """_records for matmul's tensors, spelled out: a generator costs a third of the route."""
+    if not torch.is_grad_enabled():
+        return False
+    return a.requires_grad or b.requires_grad or (out is not None and out.requires_grad)
 
 
 def _refuse(argument: str, while_recording: bool) -> None:
@@ -40,7 +56,7 @@ def _refuse(argument: str, while_recording: bool) -> None:
 
 
 def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, stream: Any) -> torch.Tensor:
-    records = _records(a, b)
+    records = _records_product(a, b, out)
     if stream is not None:
         _refuse("stream", records)
         return _torch_ops.call_back(api.matmul, a, b, semiring, out=out, stream=stream)
@@ -48,9 +64,15 @@ def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, 
     if records:
         _refuse("out", out is not None)
         return _ops.tropical_matmul_argmax(a, b, semiring, library)[0]
-    if out is None:
-        return _ops.tropical_matmul(a, b, semiring, library)
-    _ops.tropical_matmul_out(a, b, semiring, library, out)
+    if _compiling():
+        if out is None:
+            return _matmul(a, b, semiring, library)
+        _matmul_out(a, b, semiring, library, out)
+        return out
+    with _below_autograd():
+        if out is None:
+            return _matmul(a, b, semiring, library)
+        _matmul_out(a, b, semiring, library, out)
     return out
 
 

@@ -2,7 +2,7 @@
 
 ``aotc::tropical_matmul``, ``tropical_matmul_argmax`` and
 ``tropical_matmul_backward``, with ``_out`` forms of the first two that write
-into ``out=`` (``mutates_args``), each with a fake (meta) implementation, so
+into ``out=`` (``Tensor(a!)`` in the schema), each with a fake (meta) implementation, so
 ``torch.compile(fullgraph=True)`` traces through them and
 ``torch.library.opcheck`` checks them. The forward ops have autograd: the
 argmax op keeps k* and its backward calls the backward op.
@@ -20,6 +20,13 @@ it makes the handle (``_torch_route``), so tracing never registers one.
 The ops run where the handle's backend runs: CUDA tensors on a GPU backend,
 CPU tensors on the emulator. Registered when this module is imported, which
 ``aotc.tropical._torch`` does on the first call with tensors.
+
+They are defined with ``torch.library.Library`` (``define``/``impl``) plus
+``register_fake`` and ``register_autograd``, not ``torch.library.custom_op``:
+custom_op wraps every call in Python layers of its own, about 7 us a call on
+this project's machines against 3.3 us for the dispatcher alone
+(benchmarks/RESULTS.md). What custom_op adds beyond that is done here: the
+pt2-compliant tag, and the version bump of a mutated ``out``.
 """
 
 from __future__ import annotations
@@ -33,6 +40,28 @@ from aotc.errors import ArgumentError, echo
 from aotc.tropical._torch_route import handle, inside_op
 
 __all__ = ["call_back", "result_shapes"]
+
+# The ops live as long as this object: the module keeps it for the process.
+_LIBRARY = torch.library.Library("aotc", "DEF")
+_bump_version = torch.autograd.graph.increment_version
+
+
+def _define(schema: str, kernel: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Define ``aotc::<schema>`` with ``kernel`` for every device; returns a
+    decorator that registers its fake implementation."""
+    name = schema.split("(", 1)[0]
+    _LIBRARY.define(schema, tags=(torch.Tag.pt2_compliant_tag,))
+    _LIBRARY.impl(name, kernel, "CompositeExplicitAutograd")
+
+    def fake(function: Callable[..., Any]) -> Callable[..., Any]:
+        torch.library.register_fake(f"aotc::{name}", function, lib=_LIBRARY)
+        return function
+
+    return fake
+
+
+def _autograd(name: str, backward: Callable[..., Any], setup_context: Callable[..., Any]) -> None:
+    torch.library.register_autograd(f"aotc::{name}", backward, setup_context=setup_context, lib=_LIBRARY)
 
 
 def call_back(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -81,22 +110,21 @@ def result_shapes(a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[tu
 # --- the forward product ----------------------------------------------------------
 
 
-@torch.library.custom_op("aotc::tropical_matmul", mutates_args=())
-def tropical_matmul(a: Tensor, b: Tensor, semiring: str, library: str) -> Tensor:
-    return call_back(handle(library).matmul, a, b, semiring)
+def _matmul(a: Tensor, b: Tensor, semiring: str, library: str) -> Tensor:
+    return handle(library).op_matmul(a, b, semiring, None)
 
 
-@tropical_matmul.register_fake
+@_define("tropical_matmul(Tensor a, Tensor b, str semiring, str library) -> Tensor", _matmul)
 def _(a: Tensor, b: Tensor, semiring: str, library: str) -> Tensor:
     return a.new_empty(result_shapes(a, b, semiring, library)[0])
 
 
-@torch.library.custom_op("aotc::tropical_matmul_out", mutates_args=("out",))
-def tropical_matmul_out(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor) -> None:
-    call_back(handle(library).matmul, a, b, semiring, out=out)
+def _matmul_out(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor) -> None:
+    handle(library).op_matmul(a, b, semiring, out)
+    _bump_version(out)  # what PyTorch's own out= ops do: autograd sees out changed
 
 
-@tropical_matmul_out.register_fake
+@_define("tropical_matmul_out(Tensor a, Tensor b, str semiring, str library, Tensor(a!) out) -> ()", _matmul_out)
 def _(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor) -> None:
     result_shapes(a, b, semiring, library)
 
@@ -104,23 +132,26 @@ def _(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor) -> None:
 # --- the product and k* --------------------------------------------------------------
 
 
-@torch.library.custom_op("aotc::tropical_matmul_argmax", mutates_args=())
-def tropical_matmul_argmax(a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
+def _matmul_argmax(a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
     return call_back(handle(library).matmul_argmax, a, b, semiring)
 
 
-@tropical_matmul_argmax.register_fake
+@_define("tropical_matmul_argmax(Tensor a, Tensor b, str semiring, str library) -> (Tensor, Tensor)", _matmul_argmax)
 def _(a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
     shape, k_shape = result_shapes(a, b, semiring, library)
     return a.new_empty(shape), a.new_empty(k_shape, dtype=torch.int32)
 
 
-@torch.library.custom_op("aotc::tropical_matmul_argmax_out", mutates_args=("out", "k_out"))
-def tropical_matmul_argmax_out(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor, k_out: Tensor) -> None:
+def _matmul_argmax_out(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor, k_out: Tensor) -> None:
     call_back(handle(library).matmul_argmax, a, b, semiring, out=out, k_out=k_out)
+    _bump_version(out)
+    _bump_version(k_out)
 
 
-@tropical_matmul_argmax_out.register_fake
+@_define(
+    "tropical_matmul_argmax_out(Tensor a, Tensor b, str semiring, str library, Tensor(a!) out, Tensor(b!) k_out) -> ()",
+    _matmul_argmax_out,
+)
 def _(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor, k_out: Tensor) -> None:
     result_shapes(a, b, semiring, library)
 
@@ -128,14 +159,14 @@ def _(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor, k_out: Ten
 # --- the backward product --------------------------------------------------------
 
 
-@torch.library.custom_op("aotc::tropical_matmul_backward", mutates_args=())
-def tropical_matmul_backward(
-    grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: str
-) -> tuple[Tensor, Tensor]:
+def _matmul_backward(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
     return call_back(handle(library).matmul_backward, grad_c, k, a, b, semiring)
 
 
-@tropical_matmul_backward.register_fake
+@_define(
+    "tropical_matmul_backward(Tensor grad_c, Tensor k, Tensor a, Tensor b, str semiring, str library) -> (Tensor, Tensor)",
+    _matmul_backward,
+)
 def _(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
     _semiring(library, semiring)
     return a.new_empty(a.shape), b.new_empty(b.shape)
@@ -156,7 +187,7 @@ def _through_k(ctx: Any, grad_c: Tensor, grad_k: Any) -> tuple[Tensor | None, Te
     return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None, None)
 
 
-tropical_matmul_argmax.register_autograd(_through_k, setup_context=_keep_k)
+_autograd("tropical_matmul_argmax", _through_k, _keep_k)
 
 
 def _keep_operands(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
@@ -174,7 +205,7 @@ def _recomputing_k(ctx: Any, grad_c: Tensor) -> tuple[Tensor | None, Tensor | No
     return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None, None)
 
 
-tropical_matmul.register_autograd(_recomputing_k, setup_context=_keep_operands)
+_autograd("tropical_matmul", _recomputing_k, _keep_operands)
 
 
 def _keep_backward_inputs(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
@@ -211,4 +242,4 @@ def _second_order(ctx: Any, gg_a: Tensor, gg_b: Tensor) -> tuple[Tensor | None, 
     return grad_grad_c.reshape(grad_c.shape), None, grad_a, grad_b, None, None
 
 
-tropical_matmul_backward.register_autograd(_second_order, setup_context=_keep_backward_inputs)
+_autograd("tropical_matmul_backward", _second_order, _keep_backward_inputs)

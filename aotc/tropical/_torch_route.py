@@ -86,3 +86,4 @@ def to_torch_op(arrays: tuple[Any, ...], semiring: Any) -> bool:
         if array is not None and not isinstance(array, torch.Tensor):
             return False
     return True
+

@@ -1,0 +1,135 @@
+"""Call plans for tensors (aotc/tropical/_torch_plan.py): the aotc:: ops' kernel
+reuses a plan on a repeat call, and every check that depends on the tensors
+themselves still runs. Also the route into the ops: a call autograd does not
+record skips the ops' autograd layer, and out= is versioned like torch's own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aotc import reference, tropical
+from aotc.errors import ArgumentError
+from tropical_support import other  # noqa: F401 - `other` is a fixture
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
+
+pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
+
+
+def _plans() -> dict:
+    return tropical._api()._op_plans  # noqa: SLF001 - the cache under test
+
+
+def _expected(a: torch.Tensor, b: torch.Tensor, semiring: str = "maxplus") -> np.ndarray:
+    return reference.matmul(a.detach().numpy(), b.detach().numpy(), semiring)
+
+
+def test_a_repeat_call_reuses_its_plan_and_reads_the_new_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = torch.randn(9, 5), torch.randn(5, 7)
+    before = len(_plans())
+    first = tropical.matmul(a, b)
+    assert len(_plans()) == before + 1
+    np.testing.assert_array_equal(first.numpy(), _expected(a, b))
+    # From here on a call that left the plan for the full path would fail.
+    monkeypatch.setattr(tropical._api(), "_product", lambda *args: pytest.fail("took the full path"))  # noqa: SLF001
+    for _ in range(3):  # new tensors, same shapes: the plan, with these tensors' pointers
+        a2, b2 = torch.randn(9, 5), torch.randn(5, 7)
+        c = tropical.matmul(a2, b2)
+        assert c is not first and c.shape == (9, 7) and c.dtype == torch.float32
+        np.testing.assert_array_equal(c.numpy(), _expected(a2, b2))
+    monkeypatch.undo()
+    out = torch.empty(9, 7)
+    assert tropical.matmul(a, b, out=out) is out
+    out2 = torch.empty(9, 7)
+    assert tropical.matmul(a.clone(), b, out=out2) is out2
+    np.testing.assert_array_equal(out2.numpy(), _expected(a, b))
+    assert len(_plans()) == before + 2  # allocating and out=: one plan each
+
+
+def test_the_key_tells_dtypes_and_strides_apart() -> None:
+    a, b = torch.randn(4, 6), torch.randn(6, 3)
+    tropical.matmul(a, b)
+    # Same shapes: a float64 pair, and a b whose rows are padded (another row stride).
+    a64, b64 = a.double(), b.double()
+    np.testing.assert_array_equal(tropical.matmul(a64, b64).numpy(), _expected(a64, b64))
+    padded = torch.randn(6, 5)[:, :3]
+    np.testing.assert_array_equal(tropical.matmul(a, padded).numpy(), _expected(a, padded))
+    broadcast = torch.randn(2, 4, 6)  # batched a against the same 2-D b
+    np.testing.assert_array_equal(tropical.matmul(broadcast, b).numpy(), _expected(broadcast, b))
+
+
+@pytest.mark.parametrize("shared", ["a", "b"])
+def test_a_planned_call_still_refuses_an_out_sharing_memory(shared: str) -> None:
+    a, b, out = torch.ones(4, 4), torch.ones(4, 4), torch.empty(4, 4)
+    tropical.matmul(a, b, out=out)
+    with pytest.raises(ArgumentError, match=rf"^out: shares memory with {shared}; pass a separate array$"):
+        tropical.matmul(a, b, out=a if shared == "a" else b)
+
+
+def test_a_copied_operand_leaves_no_plan() -> None:
+    a = torch.randn(6, 5).T  # column-major: copied to row-major each call
+    b = torch.randn(6, 3)
+    before = len(_plans())
+    np.testing.assert_array_equal(tropical.matmul(a, b).numpy(), _expected(a, b))
+    assert len(_plans()) == before
+
+
+def test_out_is_versioned_like_torchs_own_out_ops() -> None:
+    a, b, out = torch.randn(3, 4), torch.randn(4, 2), torch.empty(3, 2)
+    for _ in range(2):  # the full path, then the plan
+        version = out._version  # noqa: SLF001 - autograd's version counter
+        tropical.matmul(a, b, out=out)
+        assert out._version > version  # noqa: SLF001
+
+
+def test_an_out_that_wants_gradients_is_refused_while_autograd_records() -> None:
+    a, b, out = torch.randn(3, 4), torch.randn(4, 2), torch.zeros(3, 2, requires_grad=True)
+    with pytest.raises(ArgumentError, match=r"^out: not supported while autograd records; call under torch.no_grad\(\)"):
+        tropical.matmul(a, b, out=out)
+    with torch.no_grad():
+        assert tropical.matmul(a, b, out=out) is out
+    np.testing.assert_array_equal(out.detach().numpy(), _expected(a, b))
+
+
+def test_a_call_autograd_does_not_record_has_no_graph() -> None:
+    a, b = torch.randn(3, 4, requires_grad=True), torch.randn(4, 2)
+    with torch.no_grad():
+        c = tropical.matmul(a, b)
+    assert c.grad_fn is None and not c.requires_grad
+    recorded = tropical.matmul(a, b)  # the argmax op, with autograd
+    assert recorded.requires_grad and recorded.grad_fn is not None
+    np.testing.assert_array_equal(c.numpy(), recorded.detach().numpy())
+
+
+def test_the_plans_are_per_library_handle(other: object) -> None:  # noqa: F811 - the fixture above
+    # Each handle plans its own calls, with its own library's kernels.
+    api = tropical.over(other)
+    a, b = torch.rand(5, 4) + 1, torch.rand(4, 3) + 1
+    for _ in range(2):
+        np.testing.assert_array_equal(api.matmul(a, b).numpy(), _expected(a, b))
+    assert len(api._op_plans) == 1  # noqa: SLF001
+
+
+@pytest.mark.gpu
+def test_cuda_tensors_are_planned_and_launch_on_torchs_current_stream() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: CUDA tensors need a GPU")
+    from aotc.runtime.library import load
+
+    api = tropical.over(load("tropical"))
+    a, b = torch.randn(2, 70, 33, device="cuda"), torch.randn(33, 41, device="cuda")
+    want = _expected(a.cpu(), b.cpu())
+    before = len(api._op_plans)  # noqa: SLF001
+    np.testing.assert_array_equal(api.matmul(a, b).cpu().numpy(), want)
+    assert len(api._op_plans) == before + 1  # noqa: SLF001 - the GPU path keeps its launch too
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # the plan reads the current stream per call
+        torch.cuda._sleep(50_000_000)  # noqa: SLF001 - keeps the side stream busy
+        a2 = a * 2
+        c = api.matmul(a2, b)
+        out = torch.empty_like(c)
+        api.matmul(a2, b, out=out)
+    side.synchronize()
+    np.testing.assert_array_equal(c.cpu().numpy(), _expected(a2.cpu(), b.cpu()))
+    np.testing.assert_array_equal(out.cpu().numpy(), c.cpu().numpy())
