@@ -7,6 +7,7 @@ dispatch too (a 16x16 f32 product is ~4k flops). "call path, no op" is the
 same product with stream=0, which skips the op: the difference is what the
 op costs. Cases run interleaved, batch by batch, so drift in machine load
 hits them alike. Reported: the median over batches of the mean time per call.
+A training step is one product while autograd records plus its backward().
 
     python benchmarks/torch_op_overhead.py [--library DIR] [--size 16] [--batches 30] [--calls 2000]
 """
@@ -74,6 +75,7 @@ def main() -> None:
     n = args.size
     a, b, out = torch.rand(n, n), torch.rand(n, n), torch.empty(n, n)
     ga, gb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    grad = torch.ones(n, n)  # the gradient a step's backward() starts from (grads accumulate into ga, gb)
     key = tropical._api()._torch_library_key  # noqa: SLF001 - the op's library argument
     tropical.matmul(a, b)  # registers the ops and loads the kernel: not part of a call
     allocate, allocate_low = floor_op(), floor_low_level_op()
@@ -90,6 +92,8 @@ def main() -> None:
         "call path, no op, out=c": lambda: tropical.matmul(a, b, out=out, stream=0),
         "torch.mm(ga, gb), recording autograd": lambda: torch.mm(ga, gb),
         "tropical.matmul(ga, gb): argmax op + autograd": lambda: tropical.matmul(ga, gb),
+        "training step: torch.mm(ga, gb).backward(g)": lambda: torch.mm(ga, gb).backward(grad),
+        "training step: tropical.matmul(ga, gb).backward(g)": lambda: tropical.matmul(ga, gb).backward(grad),
     }
     for function in cases.values():
         function()

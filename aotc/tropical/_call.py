@@ -19,6 +19,7 @@ import sys
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.tropical._arrays import Operand, as_operand, fill, zeros_like_kind
+from aotc.tropical._backward import backward_product
 from aotc.tropical._memory import Memory, on_host_memory, stageable
 from aotc.tropical._operands import (
     GRID_YZ_MAX,
@@ -29,9 +30,10 @@ from aotc.tropical._operands import (
     output,
     pair,
     same,
+    semiring_spec,
     stream_handle,
 )
-from aotc.tropical._plan_keeper import keep_plan
+from aotc.tropical._plan_keeper import keep_argmax_plan, keep_backward_plan, keep_plan
 from aotc.tropical._torch_route import inside_op, to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
@@ -73,19 +75,6 @@ def torch_calls() -> Any:
     return _torch_calls
 
 
-def semiring_spec(library: Any, semiring: Any) -> dict[str, Any]:
-    """The index's entry for ``semiring``; one line naming the known ones if there is none."""
-    table = library.index["semirings"]
-    if type(semiring) is not str:
-        msg = f"semiring: expected a semiring name (str) such as 'maxplus' (known: {', '.join(table)}), got {echo(semiring)}"
-        raise ArgumentTypeError(msg)
-    spec = table.get(semiring)
-    if spec is None:
-        msg = f"semiring: unknown {echo(semiring)} (known: {', '.join(table)})"
-        raise ArgumentError(msg)
-    return spec
-
-
 def _zero(spec: dict[str, Any], dtype: str) -> Any:
     """The semiring's zero in ``dtype``, as K = 0 results hold it ((zero, 0) for counting)."""
     word = str(spec["zero"])
@@ -115,9 +104,13 @@ class Tropical:
         # matmul(a, b, semiring, out, stream): the full path until a plan is made,
         # then the plan lookup in front of it (_plan.planned_matmul).
         self._matmul: MatmulEntry = self._full_matmul
-        # The same for tensors, as the aotc:: ops' kernel calls it (_torch_plan).
+        # The same for tensors, as the aotc:: ops' kernels call them (_torch_plan).
         self._op_plans: dict[tuple[Any, ...], Plan] = {}
         self.op_matmul: OpEntry = self._full_op_matmul
+        self._op_argmax_plans: dict[tuple[Any, ...], Any] = {}
+        self.op_matmul_argmax: Any = self._full_op_argmax
+        self._op_backward_plans: dict[tuple[Any, ...], Any] = {}
+        self.op_matmul_backward: Any = self._full_op_backward
 
     def __repr__(self) -> str:
         return f"<aotc.tropical.Tropical over library {getattr(self.library, 'name', self.library)!r}>"
@@ -146,13 +139,26 @@ class Tropical:
             keep_plan(self, a, b, semiring, out, c, launched[0])
         return c
 
+    # --- the aotc:: ops' kernels: the product itself, not the op again ------------
+
     def _full_op_matmul(self, a: Any, b: Any, semiring: str, out: Any) -> Any:
-        """matmul as the aotc:: ops' kernel runs it: the product itself, not the op again."""
-        inside_op.active = True
-        try:
-            return self._full_matmul(a, b, semiring, out, None)
-        finally:
-            inside_op.active = False
+        return _as_op_kernel(self._full_matmul, a, b, semiring, out, None)
+
+    def _full_op_argmax(self, a: Any, b: Any, semiring: str) -> tuple[Any, Any]:
+        launched: list[Any] = []
+        c, k = _as_op_kernel(self._product, "argmax", a, b, semiring, None, None, None, launched)
+        if launched:
+            keep_argmax_plan(self, a, b, semiring, c, k, launched[0])
+        return c, k
+
+    def _full_op_backward(self, grad_c: Any, k: Any, a: Any, b: Any, semiring: str) -> tuple[Any, Any]:
+        launched: list[Any] = []
+        grads = _as_op_kernel(backward_product, self, grad_c, k, a, b, semiring, None, launched)
+        if launched:
+            keep_backward_plan(self, grad_c, k, a, b, semiring, grads, launched)
+        return grads
+
+    # --- the other public methods ---------------------------------------------------
 
     def matmul_argmax(
         self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None
@@ -174,7 +180,7 @@ class Tropical:
         """
         if to_torch_op((grad_c, k, a, b), semiring):
             return torch_calls().matmul_backward(self, grad_c, k, a, b, semiring, stream)
-        return self._backward(grad_c, k, a, b, semiring, stream)
+        return backward_product(self, grad_c, k, a, b, semiring, stream)
 
     def matmul_packed(
         self, pa: Any, pb: Any, semiring: str = "andor", *, packed: bool = False, out: Any = None, stream: Any = None
@@ -283,17 +289,13 @@ class Tropical:
             if m > GRID_YZ_MAX:
                 check_grid(launcher, args)
             launcher(*args, stream=stream)
-            if launched is not None and A.obj is a and B.obj is b and K_op is None:
-                bound = launcher.bind(args, 3)
-                if bound is not None:
-                    launched.append(bound)
+            if launched is not None and A.obj is a and B.obj is b:
+                _bind(launched, launcher, args, K_op is not None)
             return C.obj, (K_op.obj if K_op is not None else None)
         memory = Memory(backend, host_memory, stream)
         result = _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), memory, stream, m)
-        if launched is not None and not memory.staged and A.obj is a and B.obj is b and K_op is None:
-            bound = launcher.bind(memory.args, 3)  # device arrays used in place: the launch can be kept
-            if bound is not None:
-                launched.append(bound)
+        if launched is not None and not memory.staged and A.obj is a and B.obj is b:
+            _bind(launched, launcher, memory.args, K_op is not None)  # device arrays used in place
         return result
 
     def _empty(self, C: Operand, K_op: Operand | None, semiring: str, k: int) -> tuple[Any, Any]:
@@ -304,65 +306,6 @@ class Tropical:
             if K_op is not None:
                 fill(K_op, -1)
         return C.obj, (K_op.obj if K_op is not None else None)
-
-    def _backward(self, grad_c: Any, k: Any, a: Any, b: Any, semiring: Any, stream: Any) -> tuple[Any, Any]:
-        library = self.library
-        spec = semiring_spec(library, semiring)
-        if spec.get("counting") or spec["add"] not in ("max", "min") or spec["mul"] not in ("add", "mul"):
-            msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
-            raise ArgumentError(msg)
-        A, B = as_operand(a, "a"), as_operand(b, "b")
-        G, Kop = as_operand(grad_c, "grad_c"), as_operand(k, "k")
-        device = device_of(A, "a", library)
-        for op, name in ((B, "b"), (G, "grad_c"), (Kop, "k")):
-            if op.device != A.device:
-                device_of(op, name, library)
-        same(A, B, "b")
-        same(A, G, "grad_c")
-        stream = stream_handle(stream, A)
-        backend = library.backend_on(device)
-        host_memory = on_host_memory(backend)
-        Memory(backend, host_memory).check(A, "a")
-        if not host_memory:
-            A, B, G, Kop = (stageable(op, n) for op, n in ((A, "a"), (B, "b"), (G, "grad_c"), (Kop, "k")))
-        A, B, (batch_a, batch_b, m, kk, n, sa, sb, lda, ldb) = pair(A, B, False)
-        batched = batch_a is not None or batch_b is not None
-        batch = (batch_a if batch_a is not None else batch_b) or 0
-        lead = (batch,) if batched else ()
-        G, batch_g, gm, gn, sg, ldgc = matrix(G, "grad_c", False)
-        if (gm, gn) != (m, n) or batch_g != (batch if batched else None):
-            msg = f"grad_c: shape {G.shape} does not match the product's {(*lead, m, n)}"
-            raise ArgumentError(msg)
-        if Kop.dtype != "i32" or Kop.shape != (*lead, m, n) or Kop.device != A.device:
-            msg = f"k: expected the int32 {(*lead, m, n)} array matmul_argmax returned on {A.device}, got {Kop.dtype} {Kop.shape} on {Kop.device}"
-            raise ArgumentError(msg)
-        Kop, _, _, _, sk, ldk = matrix(Kop, "k", False)
-        variant = "batched" if batched else "single"
-        launchers = [self._launcher(semiring, A.dtype, p, variant, device, stream) for p in ("backward_a", "backward_b")]
-        grads = [as_operand(zeros_like_kind(op, op.shape, A.dtype), name) for op, name in ((A, "grad_A"), (B, "grad_B"))]
-        if not (m and n and kk and (batch or not batched)):
-            return grads[0].obj, grads[1].obj  # no term, no gradient: zeros, no launch
-        check_batch(batch)
-        values = {"M": m, "N": n, "K": kk, "lda": lda, "ldb": ldb, "ldgc": ldgc, "ldk": ldk, "batch": batch}
-        values.update(ldga=kk, ldgb=n, batch_stride_grad_C=sg, batch_stride_Kstar=sk)
-        values.update(batch_stride_A=sa if batch_a is not None else 0, batch_stride_B=sb if batch_b is not None else 0)
-        values.update(batch_stride_grad_A=m * kk if batch_a is not None else 0)
-        values.update(batch_stride_grad_B=kk * n if batch_b is not None else 0)
-        for launcher, grad, target in zip(launchers, grads, ("grad_A", "grad_B")):
-            memory = Memory(backend, host_memory, stream)
-            try:
-                values["grad_C"] = memory.pointer(G, "grad_c")
-                values["Kstar"] = memory.pointer(Kop, "k")
-                values["A"] = memory.pointer(A, "a")
-                values["B"] = memory.pointer(B, "b")
-                values[target] = memory.pointer(grad, target, result=True, zeroed=True)
-                args = [values[p] for p in launcher.params]
-                if m > GRID_YZ_MAX:
-                    check_grid(launcher, tuple(args))
-                launcher(*args, stream=stream)
-            finally:
-                memory.finish()
-        return grads[0].obj, grads[1].obj
 
     # --- packed bool -------------------------------------------------------------
 
@@ -414,6 +357,26 @@ class Tropical:
         sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
         backend = self.library.backend_on(device)
         return _launch(launcher, pick, sizes, (A, B, C, K_op), ("pa", "pb"), Memory(backend, on_host_memory(backend), stream), stream, m)
+
+
+def _as_op_kernel(call: Any, *args: Any) -> Any:
+    """``call(*args)`` marked as an op's kernel (``_torch_route.inside_op``), so
+    that tensors reaching the call path run the product instead of the op."""
+    inside_op.active = True
+    try:
+        return call(*args)
+    finally:
+        inside_op.active = False
+
+
+def _bind(launched: list[Any], launcher: Any, args: Any, with_k: bool) -> None:
+    """Append the launch bound to ``args``' sizes, taking the pointers (A, B, C
+    and k* for argmax), where the kernel's parameters lead with them."""
+    leading = ("A", "B", "C", "Kstar") if with_k else ("A", "B", "C")
+    if tuple(launcher.params[: len(leading)]) == leading:
+        bound = launcher.bind(args, len(leading))
+        if bound is not None:
+            launched.append(bound)
 
 
 def _launch(

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "device_of", "matrix", "output", "pair", "same", "stream_handle",
+    "GRID_YZ_MAX", "INT32_MAX", "check_batch", "check_grid", "device_of", "matrix", "output", "pair", "same", "semiring_spec",
+    "stream_handle",
 ]  # fmt: skip
 
 # M, N, K and the batch are int parameters of the kernels.
@@ -207,3 +208,16 @@ def stream_handle(stream: Any, op: Operand) -> int:
             return value
     msg = f"stream: expected None, an int stream handle or a torch/CuPy/pycuda stream, got {echo(stream)}"
     raise ArgumentTypeError(msg)
+
+
+def semiring_spec(library: Any, semiring: Any) -> dict[str, Any]:
+    """The index's entry for ``semiring``; one line naming the known ones if there is none."""
+    table = library.index["semirings"]
+    if type(semiring) is not str:
+        msg = f"semiring: expected a semiring name (str) such as 'maxplus' (known: {', '.join(table)}), got {echo(semiring)}"
+        raise ArgumentTypeError(msg)
+    spec = table.get(semiring)
+    if spec is None:
+        msg = f"semiring: unknown {echo(semiring)} (known: {', '.join(table)})"
+        raise ArgumentError(msg)
+    return spec

@@ -1,9 +1,10 @@
 """Which call plan a launched product leaves, and where its handle keeps it.
 
-A ``Tropical`` handle has two entries that plans sit in front of: ``_matmul``
-(the public ``matmul``, NumPy arrays: ``_plan``) and ``op_matmul`` (the
-aotc:: ops' kernel, tensors: ``_torch_plan``). Each starts as its full path;
-the first plan kept puts the plan lookup in front of it, once.
+A ``Tropical`` handle has entries that plans sit in front of: ``_matmul``
+(the public ``matmul``, NumPy arrays: ``_plan``), and ``op_matmul``,
+``op_matmul_argmax`` and ``op_matmul_backward`` (the aotc:: ops' kernels,
+tensors: ``_torch_plan``). Each starts as its full path; the first plan kept
+puts the plan lookup in front of it, once.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ from __future__ import annotations
 import sys
 
 from aotc.tropical._plan import MAX_PLANS, make_plan, planned_matmul
-from aotc.tropical._torch_plan import make_torch_plan, planned_op_matmul
+from aotc.tropical._torch_plan import (
+    make_argmax_plan,
+    make_backward_plan,
+    make_torch_plan,
+    planned_op_argmax,
+    planned_op_backward,
+    planned_op_matmul,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,27 +27,61 @@ if TYPE_CHECKING:
 
     from aotc.runtime.launcher import BoundLaunch
 
-__all__ = ["keep_plan"]
+__all__ = ["keep_argmax_plan", "keep_backward_plan", "keep_plan"]
 
 
 def keep_plan(api: Any, a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaunch) -> None:
     """Keep the plan of the forward product ``api`` just launched in place, if one fits."""
     torch = sys.modules.get("torch")
     tensors = torch is not None and isinstance(a, torch.Tensor)
-    library = api.library
-    if (not tensors or a.device.type == "cpu") and library.device is None and library.backend.device_count() > 1:
-        return  # host arrays run on the current device, which may change: the launch is bound to one
-    if tensors:
-        made, plans = make_torch_plan(torch, a, b, semiring, out, c, launch), api._op_plans  # noqa: SLF001
-    else:
-        made, plans = make_plan(a, b, semiring, out, c, launch), api._call_plans  # noqa: SLF001
-    if made is None:
+    if not _bound_to_its_device(api, a if tensors else None):
         return
+    if tensors:
+        if _keep(api._op_plans, make_torch_plan(torch, a, b, semiring, out, c, launch)):  # noqa: SLF001
+            if api.op_matmul == api._full_op_matmul:  # noqa: SLF001 - the first plan: put the lookup in front
+                api.op_matmul = planned_op_matmul(api._op_plans, api._full_op_matmul)  # noqa: SLF001
+    elif _keep(api._call_plans, make_plan(a, b, semiring, out, c, launch)):  # noqa: SLF001 - a NumPy plan
+        if api._matmul == api._full_matmul:  # noqa: SLF001
+            api._matmul = planned_matmul(type(a), api._call_plans, api._full_matmul)  # noqa: SLF001
+
+
+def keep_argmax_plan(api: Any, a: Any, b: Any, semiring: str, c: Any, k: Any, launch: BoundLaunch) -> None:
+    """Keep the plan of the argmax product an op's kernel just launched in place on tensors."""
+    if not _bound_to_its_device(api, a):
+        return
+    if _keep(api._op_argmax_plans, make_argmax_plan(sys.modules["torch"], a, b, semiring, c, k, launch)):  # noqa: SLF001
+        if api.op_matmul_argmax == api._full_op_argmax:  # noqa: SLF001
+            api.op_matmul_argmax = planned_op_argmax(api._op_argmax_plans, api._full_op_argmax)  # noqa: SLF001
+
+
+def keep_backward_plan(
+    api: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: str, grads: tuple[Any, Any], launches: list[BoundLaunch]
+) -> None:
+    """Keep the plan of the backward product an op's kernel just launched in place on tensors."""
+    if not _bound_to_its_device(api, a):
+        return
+    made = make_backward_plan(sys.modules["torch"], grad_c, k, a, b, semiring, grads, launches)
+    if _keep(api._op_backward_plans, made):  # noqa: SLF001
+        if api.op_matmul_backward == api._full_op_backward:  # noqa: SLF001
+            api.op_matmul_backward = planned_op_backward(api._op_backward_plans, api._full_op_backward)  # noqa: SLF001
+
+
+def _bound_to_its_device(api: Any, tensor: Any) -> bool:
+    """Whether a plan's launch, bound to one device, stays right: a CUDA tensor
+    says its device (and the key holds it); host arrays run on the current
+    device, which may change, unless the backend presents one device or the
+    library is pinned to one."""
+    if tensor is not None and tensor.device.type != "cpu":
+        return True
+    library = api.library
+    return library.device is not None or library.backend.device_count() <= 1
+
+
+def _keep(plans: dict[tuple[Any, ...], Any], made: tuple[tuple[Any, ...], Any] | None) -> bool:
+    """Put ``made`` (key, plan) into ``plans``; False where there is none."""
+    if made is None:
+        return False
     if len(plans) >= MAX_PLANS:
         plans.clear()  # a job that sees more shapes than this starts over
     key, plans[key] = made
-    if tensors:
-        if api.op_matmul == api._full_op_matmul:  # noqa: SLF001 - the first plan: put the lookup in front
-            api.op_matmul = planned_op_matmul(plans, api._full_op_matmul)  # noqa: SLF001
-    elif api._matmul == api._full_matmul:  # noqa: SLF001
-        api._matmul = planned_matmul(type(a), plans, api._full_matmul)  # noqa: SLF001
+    return True

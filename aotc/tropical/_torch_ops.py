@@ -133,7 +133,7 @@ def _(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor) -> None:
 
 
 def _matmul_argmax(a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
-    return call_back(handle(library).matmul_argmax, a, b, semiring)
+    return handle(library).op_matmul_argmax(a, b, semiring)
 
 
 @_define("tropical_matmul_argmax(Tensor a, Tensor b, str semiring, str library) -> (Tensor, Tensor)", _matmul_argmax)
@@ -160,7 +160,7 @@ def _(a: Tensor, b: Tensor, semiring: str, library: str, out: Tensor, k_out: Ten
 
 
 def _matmul_backward(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
-    return call_back(handle(library).matmul_backward, grad_c, k, a, b, semiring)
+    return handle(library).op_matmul_backward(grad_c, k, a, b, semiring)
 
 
 @_define(
@@ -174,6 +174,9 @@ def _(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: s
 
 # --- autograd -------------------------------------------------------------------------
 
+_BACKWARD = torch.ops.aotc.tropical_matmul_backward.default
+_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd  # noqa: SLF001 - see _backward_op
+
 
 def _keep_k(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
     a, b, semiring, library = inputs
@@ -181,9 +184,20 @@ def _keep_k(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) ->
     ctx.semiring, ctx.library = semiring, library
 
 
+def _backward_op(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
+    """The backward op, as an autograd formula calls it. An ordinary backward
+    pass runs with grad mode off (no double backward asked): then the op's own
+    autograd layer would only redispatch, so eager calls enter below it (as
+    ``_torch`` does for forward calls). Traced and create_graph calls go through it."""
+    if torch.is_grad_enabled() or torch.compiler.is_compiling():
+        return _BACKWARD(grad_c, k, a, b, semiring, library)
+    with _BELOW_AUTOGRAD():
+        return _BACKWARD(grad_c, k, a, b, semiring, library)
+
+
 def _through_k(ctx: Any, grad_c: Tensor, grad_k: Any) -> tuple[Tensor | None, Tensor | None, None, None]:
     a, b, k = ctx.saved_tensors
-    grad_a, grad_b = torch.ops.aotc.tropical_matmul_backward(grad_c.contiguous(), k, a, b, ctx.semiring, ctx.library)
+    grad_a, grad_b = _backward_op(grad_c.contiguous(), k, a, b, ctx.semiring, ctx.library)
     return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None, None)
 
 
@@ -201,7 +215,7 @@ def _recomputing_k(ctx: Any, grad_c: Tensor) -> tuple[Tensor | None, Tensor | No
     # tropical.matmul() calls the argmax op instead when gradients are wanted.
     a, b = ctx.saved_tensors
     _, k = torch.ops.aotc.tropical_matmul_argmax(a, b, ctx.semiring, ctx.library)
-    grad_a, grad_b = torch.ops.aotc.tropical_matmul_backward(grad_c.contiguous(), k, a, b, ctx.semiring, ctx.library)
+    grad_a, grad_b = _backward_op(grad_c.contiguous(), k, a, b, ctx.semiring, ctx.library)
     return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None, None)
 
 

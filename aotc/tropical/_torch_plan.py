@@ -1,15 +1,19 @@
-"""Call plans for PyTorch tensors: the ``aotc::tropical_matmul`` ops' kernel on a repeat call.
+"""Call plans for PyTorch tensors: the ``aotc::`` ops' kernels on a repeat call.
 
-The ops' kernel (``_torch_ops``) runs ``Tropical.op_matmul``. Its first call
-with given shapes takes the full call path; where that used the tensors in
-place (no copy, no staging), the launch it made is kept, keyed like NumPy's
-plans (``_plan``) plus each tensor's device. A later call with equal facts
-reads three data pointers, checks that ``out`` is clear of both inputs'
-bytes, and launches on the device's current stream. Tensors are always
-writable, so there is no writability check.
+The ops' kernels (``_torch_ops``) run the handle's ``op_matmul``,
+``op_matmul_argmax`` and ``op_matmul_backward``. The first call with given
+shapes takes the full call path; where that used the tensors in place (no
+copy, no staging), the launches it made are kept, keyed like NumPy's plans
+(``_plan``) plus each tensor's device (``tensor_key``). A later call with
+equal facts reads the data pointers, allocates its results, checks that an
+``out`` is clear of both inputs' bytes, and launches on the device's current
+stream. Tensors are always writable, so there is no writability check; the
+argmax and backward plans allocate every result, so they have no check at all.
+A training step (argmax forward while autograd records, then backward) runs
+on plans from its second step.
 
 Nothing here imports torch: a plan calls the tensors' own methods, and the
-stream reader is handed in by the caller (``current_stream``).
+caller hands in the torch module.
 """
 
 from __future__ import annotations
@@ -28,7 +32,19 @@ if TYPE_CHECKING:
     # op_matmul(a, b, semiring, out), positional
     OpEntry = Callable[[Any, Any, Any, Any], Any]
 
-__all__ = ["current_stream", "make_torch_plan", "planned_op_matmul"]
+__all__ = [
+    "current_stream", "make_argmax_plan", "make_backward_plan", "make_torch_plan", "planned_op_argmax",
+    "planned_op_backward", "planned_op_matmul", "tensor_key",
+]  # fmt: skip
+
+
+def tensor_key(semiring: str, *tensors: Any) -> tuple[Any, ...]:
+    """A plan's key: the semiring, then each tensor's shape, strides, dtype and
+    device. The forward entries spell it out inline (a call level less)."""
+    key: list[Any] = [semiring]
+    for t in tensors:
+        key += (t.shape, t.stride(), t.dtype, t.device)
+    return tuple(key)
 
 
 def planned_op_matmul(plans: dict[tuple[Any, ...], Plan], full: OpEntry) -> OpEntry:
@@ -54,6 +70,26 @@ def planned_op_matmul(plans: dict[tuple[Any, ...], Plan], full: OpEntry) -> OpEn
     return op_matmul
 
 
+def planned_op_argmax(plans: dict[tuple[Any, ...], Any], full: Callable[[Any, Any, str], Any]) -> Callable[[Any, Any, str], Any]:
+    """``op_matmul_argmax(a, b, semiring)`` through the plan keyed by its tensors, else ``full``."""
+
+    def op_matmul_argmax(a: Any, b: Any, semiring: str) -> Any:
+        plan = plans.get((semiring, a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device))
+        return plan(a, b) if plan is not None else full(a, b, semiring)
+
+    return op_matmul_argmax
+
+
+def planned_op_backward(plans: dict[tuple[Any, ...], Any], full: Callable[..., Any]) -> Callable[..., Any]:
+    """``op_matmul_backward(grad_c, k, a, b, semiring)`` through the plan keyed by its tensors, else ``full``."""
+
+    def op_matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str) -> Any:
+        plan = plans.get(tensor_key(semiring, grad_c, k, a, b))
+        return plan(grad_c, k, a, b) if plan is not None else full(grad_c, k, a, b, semiring)
+
+    return op_matmul_backward
+
+
 def current_stream(torch: Any, device: Any) -> Callable[[], int] | None:
     """A reader of ``device``'s current CUDA stream handle, or None for a CPU
     device (the emulator's stream is 0). ``_cuda_getCurrentRawStream`` is what
@@ -77,9 +113,7 @@ def make_torch_plan(
     tensor = torch.Tensor
     if type(a) is not tensor or type(b) is not tensor or type(c) is not tensor or (out is not None and out is not c):
         return None
-    key: tuple[Any, ...] = (semiring, a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device)
-    if out is not None:
-        key += (out.shape, out.stride(), out.dtype, out.device)
+    key = tensor_key(semiring, a, b) if out is None else tensor_key(semiring, a, b, out)
     A, B, C = as_operand(a, "a"), as_operand(b, "b"), as_operand(c, "out")
     (a_low, a_high), (b_low, b_high), (c_low, c_high) = (
         span(A, a.element_size()), span(B, b.element_size()), span(C, c.element_size())
@@ -108,3 +142,45 @@ def _plan(
         return out
 
     return plan
+
+
+def make_argmax_plan(torch: Any, a: Any, b: Any, semiring: str, c: Any, k: Any, bound: BoundLaunch) -> tuple[tuple[Any, ...], Any] | None:
+    """``(key, plan)`` for the argmax product the ops' kernel just launched in
+    place: the plan allocates the product and k* and launches. It has no
+    per-call check: both results are new, so nothing can overlap."""
+    tensor = torch.Tensor
+    if type(a) is not tensor or type(b) is not tensor:
+        return None
+    launch, function, launch_shape, pack, tail = bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail
+    shape, k_shape, int32, stream = tuple(c.shape), tuple(k.shape), k.dtype, current_stream(torch, c.device)
+
+    def plan(a: Any, b: Any) -> tuple[Any, Any]:
+        c, k = a.new_empty(shape), a.new_empty(k_shape, dtype=int32)
+        launch(function, launch_shape, stream() if stream is not None else 0, pack(a.data_ptr(), b.data_ptr(), c.data_ptr(), k.data_ptr()) + tail)
+        return c, k
+
+    return tensor_key(semiring, a, b), plan
+
+
+def make_backward_plan(
+    torch: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: str, grads: tuple[Any, Any], bound: list[BoundLaunch]
+) -> tuple[tuple[Any, ...], Any] | None:
+    """``(key, plan)`` for the backward product the ops' kernel just launched
+    in place: the plan allocates both gradients zeroed and runs backward_a and
+    backward_b (``_backward``: pointers grad_C, k*, B or A, the gradient)."""
+    tensor = torch.Tensor
+    if any(type(t) is not tensor for t in (grad_c, k, a, b)):
+        return None
+    (launch_a, function_a, shape_a, pack_a, tail_a), (launch_b, function_b, shape_b, pack_b, tail_b) = (
+        (x.launch, x.function, x.shape, x.pack_head, x.tail) for x in bound
+    )  # fmt: skip
+    grad_a_shape, grad_b_shape, stream = tuple(grads[0].shape), tuple(grads[1].shape), current_stream(torch, a.device)
+
+    def plan(grad_c: Any, k: Any, a: Any, b: Any) -> tuple[Any, Any]:
+        grad_a, grad_b = a.new_zeros(grad_a_shape), b.new_zeros(grad_b_shape)  # b's dtype and device are a's: keyed
+        pg, pk, on = grad_c.data_ptr(), k.data_ptr(), stream() if stream is not None else 0
+        launch_a(function_a, shape_a, on, pack_a(pg, pk, b.data_ptr(), grad_a.data_ptr()) + tail_a)
+        launch_b(function_b, shape_b, on, pack_b(pg, pk, a.data_ptr(), grad_b.data_ptr()) + tail_b)
+        return grad_a, grad_b
+
+    return tensor_key(semiring, grad_c, k, a, b), plan

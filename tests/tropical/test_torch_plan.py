@@ -111,6 +111,46 @@ def test_the_plans_are_per_library_handle(other: object) -> None:  # noqa: F811 
     assert len(api._op_plans) == 1  # noqa: SLF001
 
 
+def test_a_training_step_repeats_through_the_argmax_and_backward_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Forward while autograd records runs the argmax op; backward runs the backward op.
+    api = tropical._api()  # noqa: SLF001
+    generator = torch.Generator().manual_seed(3)
+
+    def step() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        # Distinct values: no ties, so the gradients are exact.
+        a = (torch.randperm(2 * 6 * 5, generator=generator).float() / 7).reshape(2, 6, 5).requires_grad_()
+        b = (torch.randperm(5 * 4, generator=generator).float() / 3).reshape(5, 4).requires_grad_()
+        c = tropical.matmul(a, b)
+        c.backward(torch.arange(2 * 6 * 4, dtype=torch.float32).reshape(2, 6, 4))
+        return a, b, c, a.grad
+
+    def check(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+        want_c, k = reference.matmul_argmax(a.detach().numpy(), b.detach().numpy(), "maxplus")
+        np.testing.assert_array_equal(c.detach().numpy(), want_c)
+        grad_c = np.arange(2 * 6 * 4, dtype=np.float32).reshape(2, 6, 4)
+        want_a, want_b = reference.matmul_backward(grad_c, k, a.detach().numpy(), b.detach().numpy(), "maxplus")
+        np.testing.assert_array_equal(a.grad.numpy(), want_a)
+        np.testing.assert_array_equal(b.grad.numpy(), want_b)
+
+    argmax_before, backward_before = len(api._op_argmax_plans), len(api._op_backward_plans)  # noqa: SLF001
+    a, b, c, _ = step()
+    check(a, b, c)
+    assert len(api._op_argmax_plans) == argmax_before + 1  # noqa: SLF001
+    assert len(api._op_backward_plans) == backward_before + 1  # noqa: SLF001
+    # From here on a step that left its plans for the full paths would fail.
+    monkeypatch.setattr(api, "_product", lambda *args: pytest.fail("forward took the full path"))
+    monkeypatch.setattr(_call_module(), "backward_product", lambda *args: pytest.fail("backward took the full path"))
+    for _ in range(2):
+        a, b, c, _ = step()
+        check(a, b, c)
+
+
+def _call_module() -> object:
+    from aotc.tropical import _call
+
+    return _call
+
+
 @pytest.mark.gpu
 def test_cuda_tensors_are_planned_and_launch_on_torchs_current_stream() -> None:
     if not torch.cuda.is_available():
@@ -133,3 +173,24 @@ def test_cuda_tensors_are_planned_and_launch_on_torchs_current_stream() -> None:
     side.synchronize()
     np.testing.assert_array_equal(c.cpu().numpy(), _expected(a2.cpu(), b.cpu()))
     np.testing.assert_array_equal(out.cpu().numpy(), c.cpu().numpy())
+
+
+@pytest.mark.gpu
+def test_cuda_training_steps_through_the_plans_match_the_reference() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: CUDA tensors need a GPU")
+    from aotc.runtime.library import load
+
+    api = tropical.over(load("tropical"))
+    for seed in range(3):  # the first step makes the plans, the others use them
+        generator = torch.Generator().manual_seed(seed)
+        a = (torch.randperm(3 * 40 * 24, generator=generator).float() / 7).reshape(3, 40, 24)
+        b = (torch.randperm(24 * 50, generator=generator).float() / 3).reshape(24, 50)
+        ga, gb = a.cuda().requires_grad_(), b.cuda().requires_grad_()
+        grad_c = torch.randn(3, 40, 50, generator=generator)
+        api.matmul(ga, gb).backward(grad_c.cuda())
+        _, k = reference.matmul_argmax(a.numpy(), b.numpy(), "maxplus")
+        want_a, want_b = reference.matmul_backward(grad_c.numpy(), k, a.numpy(), b.numpy(), "maxplus")
+        np.testing.assert_allclose(ga.grad.cpu().numpy(), want_a, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(gb.grad.cpu().numpy(), want_b, rtol=1e-5, atol=1e-5)
+    assert api._op_argmax_plans and api._op_backward_plans  # noqa: SLF001

@@ -11,6 +11,13 @@ left exactly as found. Streams are pycuda ``Stream`` objects, or 0/None.
 Launches go through ``Function._launch_kernel``, the method pycuda's own
 ``Function.__call__`` ends in: it takes one packed parameter buffer and
 passes it to ``cuLaunchKernel`` as ``CU_LAUNCH_PARAM_BUFFER_POINTER``.
+
+Two questions pycuda has no call for are asked of the same libcuda through
+cuda-bindings (a dependency of aotc's wheel): which device a pointer's
+memory is on (``cuPointerGetAttribute``, for arrays that do not say), and
+whether a stream is being captured into a CUDA graph (``cuStreamIsCapturing``).
+Without cuda-bindings the answers are "unknown device" and "not capturing",
+the base backend's.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ class PyCudaBackend(BackendBase):
     image_format: ClassVar[str] = "fatbin"
     memory: ClassVar[str] = "device"
 
-    def __init__(self, ordinal: int = 0) -> None:
+    def __init__(self, ordinal: int = 0, *, bindings: Any = None) -> None:
         if importlib.util.find_spec("pycuda") is None:
             msg = "the pycuda backend needs pycuda: pip install 'aotc[pycuda]'"
             raise BackendError(msg)
@@ -42,6 +49,7 @@ class PyCudaBackend(BackendBase):
         self._cuda: Any = None
         self._context: Any = None
         self._allocations: dict[int, Any] = {}
+        self._bindings = bindings  # cuda.bindings.driver, found on first need; tests hand in a fake
 
     def driver_version(self) -> int:
         cuda = _driver_module()
@@ -139,6 +147,37 @@ class PyCudaBackend(BackendBase):
 
     def synchronize(self) -> None:
         self._guard("synchronize", self._cuda.Context.synchronize)
+
+    def pointer_device(self, pointer: int) -> int | None:
+        cu = self._driver_bindings()
+        if cu is None:
+            return None
+        self.device()  # cuInit, through pycuda
+        attribute = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        err, value = cu.cuPointerGetAttribute(attribute, cu.CUdeviceptr(pointer))
+        # Host memory the driver does not know is no device's; a stale pointer neither.
+        return int(value) if err == cu.CUresult.CUDA_SUCCESS else None
+
+    def is_capturing(self, stream: Any) -> bool:
+        cu = self._driver_bindings()
+        if cu is None:
+            return False
+        handle = stream if isinstance(stream, int) else getattr(stream, "handle", 0)  # a pycuda Stream
+        err, status = self._in_context(cu.cuStreamIsCapturing, handle or 0)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            msg = f"cuStreamIsCapturing failed: {err!r}"
+            raise BackendError(msg)
+        return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+    def _driver_bindings(self) -> Any:
+        if self._bindings is None:
+            try:
+                from cuda.bindings import driver
+            except ImportError:
+                self._bindings = False
+            else:
+                self._bindings = driver
+        return self._bindings or None
 
 
 def _one_line(exc: BaseException) -> str:
