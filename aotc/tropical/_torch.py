@@ -15,7 +15,13 @@ without autograd, which is refused rather than silently dropped).
 In eager mode, a call that autograd does not record enters the ops below the
 autograd key (``_AutoDispatchBelowAutograd``): that is where the ops' own
 autograd kernel would send it, and skipping that Python layer saves about
-3.5 us a call. A traced call (torch.compile) calls the ops plainly.
+3.5 us a call. A call that autograd records runs the argmax op inside
+``_ArgmaxProduct``, an ``autograd.Function`` with the same formula the op's
+own autograd has (``_torch_ops.keep_k``, ``through_k``): it costs about half
+of what ``register_autograd``'s layer does per call (RESULTS.md). A traced
+call (torch.compile) calls the ops plainly, with the autograd registered on
+them. (torch.func transforms work with neither: PyTorch 2.13's
+``register_autograd`` layer is itself an old-style Function.)
 """
 
 from __future__ import annotations
@@ -33,8 +39,35 @@ __all__ = ["matmul", "matmul_argmax", "matmul_backward"]
 _ops = torch.ops.aotc
 _matmul = _ops.tropical_matmul.default  # the overloads themselves: no overload resolution per call
 _matmul_out = _ops.tropical_matmul_out.default
+_argmax = _ops.tropical_matmul_argmax.default
 _below_autograd = torch._C._AutoDispatchBelowAutograd  # noqa: SLF001 - see the module docstring
 _compiling = torch.compiler.is_compiling
+
+
+class _ArgmaxProduct(torch.autograd.Function):
+    """``(c, k*)`` with gradients to a and b, for eager calls autograd records.
+    The older ``forward(ctx, ...)`` form: with ``setup_context`` each call
+    costs about twice as much here (torch 2.13)."""
+
+    @staticmethod
+    def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, library: str) -> tuple[torch.Tensor, torch.Tensor]:
+        with _below_autograd():  # this Function is the autograd: the op's own layer would be a second
+            c, k = _argmax(a, b, semiring, library)
+        _torch_ops.keep_k(ctx, (a, b, semiring, library), (c, k))
+        ctx.mark_non_differentiable(k)
+        return c, k
+
+    @staticmethod
+    def backward(ctx: Any, grad_c: torch.Tensor, grad_k: Any) -> tuple[Any, ...]:
+        return _torch_ops.through_k(ctx, grad_c, grad_k)
+
+
+def _argmax_recorded(a: torch.Tensor, b: torch.Tensor, semiring: str, library: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The argmax op while autograd records: through ``_ArgmaxProduct`` in
+    eager mode, through the op's registered autograd when traced."""
+    if _compiling():
+        return _ops.tropical_matmul_argmax(a, b, semiring, library)
+    return _ArgmaxProduct.apply(a, b, semiring, library)
 
 
 def _records(*tensors: torch.Tensor) -> bool:
@@ -63,7 +96,7 @@ def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, 
     library = library_key(api)
     if records:
         _refuse("out", out is not None)
-        return _ops.tropical_matmul_argmax(a, b, semiring, library)[0]
+        return _argmax_recorded(a, b, semiring, library)[0]
     if _compiling():
         if out is None:
             return _matmul(a, b, semiring, library)
@@ -85,7 +118,12 @@ def matmul_argmax(
         return _torch_ops.call_back(api.matmul_argmax, a, b, semiring, out=out, k_out=k_out, stream=stream)
     library = library_key(api)
     if out is None and k_out is None:
-        return _ops.tropical_matmul_argmax(a, b, semiring, library)
+        if records:
+            return _argmax_recorded(a, b, semiring, library)
+        if _compiling():
+            return _argmax(a, b, semiring, library)
+        with _below_autograd():
+            return _argmax(a, b, semiring, library)
     _refuse("out" if out is not None else "k_out", records)
     if out is None or k_out is None:  # one of the two given: the other is allocated here
         shape, k_shape = _torch_ops.result_shapes(a, b, semiring, library)

@@ -39,7 +39,7 @@ from torch import Tensor
 from aotc.errors import ArgumentError, echo
 from aotc.tropical._torch_route import handle, inside_op
 
-__all__ = ["call_back", "result_shapes"]
+__all__ = ["call_back", "keep_k", "result_shapes", "through_k"]
 
 # The ops live as long as this object: the module keeps it for the process.
 _LIBRARY = torch.library.Library("aotc", "DEF")
@@ -178,7 +178,7 @@ _BACKWARD = torch.ops.aotc.tropical_matmul_backward.default
 _BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd  # noqa: SLF001 - see _backward_op
 
 
-def _keep_k(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
+def keep_k(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
     a, b, semiring, library = inputs
     ctx.save_for_backward(a, b, output[1])
     ctx.semiring, ctx.library = semiring, library
@@ -195,13 +195,13 @@ def _backward_op(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str,
         return _BACKWARD(grad_c, k, a, b, semiring, library)
 
 
-def _through_k(ctx: Any, grad_c: Tensor, grad_k: Any) -> tuple[Tensor | None, Tensor | None, None, None]:
+def through_k(ctx: Any, grad_c: Tensor, grad_k: Any) -> tuple[Tensor | None, Tensor | None, None, None]:
     a, b, k = ctx.saved_tensors
     grad_a, grad_b = _backward_op(grad_c.contiguous(), k, a, b, ctx.semiring, ctx.library)
     return (grad_a if ctx.needs_input_grad[0] else None, grad_b if ctx.needs_input_grad[1] else None, None, None)
 
 
-_autograd("tropical_matmul_argmax", _through_k, _keep_k)
+_autograd("tropical_matmul_argmax", through_k, keep_k)
 
 
 def _keep_operands(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:

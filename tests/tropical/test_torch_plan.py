@@ -194,3 +194,4 @@ def test_cuda_training_steps_through_the_plans_match_the_reference() -> None:
         np.testing.assert_allclose(ga.grad.cpu().numpy(), want_a, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(gb.grad.cpu().numpy(), want_b, rtol=1e-5, atol=1e-5)
     assert api._op_argmax_plans and api._op_backward_plans  # noqa: SLF001
+
