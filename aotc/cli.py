@@ -111,7 +111,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_warm(args: argparse.Namespace) -> int:
-    from aotc.runtime.cache import default_cache
+    from aotc.runtime.cache import answers_cache, default_cache
     from aotc.runtime.select import jit_policy_from_env
     from aotc.runtime.warm import COMPILED, FAILED, HIT, NOT_NEEDED, plan_warm, run_warm
     from aotc.runtime.warm_report import make_report
@@ -141,7 +141,7 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 def _cmd_cache(args: argparse.Namespace) -> int:
     import warnings
 
-    from aotc.runtime.cache import default_cache
+    from aotc.runtime.cache import answers_cache, default_cache
 
     from aotc.errors import CacheWarning
 
@@ -154,7 +154,10 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             print(f"state:     {info.state}" + (f" ({info.reason})" if info.reason else ""))
             print(f"entries:   {info.entries}, {_size(info.total_bytes)} of {_size(info.max_bytes)} (AOTC_CACHE_MAX_BYTES)")
         elif args.action == "clear":
-            print(f"{cache.directory}: removed {cache.clear()} entries")
+            removed = cache.clear()
+            answers = answers_cache()  # NVRTC's answers, in a folder of the cache's own
+            extra = f" (and {answers.clear()} NVRTC answers)" if answers.directory.is_dir() else ""
+            print(f"{cache.directory}: removed {removed} entries{extra}")
         else:
             removed = cache.prune(args.max_bytes)
             info = cache.info()

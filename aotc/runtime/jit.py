@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from aotc.errors import BuildError, CacheError
-from aotc.runtime.cache import CacheKey, DiskCache, default_cache, default_cache_dir
+from aotc.runtime.cache import CacheKey, DiskCache, answers_cache, default_cache
 
 __all__ = [
     "JitResult",
@@ -47,8 +47,6 @@ _BASE_OPTIONS = ("-default-device",)
 # (its loader's wheel and conda steps, which find a file before loading it).
 _WHEEL_DIRS = (("nvidia", "cu13", "lib"), ("nvidia", "cuda_nvrtc", "lib"))
 _SONAMES = ("libnvrtc.so.13", "libnvrtc.so.12")
-# An answer is a few hundred bytes; one per libnvrtc file a machine has had.
-_ANSWERS_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ class NvrtcProbe:
         cache = key = None
         if identity is not None:
             try:
-                cache = self._cache if self._cache is not None else _answers_cache()
+                cache = self._cache if self._cache is not None else answers_cache()
             except CacheError:
                 cache = None  # no usable cache directory: ask, and keep nothing
             key = _probe_key(identity)
@@ -142,12 +140,6 @@ def locate_nvrtc() -> tuple[str, int, int] | None:
                 continue
             return os.path.realpath(path), st.st_size, st.st_mtime_ns
     return None
-
-
-def _answers_cache() -> DiskCache:
-    """NVRTC's answers get a folder of their own inside the default cache's, so
-    that the default cache's entries stay the compiled kernels (doctor counts them)."""
-    return DiskCache(default_cache_dir() / "nvrtc-answers", max_bytes=_ANSWERS_MAX_BYTES)
 
 
 def _probe_key(identity: tuple[str, int, int]) -> CacheKey:

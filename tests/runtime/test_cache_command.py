@@ -74,3 +74,15 @@ def test_a_bad_size_cap_is_one_line(run_aotc: RunAotc, tmp_path: Path) -> None:
 
 def test_an_action_is_required(run_aotc: RunAotc) -> None:
     assert run_aotc("cache").returncode == 2
+
+
+def test_clear_also_clears_nvrtcs_answers(run_aotc: RunAotc, tmp_path: Path) -> None:
+    # NVRTC's answers live in a folder of the cache's own (aotc.runtime.jit);
+    # clearing the cache must not leave them behind.
+    directory = tmp_path / "cache"
+    fill(directory, 2)
+    fill(directory / "nvrtc-answers", 1, size=200)
+    cleared = run_aotc("cache", "clear", env={"AOTC_CACHE_DIR": str(directory)})
+    assert cleared.returncode == 0, cleared.stderr
+    assert cleared.stdout.strip() == f"{directory}: removed 2 entries (and 1 NVRTC answers)"
+    assert not list(directory.rglob("*.entry"))

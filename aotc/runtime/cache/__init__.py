@@ -10,12 +10,13 @@ miss, never an exception. Standard library only.
 from __future__ import annotations
 
 from aotc.errors import CacheWarning
-from aotc.runtime.cache._defaults import default_cache, default_cache_dir
+from aotc.runtime.cache._defaults import ANSWERS_FOLDER, answers_cache, default_cache, default_cache_dir
 from aotc.runtime.cache._entry import ENTRY_SCHEMA
 from aotc.runtime.cache._key import KEY_SCHEMA, CacheKey
 from aotc.runtime.cache._store import DEFAULT_MAX_BYTES, CacheInfo, CacheStats, DiskCache
 
 __all__ = [
+    "ANSWERS_FOLDER",
     "DEFAULT_MAX_BYTES",
     "ENTRY_SCHEMA",
     "KEY_SCHEMA",
@@ -24,6 +25,7 @@ __all__ = [
     "CacheStats",
     "CacheWarning",
     "DiskCache",
+    "answers_cache",
     "default_cache",
     "default_cache_dir",
 ]

@@ -10,7 +10,14 @@ from pathlib import Path
 from aotc.errors import CacheError, echo
 from aotc.runtime.cache._store import DEFAULT_MAX_BYTES, DiskCache
 
-__all__ = ["DefaultCaches", "default_cache", "default_cache_dir", "defaults"]
+__all__ = ["ANSWERS_FOLDER", "DefaultCaches", "answers_cache", "default_cache", "default_cache_dir", "defaults"]
+
+# NVRTC's answers (version, targets) get a folder of their own inside the
+# default cache's, so that the default cache's entries stay the compiled
+# kernels (doctor counts them). An answer is a few hundred bytes; one per
+# libnvrtc file a machine has had.
+ANSWERS_FOLDER = "nvrtc-answers"
+_ANSWERS_MAX_BYTES = 1 << 20
 
 
 def default_cache_dir() -> Path:
@@ -70,3 +77,8 @@ defaults = DefaultCaches()
 def default_cache() -> DiskCache:
     """The cache the environment configures (``defaults``, the process's ``DefaultCaches``)."""
     return defaults.get()
+
+
+def answers_cache() -> DiskCache:
+    """The cache of NVRTC's answers (``aotc.runtime.jit``), beside the default cache's entries."""
+    return DiskCache(default_cache_dir() / ANSWERS_FOLDER, max_bytes=_ANSWERS_MAX_BYTES)
