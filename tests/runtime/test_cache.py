@@ -758,6 +758,30 @@ def test_a_waiting_filler_rechecks_after_taking_the_lock(tmp_path: Path) -> None
         waiter.communicate()
 
 
+def test_a_fill_lock_held_too_long_is_given_up_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Someone who can write the cache directory holds a key's lock and never lets go:
+    # a filler waits LOCK_WAIT_SECONDS, then builds without it, and says so.
+    fcntl = pytest.importorskip("fcntl", reason="flock needs fcntl (POSIX)")
+    from aotc.runtime.cache import _store
+
+    monkeypatch.setattr(_store, "LOCK_WAIT_SECONDS", 0.3)
+    cache = DiskCache(tmp_path / "cache")
+    key = make_key()
+    assert cache.info().state == "ok"
+    fd = os.open(cache.directory / f"{key.digest}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        build = CountingBuild()
+        start = time.monotonic()
+        with pytest.warns(CacheWarning, match=r"fill lock .*\.lock was held for 0\.3 s; building this entry without it$"):
+            assert cache.get_or_create(key, build) == PAYLOAD
+        assert 0.3 <= time.monotonic() - start < 10
+        assert build.calls == 1
+        assert cache.load(key) == PAYLOAD  # written all the same (temp file and rename)
+    finally:
+        os.close(fd)
+
+
 def test_module_declares_its_surface() -> None:
     assert set(cache_module.__all__) >= {"CacheKey", "DiskCache", "default_cache"}
     assert issubclass(CacheWarning, UserWarning)

@@ -50,8 +50,13 @@ _STALE_TEMP_SECONDS = 3600
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 # Lock files are opened with O_NONBLOCK too: a FIFO planted as one must not block open().
-# flock() itself still waits, as it should.
 _O_LOCK = os.O_RDWR | _O_NOFOLLOW | _O_FLAGS | getattr(os, "O_NONBLOCK", 0)
+# How long a filler waits for another's fill lock before filling without it.
+# A fill is one compile (NVRTC: under a second; the emulator's g++: seconds),
+# so a lock held this long is a stuck or hostile holder, and waiting longer
+# would stall the process. Filling without the lock is still correct (the
+# entry is written by temp file and rename); it only repeats a compile.
+LOCK_WAIT_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -266,12 +271,26 @@ class DiskCache:
             fd = os.open(self._path(key, _LOCK_SUFFIX), _O_LOCK | os.O_CREAT, 0o600)
         except OSError:
             return None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:  # e.g. ENOLCK on some network filesystems
-            os.close(fd)
-            return None
-        return fd
+        deadline, pause = time.monotonic() + LOCK_WAIT_SECONDS, 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:  # another filler holds it: poll, backing off to 0.1 s
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(pause)
+                pause = min(pause * 2, 0.1)
+            except OSError:  # e.g. ENOLCK on some network filesystems
+                os.close(fd)
+                return None
+        os.close(fd)
+        msg = (
+            f"aotc: the cache's fill lock {self._path(key, _LOCK_SUFFIX)} was held for {LOCK_WAIT_SECONDS:g} s; "
+            "building this entry without it"
+        )
+        warnings.warn(msg, CacheWarning, stacklevel=5)
+        return None
 
     def _scan(self) -> list[os.DirEntry[str]]:
         try:
