@@ -10,8 +10,9 @@ from pathlib import Path
 
 from aotc._version import __version__
 from aotc.build.index_writer import dumps, seal
-from aotc.index import SCHEMA, sha256_bytes
+from aotc.index import SCHEMA
 from conftest import RunAotc
+from index_support import TOOLKIT, kernel_entry, param
 
 MANIFEST = """\
 library: mini
@@ -51,30 +52,13 @@ def write_library(folder: Path) -> Path:
         source = f"// {name}\n".encode()
         (folder / f"{name}.fatbin").write_bytes(fatbin)
         (folder / "src" / f"{name}.cu").write_bytes(source)
-        kernels[name] = {
-            "symbol": name,
-            "family": "gemm",
-            "semiring": "maxplus",
-            "dtype": "f32",
-            "pass": "forward",
-            "variant": name,
-            "params": [{"name": "M", "ctype": "int", "kind": "i32", "pack": "i"}],
-            "launch": {
-                "block": [8, 8, 1],
-                "grid": [{"extent": "M", "tile": 64}, {"extent": "1", "tile": 1}, {"extent": "1", "tile": 1}],
-                "shared_bytes_static": 0,
-                "shared_bytes_dynamic": 0,
-            },
-            "fatbin": {"file": f"{name}.fatbin", "sha256": sha256_bytes(fatbin), "size": len(fatbin)},
-            "source": {"file": f"src/{name}.cu", "sha256": sha256_bytes(source), "size": len(source)},
-            "sass": ["80"],
-            "ptx": ["90"],
-            "resources": {"80": {"registers": 40, "spill_stores": 0}},
-        }
-    toolkit = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driver": 13000, "wheel": "aotc"}
+        kernels[name] = kernel_entry(
+            name, fatbin=fatbin, source=source, variant=name, params=[param("M", "i32")],
+            block=(8, 8, 1), grid=(("M", 64), ("1", 1), ("1", 1)), ptx=("90",),
+        )  # fmt: skip
     semirings = {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0", "counting": False}}
     index = {
-        "schema": SCHEMA, "library": "fake", "aotc_version": __version__, "toolkit": toolkit,
+        "schema": SCHEMA, "library": "fake", "aotc_version": __version__, "toolkit": TOOLKIT,
         "semirings": semirings, "kernels": kernels,
     }  # fmt: skip
     (folder / "index.json").write_bytes(dumps(seal(index)))

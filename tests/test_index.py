@@ -17,32 +17,19 @@ from aotc.errors import DamagedLibraryError, IndexFormatError, LibraryNotFoundEr
 from aotc.index import SCHEMA, LibraryIndex, sha256_bytes
 from aotc.index.files import MemberFiles
 from aotc.index.schema import canonical_json, field_checksums
+from index_support import TOOLKIT, kernel_entry, param
 
 FATBIN = b"fatbin"
 SOURCE = b"// source\n"
-TOOLKIT = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driver": 13000, "wheel": "aotc"}
 
 
 def _entry(name: str, semiring: str, pass_: str) -> dict[str, Any]:
-    return {
-        "symbol": name, "family": "gemm", "semiring": semiring, "dtype": "f32", "pass": pass_, "variant": "single",
-        "params": [
-            {"name": "A", "ctype": "const float*", "kind": "ptr", "pack": "Q"},
-            {"name": "M", "ctype": "int", "kind": "i32", "pack": "i"},
-            {"name": "lda", "ctype": "long long", "kind": "i64", "pack": "q"},
-        ],
-        "launch": {
-            "block": [8, 4, 1],
-            "grid": [{"extent": "M", "tile": 32}, {"extent": "7", "tile": 2}, {"extent": "1", "tile": 1}],
-            "shared_bytes_static": 1024,
-            "shared_bytes_dynamic": 16,
-        },
-        "fatbin": {"file": f"{name}.fatbin", "sha256": sha256_bytes(FATBIN), "size": len(FATBIN)},
-        "source": {"file": f"src/{name}.cu", "sha256": sha256_bytes(SOURCE), "size": len(SOURCE)},
-        "sass": ["80", "90a"],
-        "ptx": ["75"],
-        "resources": {"80": {"registers": 40, "spill_stores": 2}},
-    }  # fmt: skip
+    return kernel_entry(
+        name, fatbin=FATBIN, source=SOURCE, semiring=semiring, pass_=pass_,
+        params=[param("A", "ptr", "const float*"), param("M", "i32"), param("lda", "i64")],
+        block=(8, 4, 1), grid=(("M", 32), ("7", 2), ("1", 1)), shared=(1024, 16),
+        sass=("80", "90a"), ptx=("75",), spill_stores=2,
+    )  # fmt: skip
 
 
 def document(toolkit: dict[str, Any] | None = TOOLKIT) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from aotc.build.index_writer import dumps, seal
 from aotc.errors import AotcError, DamagedLibraryError, IndexFormatError, LibraryNotFoundError
-from aotc.index import MAX_INDEX_BYTES, SCHEMA, LibraryIndex, sha256_bytes
+from aotc.index import MAX_INDEX_BYTES, SCHEMA, LibraryIndex
+from index_support import kernel_entry, param
 
 WHERE = "lib/index.json"
 FATBIN = b"fatbin bytes of k1"
@@ -30,27 +31,11 @@ SOURCE = b"// source of k1\n"
 
 
 def _entry(name: str, pass_: str) -> dict[str, Any]:
-    params = [
-        {"name": "A", "ctype": "const float*", "kind": "ptr", "pack": "Q"},
-        {"name": "C", "ctype": "float*", "kind": "ptr", "pack": "Q"},
-        {"name": "M", "ctype": "int", "kind": "i32", "pack": "i"},
-        {"name": "lda", "ctype": "long long", "kind": "i64", "pack": "q"},
-    ]
-    return {
-        "symbol": name, "family": "gemm", "semiring": "maxplus", "dtype": "f32", "pass": pass_, "variant": "single",
-        "params": params,
-        "launch": {
-            "block": [16, 16, 1],
-            "grid": [{"extent": "M", "tile": 128}, {"extent": "M", "tile": 64}, {"extent": "1", "tile": 1}],
-            "shared_bytes_static": 16384,
-            "shared_bytes_dynamic": 0,
-        },
-        "fatbin": {"file": f"{name}.fatbin", "sha256": sha256_bytes(FATBIN), "size": len(FATBIN)},
-        "source": {"file": f"src/{name}.cu", "sha256": sha256_bytes(SOURCE), "size": len(SOURCE)},
-        "sass": ["80", "90a"],
-        "ptx": ["80"],
-        "resources": {"80": {"registers": 40, "spill_stores": 0}},
-    }  # fmt: skip
+    return kernel_entry(
+        name, fatbin=FATBIN, source=SOURCE, pass_=pass_,
+        params=[param("A", "ptr", "const float*"), param("C", "ptr"), param("M", "i32"), param("lda", "i64")],
+        block=(16, 16, 1), grid=(("M", 128), ("M", 64), ("1", 1)), shared=(16384, 0), sass=("80", "90a"),
+    )  # fmt: skip
 
 
 def valid_document() -> dict[str, Any]:
