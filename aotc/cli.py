@@ -111,7 +111,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _cmd_warm(args: argparse.Namespace) -> int:
-    from aotc.runtime.cache import answers_cache, default_cache
+    from aotc.runtime.cache import default_cache
     from aotc.runtime.select import jit_policy_from_env
     from aotc.runtime.warm import COMPILED, FAILED, HIT, NOT_NEEDED, plan_warm, run_warm
     from aotc.runtime.warm_report import make_report

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.tropical._arrays import Operand, as_operand, fill, zeros_like_kind
+from aotc.tropical._arrays import Operand, as_operand, fill
 from aotc.tropical._backward import backward_product
 from aotc.tropical._memory import Memory, on_host_memory, stageable
 from aotc.tropical._operands import (
@@ -26,7 +26,6 @@ from aotc.tropical._operands import (
     check_batch,
     check_grid,
     device_of,
-    matrix,
     output,
     pair,
     same,
@@ -40,7 +39,6 @@ TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropic
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.runtime.launcher import BoundLaunch
     from aotc.tropical._plan import MatmulEntry, Plan
     from aotc.tropical._torch_plan import OpEntry
 
