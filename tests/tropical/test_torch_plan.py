@@ -83,6 +83,15 @@ def test_out_is_versioned_like_torchs_own_out_ops() -> None:
         assert out._version > version  # noqa: SLF001
 
 
+def test_out_works_under_inference_mode() -> None:
+    # Inference tensors keep no version counter: the bump must not trip on them.
+    with torch.inference_mode():
+        a, b, out = torch.randn(3, 4), torch.randn(4, 2), torch.empty(3, 2)
+        for _ in range(2):
+            assert tropical.matmul(a, b, out=out) is out
+        np.testing.assert_array_equal(out.numpy(), _expected(a, b))
+
+
 def test_an_out_that_wants_gradients_is_refused_while_autograd_records() -> None:
     a, b, out = torch.randn(3, 4), torch.randn(4, 2), torch.zeros(3, 2, requires_grad=True)
     with pytest.raises(ArgumentError, match=r"^out: not supported while autograd records; call under torch.no_grad\(\)"):
