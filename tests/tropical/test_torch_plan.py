@@ -59,6 +59,29 @@ def test_the_key_tells_dtypes_and_strides_apart() -> None:
     np.testing.assert_array_equal(tropical.matmul(broadcast, b).numpy(), _expected(broadcast, b))
 
 
+LAYOUTS = {  # name -> (a, b) made from a generator: each a layout a plan must key apart
+    "2-D": lambda g: (torch.randn(7, 5, generator=g), torch.randn(5, 3, generator=g)),
+    "padded rows": lambda g: (torch.randn(7, 9, generator=g)[:, 2:7], torch.randn(5, 6, generator=g)[:, ::2].contiguous()),
+    "batched a, 2-D b": lambda g: (torch.randn(2, 7, 5, generator=g), torch.randn(5, 3, generator=g)),
+    "broadcast batch (stride 0)": lambda g: (torch.randn(1, 7, 5, generator=g).expand(3, 7, 5), torch.randn(3, 5, 3, generator=g)),
+    "f64": lambda g: (torch.randn(4, 6, generator=g, dtype=torch.float64), torch.randn(6, 2, generator=g, dtype=torch.float64)),
+    "i32": lambda g: (torch.randint(-50, 50, (4, 6), generator=g, dtype=torch.int32), torch.randint(-50, 50, (6, 2), generator=g, dtype=torch.int32)),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_repeat_of_a_layout_matches_the_reference(layout: str) -> None:
+    # The first call makes the plan; the repeats run it on new values, in place and with out=.
+    generator = torch.Generator().manual_seed(len(layout))
+    for _ in range(3):
+        a, b = LAYOUTS[layout](generator)
+        want = _expected(a, b)
+        np.testing.assert_array_equal(tropical.matmul(a, b).numpy(), want)
+        out = torch.empty(want.shape, dtype=a.dtype)
+        assert tropical.matmul(a, b, out=out) is out
+        np.testing.assert_array_equal(out.numpy(), want)
+
+
 @pytest.mark.parametrize("shared", ["a", "b"])
 def test_a_planned_call_still_refuses_an_out_sharing_memory(shared: str) -> None:
     a, b, out = torch.ones(4, 4), torch.ones(4, 4), torch.empty(4, 4)
