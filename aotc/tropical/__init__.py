@@ -158,7 +158,7 @@ def matmul_argmax(
 ) -> tuple[Any, Any]:
     """``(C, k)``: the product and, per element, the k of its best term (ties
     to the smallest k; -1 where no term beats the semiring zero)."""
-    return (_shared["api"] or _api()).matmul_argmax(a, b, semiring, out=out, k_out=k_out, stream=stream)
+    return (_shared["api"] or _api())._matmul_argmax(a, b, semiring, out, k_out, stream)  # noqa: SLF001 - as matmul
 
 
 def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None) -> tuple[Any, Any]:

@@ -39,7 +39,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropic
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.tropical._plan import MatmulEntry, Plan
+    from aotc.tropical._plan import ArgmaxEntry, MatmulEntry, Plan
     from aotc.tropical._torch_plan import OpEntry
 
 __all__ = ["PACK_MIN_K", "Tropical"]
@@ -102,6 +102,8 @@ class Tropical:
         # matmul(a, b, semiring, out, stream): the full path until a plan is made,
         # then the plan lookup in front of it (_plan.planned_matmul).
         self._matmul: MatmulEntry = self._full_matmul
+        self._argmax_plans: dict[tuple[Any, ...], Any] = {}  # matmul_argmax's, the same way
+        self._matmul_argmax: ArgmaxEntry = self._full_matmul_argmax
         # The same for tensors, as the aotc:: ops' kernels call them (_torch_plan).
         self._op_plans: dict[tuple[Any, ...], Plan] = {}
         self.op_matmul: OpEntry = self._full_op_matmul
@@ -146,7 +148,7 @@ class Tropical:
         launched: list[Any] = []
         c, k = _as_op_kernel(self._product, "argmax", a, b, semiring, None, None, None, launched)
         if launched:
-            keep_argmax_plan(self, a, b, semiring, c, k, launched[0])
+            keep_argmax_plan(self, a, b, semiring, (None, None), (c, k), launched[0])
         return c, k
 
     def _full_op_backward(self, grad_c: Any, k: Any, a: Any, b: Any, semiring: str) -> tuple[Any, Any]:
@@ -163,9 +165,17 @@ class Tropical:
     ) -> tuple[Any, Any]:
         """``(C, k)``: the product and, per element, the k of its best term (ties
         to the smallest k; -1 where no term beats the semiring zero)."""
+        return self._matmul_argmax(a, b, semiring, out, k_out, stream)
+
+    def _full_matmul_argmax(self, a: Any, b: Any, semiring: Any, out: Any, k_out: Any, stream: Any) -> tuple[Any, Any]:
+        """matmul_argmax, deciding everything from the operands."""
         if to_torch_op((a, b, out, k_out), semiring):
             return torch_calls().matmul_argmax(self, a, b, semiring, out, k_out, stream)
-        return self._product("argmax", a, b, semiring, out, k_out, stream)
+        launched: list[Any] | None = [] if stream is None else None
+        c, k = self._product("argmax", a, b, semiring, out, k_out, stream, launched)
+        if launched:
+            keep_argmax_plan(self, a, b, semiring, (out, k_out), (c, k), launched[0])
+        return c, k
 
     def matmul_backward(
         self, grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None

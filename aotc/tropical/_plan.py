@@ -38,8 +38,10 @@ if TYPE_CHECKING:
     Plan = Callable[[Any, Any, Any], Any]
     # matmul(a, b, semiring, out, stream), positional
     MatmulEntry = Callable[[Any, Any, Any, Any, Any], Any]
+    # matmul_argmax(a, b, semiring, out, k_out, stream), positional
+    ArgmaxEntry = Callable[[Any, Any, Any, Any, Any, Any], Any]
 
-__all__ = ["MAX_PLANS", "make_plan", "planned_matmul", "span"]
+__all__ = ["MAX_PLANS", "make_argmax_plan", "make_plan", "planned_argmax", "planned_matmul", "span"]
 
 # Plans kept per Tropical handle; a job that sees more shapes than this starts over.
 MAX_PLANS = 256
@@ -55,6 +57,13 @@ def span(op: Operand, itemsize: int) -> tuple[int, int]:
         else:
             high += reach
     return low, high + itemsize
+
+
+def _meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
+    """Bounds for the overlap test of two spans (``span``): y's bytes
+    [py + y_low, py + y_high) meet x's [px + x_low, px + x_high) exactly when
+    x_low - y_high < py - px < x_high - y_low. One subtraction a call."""
+    return x[0] - y[1], x[1] - y[0]
 
 
 def planned_matmul(ndarray: type, plans: dict[tuple[Any, ...], Plan], full: MatmulEntry) -> MatmulEntry:
@@ -102,15 +111,9 @@ def make_plan(a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaun
     key: tuple[Any, ...] = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
     if out is not None:
         key += (out.shape, out.strides, out.dtype)
-    A, B, C = as_operand(a, "a"), as_operand(b, "b"), as_operand(c, "out")
-    (a_low, a_high), (b_low, b_high), (c_low, c_high) = (
-        span(A, a.dtype.itemsize), span(B, b.dtype.itemsize), span(C, c.dtype.itemsize)
-    )  # fmt: skip
-    # out's bytes [pc + c_low, pc + c_high) meet a's [pa + a_low, pa + a_high)
-    # exactly when a_low - c_high < pc - pa < a_high - c_low: one subtraction a call.
-    meets_a, meets_b = (a_low - c_high, a_high - c_low), (b_low - c_high, b_high - c_low)
+    a_span, b_span, c_span = (span(as_operand(x, name), x.dtype.itemsize) for x, name in ((a, "a"), (b, "b"), (c, "out")))
     shape, dtype = c.shape, c.dtype
-    return key, _plan(data_pointers(), launch, meets_a, meets_b, lambda: numpy.empty(shape, dtype))
+    return key, _plan(data_pointers(), launch, _meets(a_span, c_span), _meets(b_span, c_span), lambda: numpy.empty(shape, dtype))
 
 
 def _plan(pointers: Any, bound: BoundLaunch, meets_a: tuple[int, int], meets_b: tuple[int, int], empty: Any) -> Plan:
@@ -142,5 +145,91 @@ def _plan(pointers: Any, bound: BoundLaunch, meets_a: tuple[int, int], meets_b: 
             return None
         launch(function, shape, 0, pack(pa, pb, pc) + tail)
         return out
+
+    return plan
+
+
+# --- matmul_argmax: the product and k*, two results -----------------------------------
+
+
+def planned_argmax(ndarray: type, plans: dict[tuple[Any, ...], Any], full: ArgmaxEntry) -> ArgmaxEntry:
+    """``matmul_argmax(a, b, semiring, out, k_out, stream)`` through the plan
+    keyed by its operands (both results allocated, or both given), else ``full``."""
+
+    def matmul_argmax(a: Any, b: Any, semiring: Any, out: Any, k_out: Any, stream: Any) -> Any:
+        if type(a) is ndarray and type(b) is ndarray and stream is None:
+            try:  # the key make_argmax_plan returns; an unhashable semiring goes the full way
+                if out is None and k_out is None:
+                    plan = plans.get((semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
+                elif type(out) is ndarray and type(k_out) is ndarray:
+                    plan = plans.get(
+                        (
+                            semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype,
+                            out.shape, out.strides, out.dtype, k_out.shape, k_out.strides, k_out.dtype,
+                        )
+                    )  # fmt: skip
+                else:
+                    plan = None
+            except TypeError:
+                plan = None
+            if plan is not None:
+                result = plan(a, b, out, k_out)
+                if result is not None:
+                    return result
+        return full(a, b, semiring, out, k_out, stream)
+
+    return matmul_argmax
+
+
+def make_argmax_plan(
+    a: Any, b: Any, semiring: str, out: Any, k_out: Any, c: Any, k: Any, launch: BoundLaunch
+) -> tuple[tuple[Any, ...], Any] | None:
+    """``(key, plan)`` for the argmax product ``matmul_argmax`` just launched in
+    place on NumPy arrays, as ``make_plan``; both results were allocated, or
+    both given (one of the two given goes the full way every time)."""
+    numpy = sys.modules.get("numpy")
+    ndarray = numpy.ndarray if numpy is not None else None
+    if ndarray is None or any(type(x) is not ndarray for x in (a, b, c, k)):
+        return None
+    if not direct_pointer() or sys.maxsize < 2**32 or (out is None) != (k_out is None):
+        return None
+    if out is not None and (out is not c or k_out is not k):
+        return None
+    key: tuple[Any, ...] = (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+    if out is not None:
+        key += (out.shape, out.strides, out.dtype, k_out.shape, k_out.strides, k_out.dtype)
+    named = ((a, "a"), (b, "b"), (c, "out"), (k, "k_out"))
+    a_span, b_span, c_span, k_span = (span(as_operand(x, name), x.dtype.itemsize) for x, name in named)
+    # out against a and b, k_out against a, b and out: the checks output() makes.
+    meets = (_meets(a_span, c_span), _meets(b_span, c_span), _meets(a_span, k_span), _meets(b_span, k_span), _meets(c_span, k_span))
+    shape, dtype, k_shape, k_dtype = c.shape, c.dtype, k.shape, k.dtype
+
+    def empty() -> tuple[Any, Any]:
+        return numpy.empty(shape, dtype), numpy.empty(k_shape, k_dtype)
+
+    return key, _argmax_plan(data_pointers(), launch, meets, empty)
+
+
+def _argmax_plan(pointers: Any, bound: BoundLaunch, meets: tuple[tuple[int, int], ...], empty: Any) -> Any:
+    launch, function, shape, pack, tail = bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail
+    (ca_from, ca_to), (cb_from, cb_to), (ka_from, ka_to), (kb_from, kb_to), (kc_from, kc_to) = meets
+
+    def plan(a: Any, b: Any, out: Any, k_out: Any) -> Any:
+        pa = pointers[id(a) >> 3]
+        pb = pointers[id(b) >> 3]
+        if out is None:  # both new: writable, sharing memory with nothing
+            out, k_out = empty()
+            launch(function, shape, 0, pack(pa, pb, pointers[id(out) >> 3], pointers[id(k_out) >> 3]) + tail)
+            return out, k_out
+        if not (out.flags.writeable and k_out.flags.writeable):
+            return None
+        pc = pointers[id(out) >> 3]
+        pk = pointers[id(k_out) >> 3]
+        if ca_from < pc - pa < ca_to or cb_from < pc - pb < cb_to:
+            return None
+        if ka_from < pk - pa < ka_to or kb_from < pk - pb < kb_to or kc_from < pk - pc < kc_to:
+            return None
+        launch(function, shape, 0, pack(pa, pb, pc, pk) + tail)
+        return out, k_out
 
     return plan

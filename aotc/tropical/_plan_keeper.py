@@ -1,7 +1,8 @@
 """Which call plan a launched product leaves, and where its handle keeps it.
 
-A ``Tropical`` handle has entries that plans sit in front of: ``_matmul``
-(the public ``matmul``, NumPy arrays: ``_plan``), and ``op_matmul``,
+A ``Tropical`` handle has entries that plans sit in front of: ``_matmul`` and
+``_matmul_argmax`` (the public ``matmul`` and ``matmul_argmax``, NumPy
+arrays: ``_plan``), and ``op_matmul``,
 ``op_matmul_argmax`` and ``op_matmul_backward`` (the aotc:: ops' kernels,
 tensors: ``_torch_plan``). Each starts as its full path; the first plan kept
 puts the plan lookup in front of it, once.
@@ -11,11 +12,11 @@ from __future__ import annotations
 
 import sys
 
-from aotc.tropical._plan import MAX_PLANS, make_plan, planned_matmul
+from aotc.tropical._plan import MAX_PLANS, make_argmax_plan, make_plan, planned_argmax, planned_matmul
 from aotc.tropical._torch_plan import (
-    make_argmax_plan,
-    make_backward_plan,
-    make_torch_plan,
+    make_tensor_argmax_plan,
+    make_tensor_backward_plan,
+    make_tensor_plan,
     planned_op_argmax,
     planned_op_backward,
     planned_op_matmul,
@@ -37,7 +38,7 @@ def keep_plan(api: Any, a: Any, b: Any, semiring: str, out: Any, c: Any, launch:
     if not _bound_to_its_device(api, a if tensors else None):
         return
     if tensors:
-        if _keep(api._op_plans, make_torch_plan(torch, a, b, semiring, out, c, launch)):  # noqa: SLF001
+        if _keep(api._op_plans, make_tensor_plan(torch, a, b, semiring, out, c, launch)):  # noqa: SLF001
             if api.op_matmul == api._full_op_matmul:  # noqa: SLF001 - the first plan: put the lookup in front
                 api.op_matmul = planned_op_matmul(api._op_plans, api._full_op_matmul)  # noqa: SLF001
     elif _keep(api._call_plans, make_plan(a, b, semiring, out, c, launch)):  # noqa: SLF001 - a NumPy plan
@@ -45,13 +46,23 @@ def keep_plan(api: Any, a: Any, b: Any, semiring: str, out: Any, c: Any, launch:
             api._matmul = planned_matmul(type(a), api._call_plans, api._full_matmul)  # noqa: SLF001
 
 
-def keep_argmax_plan(api: Any, a: Any, b: Any, semiring: str, c: Any, k: Any, launch: BoundLaunch) -> None:
-    """Keep the plan of the argmax product an op's kernel just launched in place on tensors."""
-    if not _bound_to_its_device(api, a):
+def keep_argmax_plan(
+    api: Any, a: Any, b: Any, semiring: str, given: tuple[Any, Any], results: tuple[Any, Any], launch: BoundLaunch
+) -> None:
+    """Keep the plan of the argmax product ``api`` just launched in place:
+    NumPy arrays (``given`` is ``(out, k_out)``), or tensors inside an op."""
+    torch = sys.modules.get("torch")
+    tensors = torch is not None and isinstance(a, torch.Tensor)
+    if not _bound_to_its_device(api, a if tensors else None):
         return
-    if _keep(api._op_argmax_plans, make_argmax_plan(sys.modules["torch"], a, b, semiring, c, k, launch)):  # noqa: SLF001
-        if api.op_matmul_argmax == api._full_op_argmax:  # noqa: SLF001
-            api.op_matmul_argmax = planned_op_argmax(api._op_argmax_plans, api._full_op_argmax)  # noqa: SLF001
+    (out, k_out), (c, k) = given, results
+    if tensors:
+        if _keep(api._op_argmax_plans, make_tensor_argmax_plan(torch, a, b, semiring, c, k, launch)):  # noqa: SLF001
+            if api.op_matmul_argmax == api._full_op_argmax:  # noqa: SLF001
+                api.op_matmul_argmax = planned_op_argmax(api._op_argmax_plans, api._full_op_argmax)  # noqa: SLF001
+    elif _keep(api._argmax_plans, make_argmax_plan(a, b, semiring, out, k_out, c, k, launch)):  # noqa: SLF001
+        if api._matmul_argmax == api._full_matmul_argmax:  # noqa: SLF001
+            api._matmul_argmax = planned_argmax(type(a), api._argmax_plans, api._full_matmul_argmax)  # noqa: SLF001
 
 
 def keep_backward_plan(
@@ -60,7 +71,7 @@ def keep_backward_plan(
     """Keep the plan of the backward product an op's kernel just launched in place on tensors."""
     if not _bound_to_its_device(api, a):
         return
-    made = make_backward_plan(sys.modules["torch"], grad_c, k, a, b, semiring, grads, launches)
+    made = make_tensor_backward_plan(sys.modules["torch"], grad_c, k, a, b, semiring, grads, launches)
     if _keep(api._op_backward_plans, made):  # noqa: SLF001
         if api.op_matmul_backward == api._full_op_backward:  # noqa: SLF001
             api.op_matmul_backward = planned_op_backward(api._op_backward_plans, api._full_op_backward)  # noqa: SLF001

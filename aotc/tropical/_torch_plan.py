@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     OpEntry = Callable[[Any, Any, Any, Any], Any]
 
 __all__ = [
-    "current_stream", "make_argmax_plan", "make_backward_plan", "make_torch_plan", "planned_op_argmax",
+    "current_stream", "make_tensor_argmax_plan", "make_tensor_backward_plan", "make_tensor_plan", "planned_op_argmax",
     "planned_op_backward", "planned_op_matmul", "tensor_key",
 ]  # fmt: skip
 
@@ -104,7 +104,7 @@ def current_stream(torch: Any, device: Any) -> Callable[[], int] | None:
     return lambda: torch.cuda.current_stream(index).cuda_stream
 
 
-def make_torch_plan(
+def make_tensor_plan(
     torch: Any, a: Any, b: Any, semiring: str, out: Any, c: Any, bound: BoundLaunch
 ) -> tuple[tuple[Any, ...], Plan] | None:
     """``(key, plan)`` for the forward product the ops' kernel just launched in
@@ -144,7 +144,7 @@ def _plan(
     return plan
 
 
-def make_argmax_plan(torch: Any, a: Any, b: Any, semiring: str, c: Any, k: Any, bound: BoundLaunch) -> tuple[tuple[Any, ...], Any] | None:
+def make_tensor_argmax_plan(torch: Any, a: Any, b: Any, semiring: str, c: Any, k: Any, bound: BoundLaunch) -> tuple[tuple[Any, ...], Any] | None:
     """``(key, plan)`` for the argmax product the ops' kernel just launched in
     place: the plan allocates the product and k* and launches. It has no
     per-call check: both results are new, so nothing can overlap."""
@@ -162,7 +162,7 @@ def make_argmax_plan(torch: Any, a: Any, b: Any, semiring: str, c: Any, k: Any, 
     return tensor_key(semiring, a, b), plan
 
 
-def make_backward_plan(
+def make_tensor_backward_plan(
     torch: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: str, grads: tuple[Any, Any], bound: list[BoundLaunch]
 ) -> tuple[tuple[Any, ...], Any] | None:
     """``(key, plan)`` for the backward product the ops' kernel just launched

@@ -91,3 +91,55 @@ def test_an_unhashable_semiring_after_a_plan_gets_the_one_line_error() -> None:
     tropical.matmul(a, a)
     with pytest.raises(TypeError, match=r"^semiring: expected a semiring name \(str\)"):
         tropical.matmul(a, a, ["maxplus"])
+
+
+# --- matmul_argmax ---------------------------------------------------------------
+
+
+def _argmax_plans() -> dict:
+    return tropical._api()._argmax_plans  # noqa: SLF001 - the cache under test
+
+
+def test_a_repeat_argmax_reuses_its_plan_allocating_and_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    shape_a, shape_b = (2, 9, 5), (5, 7)  # batched, b broadcast
+    before = len(_argmax_plans())
+    c0, k0 = tropical.matmul_argmax(rng.standard_normal(shape_a, np.float32), rng.standard_normal(shape_b, np.float32))
+    out, k_out = np.empty_like(c0), np.empty_like(k0)
+    tropical.matmul_argmax(rng.standard_normal(shape_a, np.float32), rng.standard_normal(shape_b, np.float32), out=out, k_out=k_out)
+    assert len(_argmax_plans()) == before + 2
+    # From here on a call that left its plan for the full path would fail.
+    monkeypatch.setattr(tropical._api(), "_product", lambda *args: pytest.fail("took the full path"))  # noqa: SLF001
+    for _ in range(3):
+        a, b = rng.standard_normal(shape_a, np.float32), rng.standard_normal(shape_b, np.float32)
+        want_c, want_k = reference.matmul_argmax(a, b, "maxplus")
+        c, k = tropical.matmul_argmax(a, b)
+        np.testing.assert_array_equal(c, want_c)
+        np.testing.assert_array_equal(k, want_k)
+        c, k = tropical.matmul_argmax(a, b, out=out, k_out=k_out)
+        assert c is out and k is k_out
+        np.testing.assert_array_equal(out, want_c)
+        np.testing.assert_array_equal(k_out, want_k)
+
+
+def test_a_planned_argmax_still_refuses_a_read_only_or_overlapping_result() -> None:
+    a, b = np.ones((4, 4), np.float32), np.ones((4, 4), np.float32)
+    out, k_out = np.empty((4, 4), np.float32), np.empty((4, 4), np.int32)
+    tropical.matmul_argmax(a, b, out=out, k_out=k_out)
+    with pytest.raises(ArgumentError, match=r"^k_out: shares memory with out; pass a separate array$"):
+        tropical.matmul_argmax(a, b, out=out, k_out=out.view(np.int32))
+    with pytest.raises(ArgumentError, match=r"^out: shares memory with a; pass a separate array$"):
+        tropical.matmul_argmax(a, b, out=a, k_out=k_out)
+    k_out.flags.writeable = False
+    with pytest.raises(ArgumentError, match=r"^k_out: is read-only; pass a writable array$"):
+        tropical.matmul_argmax(a, b, out=out, k_out=k_out)
+
+
+def test_one_result_given_takes_the_full_path_and_leaves_no_plan() -> None:
+    a, b = np.ones((3, 5), np.float32), np.ones((5, 2), np.float32)
+    before = len(_argmax_plans())
+    for _ in range(2):
+        c, k = tropical.matmul_argmax(a, b, out=np.empty((3, 2), np.float32))
+        np.testing.assert_array_equal(c, reference.matmul(a, b, "maxplus"))
+        assert k.dtype == np.int32 and k.shape == (3, 2)
+    assert len(_argmax_plans()) == before
