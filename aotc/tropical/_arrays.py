@@ -25,14 +25,15 @@ __all__ = [
     "Operand",
     "as_operand",
     "contiguous",
+    "data_pointers",
+    "direct_pointer",
     "empty_like_kind",
     "fill",
     "is_row_major",
-    "direct_pointer",
     "is_writable",
     "numpy_pointer",
-    "data_pointers",
     "overlaps",
+    "span",
     "zeros_like_kind",
 ]
 
@@ -297,19 +298,24 @@ def is_writable(op: Operand) -> bool:
     return True
 
 
-def _byte_span(op: Operand) -> tuple[int, int]:
-    """[first, last) byte that ``op`` can touch; empty arrays touch none."""
-    if 0 in op.shape:
-        return op.pointer, op.pointer
-    itemsize = op.obj.dtype.itemsize if op.kind == "numpy" else _ITEMSIZE.get(op.dtype, 8)
+def span(op: Operand, itemsize: int) -> tuple[int, int]:
+    """[low, high) bytes that a non-empty ``op`` can touch, relative to its pointer."""
     low = high = 0
     for extent, stride in zip(op.shape, op.strides):
-        reach = (extent - 1) * stride
+        reach = (extent - 1) * stride * itemsize
         if reach < 0:
             low += reach
         else:
             high += reach
-    return op.pointer + low * itemsize, op.pointer + (high + 1) * itemsize
+    return low, high + itemsize
+
+
+def _byte_span(op: Operand) -> tuple[int, int]:
+    """[first, last) byte that ``op`` can touch; empty arrays touch none."""
+    if 0 in op.shape:
+        return op.pointer, op.pointer
+    low, high = span(op, op.obj.dtype.itemsize if op.kind == "numpy" else _ITEMSIZE.get(op.dtype, 8))
+    return op.pointer + low, op.pointer + high
 
 
 def overlaps(x: Operand, y: Operand) -> bool:

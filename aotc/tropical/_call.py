@@ -94,7 +94,7 @@ class Tropical:
     def __init__(self, library: Any) -> None:
         self.library = library
         # (semiring, dtype, pass, variant, device) -> (launcher, picks its arguments from _ARGUMENTS' order)
-        self._plans: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
+        self._prepared: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
         self._counting: dict[str, bool] = {}  # semiring name -> whether its elements are (value, count) pairs
         self._packable: dict[str, bool] = {}  # semiring name -> whether the library has its packed forward kernel
         # matmul's call plans, keyed as matmul() spells the key; see _plan.
@@ -231,19 +231,19 @@ class Tropical:
 
     # --- the call path -----------------------------------------------------------
 
-    def _plan(
+    def _prepared_launcher(
         self, semiring: str, dtype: str, pass_name: str, variant: str, device: int, stream: Any
     ) -> tuple[Any, Any]:
         """The product kernel's launcher on ``device`` and argument picker, prepared once."""
         key = (semiring, dtype, pass_name, variant, device)
-        plan = self._plans.get(key)
-        if plan is None:
+        prepared = self._prepared.get(key)
+        if prepared is None:
             from operator import itemgetter
 
             launcher = self._launcher(semiring, dtype, pass_name, variant, device, stream)
             picker = itemgetter(*(_ARGUMENTS.index(p) for p in launcher.params))
-            plan = self._plans[key] = (launcher, picker)
-        return plan
+            prepared = self._prepared[key] = (launcher, picker)
+        return prepared
 
     def _launcher(self, semiring: str, dtype: str, pass_name: str, variant: str, device: int, stream: Any) -> Any:
         try:
@@ -279,7 +279,7 @@ class Tropical:
         A, B, (batch_a, batch_b, m, k, n, sa, sb, lda, ldb) = pair(A, B, counting)
         batched = batch_a is not None or batch_b is not None
         batch = (batch_a if batch_a is not None else batch_b) or 0
-        launcher, pick = self._plan(semiring, A.dtype, pass_name, "batched" if batched else "single", device, stream)
+        launcher, pick = self._prepared_launcher(semiring, A.dtype, pass_name, "batched" if batched else "single", device, stream)
 
         lead = (batch,) if batched else ()
         C = output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype, inputs, self.library)
@@ -300,11 +300,8 @@ class Tropical:
             if launched is not None and A.obj is a and B.obj is b:
                 _bind(launched, launcher, args, K_op is not None)
             return C.obj, (K_op.obj if K_op is not None else None)
-        memory = Memory(backend, host_memory, stream)
-        result = _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), memory, stream, m)
-        if launched is not None and not memory.staged and A.obj is a and B.obj is b:
-            _bind(launched, launcher, memory.args, K_op is not None)  # device arrays used in place
-        return result
+        bind_into = launched if A.obj is a and B.obj is b else None  # used as given, unless staged
+        return _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), Memory(backend, host_memory, stream), stream, m, bind_into)
 
     def _empty(self, C: Operand, K_op: Operand | None, semiring: str, k: int) -> tuple[Any, Any]:
         """An empty product's result, without a launch: K = 0 sums no terms, so
@@ -357,7 +354,7 @@ class Tropical:
         device = device_of(A, "pa", self.library)
         inputs = ((A, "pa"), (B, "pb"))
         stream = stream_handle(stream, A)
-        launcher, pick = self._plan(semiring, "bool", pass_name, "packed", device, stream)
+        launcher, pick = self._prepared_launcher(semiring, "bool", pass_name, "packed", device, stream)
         C = output(out, "out", A, (m, n), "bool", inputs, self.library)
         K_op = output(k_out, "k_out", A, (m, n), "i32", (*inputs, (C, "out")), self.library) if pass_name == "argmax" else None
         if not (m and n and k):
@@ -388,20 +385,32 @@ def _bind(launched: list[Any], launcher: Any, args: Any, with_k: bool) -> None:
 
 
 def _launch(
-    launcher: Any, pick: Any, sizes: tuple[int, ...], ops: tuple[Any, ...], names: tuple[str, str], memory: Memory, stream: Any, m: int
+    launcher: Any,
+    pick: Any,
+    sizes: tuple[int, ...],
+    ops: tuple[Any, ...],
+    names: tuple[str, str],
+    memory: Memory,
+    stream: Any,
+    m: int,
+    bind_into: list[Any] | None = None,
 ) -> tuple[Any, Any]:
     """One product launch: the operands' pointers (staged by ``memory`` where the
-    backend needs it), the arguments in the kernel's order, the grid checked."""
+    backend needs it), the arguments in the kernel's order, the grid checked.
+    Where nothing was staged, the launch bound to these sizes goes into
+    ``bind_into`` (a list; None: not wanted), for a call plan."""
     A, B, C, K_op = ops
     try:
         pointers = (
             memory.pointer(A, names[0]), memory.pointer(B, names[1]), memory.pointer(C, "out", result=True),
             memory.pointer(K_op, "k_out", result=True) if K_op is not None else 0,
         )  # fmt: skip
-        args = memory.args = pick((*pointers, *sizes))  # in _ARGUMENTS' order
+        args = pick((*pointers, *sizes))  # in _ARGUMENTS' order
         if m > GRID_YZ_MAX:
             check_grid(launcher, args)
         launcher(*args, stream=stream)
     finally:
         memory.finish()
+    if bind_into is not None and not memory.staged:
+        _bind(bind_into, launcher, args, K_op is not None)
     return C.obj, (K_op.obj if K_op is not None else None)

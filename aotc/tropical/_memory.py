@@ -37,7 +37,6 @@ class Memory:
         self.host_memory = host_memory
         self.stream = stream  # a stream being captured into a CUDA graph refuses staging
         self.staged: list[tuple[int, Any, bool]] = []  # (device pointer, host array, copy back)
-        self.args: tuple[int, ...] = ()  # the launch's arguments, once made: a call plan binds them
 
     def check(self, op: Operand, name: str) -> None:
         """Refuse, before anything is allocated, arrays this backend cannot reach."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 
-from aotc.tropical._arrays import as_operand, data_pointers, direct_pointer
+from aotc.tropical._arrays import as_operand, data_pointers, direct_pointer, span
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from aotc.runtime.launcher import BoundLaunch
-    from aotc.tropical._arrays import Operand
 
     # plan(a, b, out): the result, or None where a per-call check did not pass
     Plan = Callable[[Any, Any, Any], Any]
@@ -41,26 +40,14 @@ if TYPE_CHECKING:
     # matmul_argmax(a, b, semiring, out, k_out, stream), positional
     ArgmaxEntry = Callable[[Any, Any, Any, Any, Any, Any], Any]
 
-__all__ = ["MAX_PLANS", "make_argmax_plan", "make_plan", "planned_argmax", "planned_matmul", "span"]
+__all__ = ["MAX_PLANS", "make_argmax_plan", "make_plan", "meets", "planned_argmax", "planned_matmul"]
 
 # Plans kept per Tropical handle; a job that sees more shapes than this starts over.
 MAX_PLANS = 256
 
 
-def span(op: Operand, itemsize: int) -> tuple[int, int]:
-    """[low, high) bytes that ``op`` can touch, relative to its pointer."""
-    low = high = 0
-    for extent, stride in zip(op.shape, op.strides):
-        reach = (extent - 1) * stride * itemsize
-        if reach < 0:
-            low += reach
-        else:
-            high += reach
-    return low, high + itemsize
-
-
-def _meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
-    """Bounds for the overlap test of two spans (``span``): y's bytes
+def meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
+    """Bounds for the overlap test of two spans (``_arrays.span``): y's bytes
     [py + y_low, py + y_high) meet x's [px + x_low, px + x_high) exactly when
     x_low - y_high < py - px < x_high - y_low. One subtraction a call."""
     return x[0] - y[1], x[1] - y[0]
@@ -113,7 +100,7 @@ def make_plan(a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaun
         key += (out.shape, out.strides, out.dtype)
     a_span, b_span, c_span = (span(as_operand(x, name), x.dtype.itemsize) for x, name in ((a, "a"), (b, "b"), (c, "out")))
     shape, dtype = c.shape, c.dtype
-    return key, _plan(data_pointers(), launch, _meets(a_span, c_span), _meets(b_span, c_span), lambda: numpy.empty(shape, dtype))
+    return key, _plan(data_pointers(), launch, meets(a_span, c_span), meets(b_span, c_span), lambda: numpy.empty(shape, dtype))
 
 
 def _plan(pointers: Any, bound: BoundLaunch, meets_a: tuple[int, int], meets_b: tuple[int, int], empty: Any) -> Plan:
@@ -201,18 +188,18 @@ def make_argmax_plan(
     named = ((a, "a"), (b, "b"), (c, "out"), (k, "k_out"))
     a_span, b_span, c_span, k_span = (span(as_operand(x, name), x.dtype.itemsize) for x, name in named)
     # out against a and b, k_out against a, b and out: the checks output() makes.
-    meets = (_meets(a_span, c_span), _meets(b_span, c_span), _meets(a_span, k_span), _meets(b_span, k_span), _meets(c_span, k_span))
+    bounds = (meets(a_span, c_span), meets(b_span, c_span), meets(a_span, k_span), meets(b_span, k_span), meets(c_span, k_span))
     shape, dtype, k_shape, k_dtype = c.shape, c.dtype, k.shape, k.dtype
 
     def empty() -> tuple[Any, Any]:
         return numpy.empty(shape, dtype), numpy.empty(k_shape, k_dtype)
 
-    return key, _argmax_plan(data_pointers(), launch, meets, empty)
+    return key, _argmax_plan(data_pointers(), launch, bounds, empty)
 
 
-def _argmax_plan(pointers: Any, bound: BoundLaunch, meets: tuple[tuple[int, int], ...], empty: Any) -> Any:
+def _argmax_plan(pointers: Any, bound: BoundLaunch, bounds: tuple[tuple[int, int], ...], empty: Any) -> Any:
     launch, function, shape, pack, tail = bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail
-    (ca_from, ca_to), (cb_from, cb_to), (ka_from, ka_to), (kb_from, kb_to), (kc_from, kc_to) = meets
+    (ca_from, ca_to), (cb_from, cb_to), (ka_from, ka_to), (kb_from, kb_to), (kc_from, kc_to) = bounds
 
     def plan(a: Any, b: Any, out: Any, k_out: Any) -> Any:
         pa = pointers[id(a) >> 3]

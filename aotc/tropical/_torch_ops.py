@@ -39,7 +39,7 @@ from torch import Tensor
 from aotc.errors import ArgumentError, echo
 from aotc.tropical._torch_route import handle, inside_op
 
-__all__ = ["call_back", "keep_k", "result_shapes", "through_k"]
+__all__ = ["BELOW_AUTOGRAD", "call_back", "call_unrecorded", "keep_k", "result_shapes", "through_k"]
 
 # The ops live as long as this object: the module keeps it for the process.
 _LIBRARY = torch.library.Library("aotc", "DEF")
@@ -175,7 +175,18 @@ def _(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: s
 # --- autograd -------------------------------------------------------------------------
 
 _BACKWARD = torch.ops.aotc.tropical_matmul_backward.default
-_BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd  # noqa: SLF001 - see _backward_op
+BELOW_AUTOGRAD = torch._C._AutoDispatchBelowAutograd  # noqa: SLF001 - see call_unrecorded
+
+
+def call_unrecorded(op: Callable[..., Any], *args: Any) -> Any:
+    """``op(*args)`` for a call autograd does not record. In eager mode it
+    enters below the op's autograd layer (the Python kernel ``register_autograd``
+    installs, about 3.5 us, which would only redispatch); a call being traced
+    by torch.compile calls the op plainly."""
+    if torch.compiler.is_compiling():
+        return op(*args)
+    with BELOW_AUTOGRAD():
+        return op(*args)
 
 
 def keep_k(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
@@ -186,13 +197,11 @@ def keep_k(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> 
 
 def _backward_op(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str, library: str) -> tuple[Tensor, Tensor]:
     """The backward op, as an autograd formula calls it. An ordinary backward
-    pass runs with grad mode off (no double backward asked): then the op's own
-    autograd layer would only redispatch, so eager calls enter below it (as
-    ``_torch`` does for forward calls). Traced and create_graph calls go through it."""
-    if torch.is_grad_enabled() or torch.compiler.is_compiling():
+    pass runs with grad mode off (no double backward asked), so autograd
+    records nothing; a create_graph pass records, through the op's autograd."""
+    if torch.is_grad_enabled():
         return _BACKWARD(grad_c, k, a, b, semiring, library)
-    with _BELOW_AUTOGRAD():
-        return _BACKWARD(grad_c, k, a, b, semiring, library)
+    return call_unrecorded(_BACKWARD, grad_c, k, a, b, semiring, library)
 
 
 def through_k(ctx: Any, grad_c: Tensor, grad_k: Any) -> tuple[Tensor | None, Tensor | None, None, None]:

@@ -18,8 +18,8 @@ caller hands in the torch module.
 
 from __future__ import annotations
 
-from aotc.tropical._arrays import as_operand
-from aotc.tropical._plan import span
+from aotc.tropical._arrays import as_operand, span
+from aotc.tropical._plan import meets
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -114,12 +114,8 @@ def make_tensor_plan(
     if type(a) is not tensor or type(b) is not tensor or type(c) is not tensor or (out is not None and out is not c):
         return None
     key = tensor_key(semiring, a, b) if out is None else tensor_key(semiring, a, b, out)
-    A, B, C = as_operand(a, "a"), as_operand(b, "b"), as_operand(c, "out")
-    (a_low, a_high), (b_low, b_high), (c_low, c_high) = (
-        span(A, a.element_size()), span(B, b.element_size()), span(C, c.element_size())
-    )  # fmt: skip
-    meets_a, meets_b = (a_low - c_high, a_high - c_low), (b_low - c_high, b_high - c_low)  # as in _plan
-    return key, _plan(bound, meets_a, meets_b, tuple(c.shape), current_stream(torch, c.device))
+    a_span, b_span, c_span = (span(as_operand(x, name), x.element_size()) for x, name in ((a, "a"), (b, "b"), (c, "out")))
+    return key, _plan(bound, meets(a_span, c_span), meets(b_span, c_span), tuple(c.shape), current_stream(torch, c.device))
 
 
 def _plan(
