@@ -11,6 +11,9 @@ import pytest
 
 import aotc
 
+# Every test file under a folder pytest is given must be collected (see the plugin).
+pytest_plugins = ["collection_guard"]
+
 REPO = Path(__file__).resolve().parents[1]
 # The aotc under test: the installed wheel under tox, the source tree otherwise.
 AOTC_IMPORT_ROOT = Path(aotc.__file__).resolve().parents[1]

@@ -316,17 +316,21 @@ def test_a_faulty_kernel_file_is_refused_in_one_line(tmp_path: Path, name: str, 
 
 # -- the fuzzer ---------------------------------------------------------------------------------------
 
+# Any code point but lone surrogates (JSON text cannot hold them). Named without
+# a codec: hypothesis 6.170's utf-8 codec check warns about characters that do
+# round-trip, and the suite runs with warnings as errors.
+_TEXT = st.characters(exclude_categories=("Cs",))
 _LEAVES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=40),
+    st.text(_TEXT, max_size=40),
     st.just("x" * 100_000),
     st.just("../" * 20 + "etc/passwd"),
     st.just("a\nb\x00c\x1b[2J"),
 )
-_VALUES = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+_VALUES = st.recursive(_LEAVES, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(_TEXT, max_size=8), inner, max_size=4), max_leaves=12)
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

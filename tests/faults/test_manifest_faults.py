@@ -225,6 +225,12 @@ SPLICES = [
 ]
 
 
+# Any code point but lone surrogates (a manifest is UTF-8 text). Named without a
+# codec: hypothesis 6.170's utf-8 codec check warns about characters that do
+# round-trip, and the suite runs with warnings as errors.
+_TEXT = st.characters(exclude_categories=("Cs",))
+
+
 @st.composite
 def text_mutations(draw: st.DrawFn) -> str:
     """The real manifest with a few splices, deletions and line swaps."""
@@ -241,13 +247,13 @@ def text_mutations(draw: st.DrawFn) -> str:
             index = draw(st.integers(0, max(len(lines) - 1, 0)))
             text = "".join(lines[: index + 1] + lines[index:])
         else:
-            text = text[:at] + draw(st.text(max_size=20)) + text[at:]
+            text = text[:at] + draw(st.text(_TEXT, max_size=20)) + text[at:]
     return text
 
 
 SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-(10**40), 10**40), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=30), st.sampled_from(["max", "add", "or", "and", "f32", "bool", "forward", "80", "90a", "-inf", "gemm.cu.j2"]),
+    st.text(_TEXT, max_size=30), st.sampled_from(["max", "add", "or", "and", "f32", "bool", "forward", "80", "90a", "-inf", "gemm.cu.j2"]),
 )  # fmt: skip
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(SCALARS, inner, max_size=4), max_leaves=12)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import aotc
+from aotc.index import SCHEMA
 from conftest import REPO, RunAotc, aotc_env
 
 FIXTURE = REPO / "tests" / "packages" / "incremental"
@@ -105,7 +106,7 @@ def test_index_and_install_layout(project: Project, tmp_path: Path, run_aotc: Ru
         "src/gemm_maxplus_f32_forward.cu",
     ]
     index = json.loads((lib / "index.json").read_text())
-    assert index["schema"] == 1
+    assert index["schema"] == SCHEMA
     assert index["aotc_version"] == aotc.__version__
     toolkit = index["toolkit"]
     assert re.fullmatch(r"\d+\.\d+\.\d+", toolkit["version"])
