@@ -64,7 +64,7 @@ def parse_arch(value: object, min_arch: int = MIN_ARCH) -> str:
         if not 0 < value < 100:
             msg = f"architecture {echo(value)} is not of the form 80, 90a or 100f"
             raise ArchError(msg)
-        msg = f"architecture {value!r} looks like a compute capability; write {int(round(value * 10))}, not {value}"
+        msg = f"architecture {value!r} looks like a compute capability; write {round(value * 10)}, not {value}"
         raise ArchError(msg)
     if isinstance(value, int) and value.bit_length() > 64:
         # str() of an integer over 4300 digits raises; no architecture is near this.

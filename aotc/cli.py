@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 
 from aotc._version import __version__
@@ -214,12 +215,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_warning(message: Warning | str, category: type[Warning], *_where: object, **_line: object) -> None:
+    """A warning on the command line is one line a person can act on, never
+    Python's file path, line number and source line."""
+    text = str(message).strip().splitlines()[0] if str(message).strip() else category.__name__
+    print(f"aotc: warning: {text.removeprefix('aotc: ')}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except AotcError as exc:
-        print(f"aotc: error: {exc}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 1
+    with warnings.catch_warnings():
+        warnings.showwarning = _print_warning
+        try:
+            return args.func(args)
+        except AotcError as exc:
+            print(f"aotc: error: {exc}", file=sys.stderr)
+            return 1
+        except BrokenPipeError:
+            return 1

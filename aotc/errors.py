@@ -153,7 +153,16 @@ class BackendError(AotcError):
 
 
 class NoDeviceError(BackendError):
-    """No usable GPU here: no driver, no device, or the device is unavailable."""
+    """No usable GPU here: no driver, no device, or the device is unavailable.
+
+    The message ends with the way out a user without a GPU needs (a laptop, a
+    CI runner): the emulator runs the same kernels on the CPU. The emulator's
+    own errors (a device past its last) pass ``hint=False``."""
+
+    HINT = "to run the kernels on the CPU instead, set AOTC_BACKEND=emulator"
+
+    def __init__(self, message: str, *, hint: bool = True) -> None:
+        super().__init__(f"{message}; {self.HINT}" if hint and "AOTC_BACKEND" not in message else message)
 
 
 class DriverTooOldError(BackendError):

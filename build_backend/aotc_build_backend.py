@@ -58,7 +58,7 @@ def _setting(config_settings: dict | None, name: str, default: str) -> str:
     return os.environ.get(name) or default
 
 
-def _toolchain():  # noqa: ANN202 - a module
+def _toolchain():  # a module
     # The source tree's aotc, for its compiler search: the same answer CMake gets later.
     if str(_ROOT) not in sys.path:
         sys.path.insert(0, str(_ROOT))

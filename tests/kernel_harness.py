@@ -253,8 +253,8 @@ def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Cas
     a, b = operands(case, dtype, semiring, seed)
     lead = (case.batch,) if case.batch else ()
     pair = (2,) if semiring.counting else ()
-    c_like = np.empty(lead + (case.m, case.n) + pair, NUMPY_DTYPES[dtype])
-    k_like = np.empty(lead + (case.m, case.n), np.int32)
+    c_like = np.empty((*lead, case.m, case.n, *pair), NUMPY_DTYPES[dtype])
+    k_like = np.empty((*lead, case.m, case.n), np.int32)
     memory = DeviceArrays(backend)
     if variant == "packed":
         try:

@@ -14,7 +14,7 @@ from typing import Any
 from aotc.archs import DEFAULT_SASS, arch_sort_key, parse_arch
 from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._yaml import LineDict, LineList, key_text
-from aotc.build.abi import PASSES, VARIANTS, Tile
+from aotc.build.abi import PASSES, TEMPLATE_STAGES, VARIANTS, Tile
 from aotc.errors import ArchError, echo
 from aotc.semiring import CONSTANTS, DTYPES, Semiring
 
@@ -95,8 +95,10 @@ def _parse_tile(check: Checker, value: Any, key: str, line: int) -> Tile:
     )
     sizes = {name: check.positive_int(v, f"{key}.{name}", line_of(fields, name)) for name, v in fields.items()}
     tile = Tile(**sizes)
-    if tile.stages not in (1, 2):
-        check.fail(line_of(fields, "stages"), f"{key}.stages", f"expected 1 or 2, got {tile.stages}")
+    if tile.stages not in TEMPLATE_STAGES:
+        supported = " or ".join(map(str, TEMPLATE_STAGES))
+        reason = f"expected {supported} (the pipeline depths the templates implement), got {tile.stages}"
+        check.fail(line_of(fields, "stages"), f"{key}.stages", reason)
     for block, thread in (("block_m", "thread_m"), ("block_n", "thread_n")):
         if sizes[block] % sizes[thread]:
             check.fail(line, key, f"{block}={sizes[block]} is not a multiple of {thread}={sizes[thread]}")
@@ -167,8 +169,8 @@ def parse_excludes(check: Checker, value: Any, key: str, line: int, matrices: li
         if not fields:
             check.fail(item_line, item_key, "an exclude must name at least one of semiring, dtype, pass, variant")
         rule = {}
-        for axis, names in fields.items():
-            names = _names(check, names, f"{item_key}.{axis}", line_of(fields, axis))
+        for axis, raw_names in fields.items():
+            names = _names(check, raw_names, f"{item_key}.{axis}", line_of(fields, axis))
             used = {n for m in matrices for n in m.axes[axis]}
             for name in names:
                 if name not in used:

@@ -143,10 +143,12 @@ class Toolchain:
             f"nvrtc {self.nvrtc_version} ({self.nvrtc_path}), nvfatbin {self.nvfatbin_version} ({self.nvfatbin_path})"
         )
 
-    def _rtc(self, name: str, *args: object) -> None:
+    def call_nvrtc(self, name: str, *args: object) -> None:
+        """``nvrtc.name(*args)``; a failure is a BuildError in NVRTC's own words."""
         _checked(self.nvrtc, "nvrtcGetErrorString", self.nvrtc_path, name, args)
 
-    def _fat(self, name: str, *args: object) -> None:
+    def call_nvfatbin(self, name: str, *args: object) -> None:
+        """``nvfatbin.name(*args)``; a failure is a BuildError in nvFatbin's own words."""
         _checked(self.nvfatbin, "nvFatbinGetErrorString", self.nvfatbin_path, name, args)
 
 
@@ -195,8 +197,8 @@ def load_toolchain(major: int) -> Toolchain:
         msg = f"{nvrtc_path} or {fatbin_path} lacks a needed function ({exc}); nvFatbin needs CUDA 12.4 or newer"
         raise BuildError(msg) from None
     tool = Toolchain(major, nvrtc_path, fatbin_path, "", "", frozenset(), nvrtc, nvfatbin)
-    rtc_version = _major_minor(tool._rtc, "nvrtcVersion", ctypes.c_int, major, f"{nvrtc_path} is NVRTC", ENV_NVRTC)
-    fat_version = _major_minor(tool._fat, "nvFatbinVersion", ctypes.c_uint, major, f"{fatbin_path} is nvFatbin", ENV_NVFATBIN)
+    rtc_version = _major_minor(tool.call_nvrtc, "nvrtcVersion", ctypes.c_int, major, f"{nvrtc_path} is NVRTC", ENV_NVRTC)
+    fat_version = _major_minor(tool.call_nvfatbin, "nvFatbinVersion", ctypes.c_uint, major, f"{fatbin_path} is nvFatbin", ENV_NVFATBIN)
     # The wheel's version is the full one (12.9.86); trust it only when the
     # library came from that wheel and agrees on major.minor.
     full = None if nvrtc_override else _wheel_version("nvrtc", major)
@@ -204,9 +206,9 @@ def load_toolchain(major: int) -> Toolchain:
     full = None if fatbin_override else _wheel_version("nvfatbin", major)
     tool.nvfatbin_version = full if full and full.startswith(fat_version + ".") else fat_version
     count = ctypes.c_int()
-    tool._rtc("nvrtcGetNumSupportedArchs", ctypes.byref(count))
+    tool.call_nvrtc("nvrtcGetNumSupportedArchs", ctypes.byref(count))
     archs = (ctypes.c_int * count.value)()
-    tool._rtc("nvrtcGetSupportedArchs", archs)
+    tool.call_nvrtc("nvrtcGetSupportedArchs", archs)
     tool.archs = frozenset(archs)
     _toolchains[major] = tool
     return tool

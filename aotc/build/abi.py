@@ -16,6 +16,7 @@ __all__ = [
     "BACKWARD_OWNER",
     "PACKED_WORD_BYTES",
     "PASSES",
+    "TEMPLATE_STAGES",
     "VARIANTS",
     "LaunchGeometry",
     "Param",
@@ -39,6 +40,13 @@ BACKWARD_OWNER = {"backward_a": "M", "backward_b": "N"}
 _PACK = {"ptr": "Q", "i32": "i", "i64": "q"}
 
 
+# The pipeline depths the tropical templates implement: their product and
+# packed kernels double-buffer A and B (``As[2][BK][BM]``), and a static_assert
+# holds the index's shared-memory figure to that. Another depth would pass the
+# manifest and fail the build, so the manifest refuses it.
+TEMPLATE_STAGES = (2,)
+
+
 @dataclass(frozen=True)
 class Tile:
     """Block and per-thread tile sizes of a GEMM-shaped kernel."""
@@ -48,7 +56,7 @@ class Tile:
     block_k: int
     thread_m: int
     thread_n: int
-    stages: int = 2
+    stages: int = 2  # one of TEMPLATE_STAGES
 
     @property
     def threads(self) -> int:

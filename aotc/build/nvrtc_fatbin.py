@@ -91,14 +91,14 @@ def _compile(
 ) -> tuple[bytes, str]:
     """One NVRTC compile: (CUBIN or PTX, log)."""
     program = ctypes.c_void_p()
-    tool._rtc("nvrtcCreateProgram", ctypes.byref(program), source, name.encode(), 0, None, None)
+    tool.call_nvrtc("nvrtcCreateProgram", ctypes.byref(program), source, name.encode(), 0, None, None)
     try:
         argv = [f"--gpu-architecture={target}", *options]
         result = tool.nvrtc.nvrtcCompileProgram(program, len(argv), c_strings(argv))
         size = ctypes.c_size_t()
-        tool._rtc("nvrtcGetProgramLogSize", program, ctypes.byref(size))
+        tool.call_nvrtc("nvrtcGetProgramLogSize", program, ctypes.byref(size))
         buffer = ctypes.create_string_buffer(size.value)
-        tool._rtc("nvrtcGetProgramLog", program, buffer)
+        tool.call_nvrtc("nvrtcGetProgramLog", program, buffer)
         log = buffer.value.decode(errors="replace")
         if result != 0:
             lines = [line.strip() for line in log.splitlines() if line.strip()]
@@ -108,9 +108,9 @@ def _compile(
             msg = f"NVRTC {tool.nvrtc_version} failed to compile {name} for {target}: {first}"
             raise BuildError(msg)
         get, get_size = ("nvrtcGetCUBIN", "nvrtcGetCUBINSize") if want_cubin else ("nvrtcGetPTX", "nvrtcGetPTXSize")
-        tool._rtc(get_size, program, ctypes.byref(size))
+        tool.call_nvrtc(get_size, program, ctypes.byref(size))
         code = ctypes.create_string_buffer(size.value)
-        tool._rtc(get, program, code)
+        tool.call_nvrtc(get, program, code)
         return code.raw, log
     finally:
         tool.nvrtc.nvrtcDestroyProgram(ctypes.byref(program))
@@ -136,18 +136,18 @@ def _bundle(tool: Toolchain, images: Sequence[tuple[str, bytes, bool]], identifi
     # (zstd) needs a newer driver than CUDA 12's minimum (docs/design.md).
     fat_options = ["-64", *_COMPRESSION_OPTIONS[compress]]
     handle = ctypes.c_void_p()
-    tool._fat("nvFatbinCreate", ctypes.byref(handle), c_strings(fat_options), len(fat_options))
+    tool.call_nvfatbin("nvFatbinCreate", ctypes.byref(handle), c_strings(fat_options), len(fat_options))
     try:
         for arch, code, is_cubin in images:
             if is_cubin:
-                tool._fat("nvFatbinAddCubin", handle, code, len(code), arch.encode(), identifier)
+                tool.call_nvfatbin("nvFatbinAddCubin", handle, code, len(code), arch.encode(), identifier)
             else:
                 # PTX: size includes the NUL NVRTC returns; no extra ptxas options for the JIT.
-                tool._fat("nvFatbinAddPTX", handle, code, len(code), arch.encode(), identifier, b"")
+                tool.call_nvfatbin("nvFatbinAddPTX", handle, code, len(code), arch.encode(), identifier, b"")
         size = ctypes.c_size_t()
-        tool._fat("nvFatbinSize", handle, ctypes.byref(size))
+        tool.call_nvfatbin("nvFatbinSize", handle, ctypes.byref(size))
         out = ctypes.create_string_buffer(size.value)
-        tool._fat("nvFatbinGet", handle, out)
+        tool.call_nvfatbin("nvFatbinGet", handle, out)
     finally:
         tool.nvfatbin.nvFatbinDestroy(ctypes.byref(handle))
     return out.raw

@@ -142,6 +142,11 @@ def numpy_pointer(array: Any) -> int:
 
 def _numpy_operand(array: Any, name: str) -> Operand:
     dt = array.dtype
+    if not dt.isnative:
+        # Kernels read native words: a big-endian input is read through a
+        # swapped copy (``output`` refuses such an ``out``, which would be lost).
+        array = array.astype(dt.newbyteorder("="))
+        dt = array.dtype
     itemsize = dt.itemsize
     strides = array.strides
     if not array.flags.c_contiguous and any(s % itemsize for s in strides):
@@ -207,7 +212,13 @@ def as_operand(obj: Any, name: str) -> Operand:
     if hasattr(obj, "__array_interface__") or isinstance(obj, (list, tuple)):
         import numpy as np
 
-        return _numpy_operand(np.asarray(obj), name)
+        try:
+            array = np.asarray(obj)
+        except (ValueError, TypeError) as exc:  # ragged nesting, mixed objects
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = f"{name}: NumPy cannot make an array of this {type(obj).__name__} ({reason})"
+            raise ArgumentError(msg) from None
+        return _numpy_operand(array, name)
     msg = f"{name}: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got {type(obj).__name__}"
     raise ArgumentTypeError(msg)
 

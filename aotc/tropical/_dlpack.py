@@ -31,7 +31,7 @@ _DTYPES = {(2, 32): "f32", (2, 64): "f64", (0, 32): "i32", (0, 64): "i64", (6, 8
 
 
 class _DLTensor(ctypes.Structure):
-    _fields_ = [  # noqa: RUF012 - the C layout of DLPack's DLTensor
+    _fields_ = [  # the C layout of DLPack's DLTensor
         ("data", ctypes.c_void_p),
         ("device_type", ctypes.c_int32),
         ("device_id", ctypes.c_int32),

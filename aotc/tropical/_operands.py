@@ -131,6 +131,9 @@ def output(
     if out is None:
         return as_operand(empty_like_kind(like, shape, dtype), name)
     op = as_operand(out, name)
+    if op.obj is not out and getattr(getattr(out, "dtype", None), "isnative", True) is False:
+        msg = f"{name}: has non-native byte order ({out.dtype.str}); pass a native-endian array"
+        raise ArgumentError(msg)
     if op.kind == "dlpack" or (op.obj is not out and hasattr(out, "__dlpack_device__")):
         # DLPack says nothing of writability (JAX's arrays are immutable): never written in place.
         msg = f"{name}: a DLPack-only array is not written in place; pass a NumPy array, a tensor or a CUDA array"
@@ -213,7 +216,7 @@ def stream_handle(stream: Any, op: Operand) -> int:
 def semiring_spec(library: Any, semiring: Any) -> dict[str, Any]:
     """The index's entry for ``semiring``; one line naming the known ones if there is none."""
     table = library.index["semirings"]
-    if type(semiring) is not str:
+    if not isinstance(semiring, str):  # a str subclass (a str-valued Enum) names its value
         msg = f"semiring: expected a semiring name (str) such as 'maxplus' (known: {', '.join(table)}), got {echo(semiring)}"
         raise ArgumentTypeError(msg)
     spec = table.get(semiring)

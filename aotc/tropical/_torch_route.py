@@ -75,10 +75,10 @@ def handle(key: str) -> Any:
 
 def to_torch_op(arrays: tuple[Any, ...], semiring: Any) -> bool:
     """Whether a call goes to ``_torch``: every array a tensor (a None after
-    the first is an ``out=`` not given), the semiring a str (anything else
+    the first is an ``out=`` not given), the semiring a str or a str subclass (anything else
     gets the call path's own error), and not already an op's own call back."""
     torch = sys.modules.get("torch")
-    if torch is None or type(semiring) is not str or inside_op.active:
+    if torch is None or not isinstance(semiring, str) or inside_op.active:
         return False
     if not isinstance(arrays[0], torch.Tensor):
         return False

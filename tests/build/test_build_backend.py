@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "build_backend"))
-import aotc_build_backend as backend  # noqa: E402
+import aotc_build_backend as backend
 
 METADATA = """\
 Metadata-Version: 2.4
@@ -28,7 +28,7 @@ aotc compiles CUDA kernels. Name: not a header.
 
 
 def test_cuda12_metadata_renames_and_repins() -> None:
-    text = backend._lane_metadata(METADATA, "aotc-cuda12x")
+    text = backend._lane_metadata(METADATA, "aotc-cuda12x")  # noqa: SLF001 - the backend's private helpers under test
     assert text.splitlines()[:5] == [
         "Metadata-Version: 2.4",
         "Name: aotc-cuda12x",
@@ -51,8 +51,8 @@ def test_the_lane_comes_from_config_settings_then_the_environment(
     monkeypatch.delenv("AOTC_CUDA", raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    assert backend._lane(settings) == lane
-    assert backend._distribution(settings) == ("aotc" if lane == "13" else "aotc-cuda12x")
+    assert backend._lane(settings) == lane  # noqa: SLF001 - as above
+    assert backend._distribution(settings) == ("aotc" if lane == "13" else "aotc-cuda12x")  # noqa: SLF001 - as above
 
 
 def test_the_finished_wheel_is_renamed_with_a_fresh_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +63,7 @@ def test_the_finished_wheel_is_renamed_with_a_fresh_record(tmp_path: Path, monke
         whl.writestr("aotc/__init__.py", "x = 1\n")
         whl.writestr("aotc-0.1.0.dist-info/METADATA", METADATA)
         whl.writestr("aotc-0.1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-    name = backend._rename_wheel(str(tmp_path), source.name, "aotc-cuda12x")
+    name = backend._rename_wheel(str(tmp_path), source.name, "aotc-cuda12x")  # noqa: SLF001 - as above
     assert name == "aotc_cuda12x-0.1.0-py3-none-any.whl"
     assert not source.exists()
     with zipfile.ZipFile(tmp_path / name) as whl:

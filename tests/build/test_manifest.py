@@ -98,6 +98,8 @@ MALFORMED = [
     ("unknown-semiring-op", _replace("add: max, mul: add", "add: maximum, mul: add"), "semirings.maxplus.add", 6),
     ("missing-required-key", VALID.replace("dtypes: [f32, i32, bool]\n", ""), "(root)", 1),
     ("too-many-threads", _replace("thread_m: 4, thread_n: 4", "thread_m: 1, thread_n: 1"), "families.gemm.tiles.default", 16),
+    # The templates double-buffer: one stage passed validation and failed the build at a static_assert.
+    ("stages-the-templates-lack", _replace("thread_m: 4, thread_n: 4}", "thread_m: 4, thread_n: 4, stages: 1}"), "families.gemm.tiles.default.stages", 16),
     ("semiring-not-on-dtype", _replace("dtype: [bool]", "dtype: [f32]"), "families.gemm.matrix", 14),
     ("exclude-not-in-matrix", _replace("{dtype: i32, variant: batched}", "{dtype: f64}"), "families.gemm.exclude[0].dtype", 18),
     ("template-missing", _replace("template: gemm.cu.j2", "template: nope.cu.j2"), "families.gemm.template", 11),
@@ -133,7 +135,7 @@ def test_non_utf8_manifest(tmp_path: Path) -> None:
 
 
 def test_missing_manifest_names_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match="nope.yaml: cannot read manifest"):
+    with pytest.raises(ManifestError, match=r"nope\.yaml: cannot read manifest"):
         load_manifest(tmp_path / "nope.yaml")
 
 

@@ -8,6 +8,7 @@ dtypes and semirings against the reference.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,10 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
     "complex": (lambda _: tropical.matmul(A23 + 0j, B32 + 0j), ArgumentError, "dtype complex128"),
     "bool-maxplus": (lambda _: tropical.matmul(np.ones((2, 3), bool), np.ones((3, 2), bool), "maxplus"), ArgumentError, "dtype bool"),
     "counting-no-pairs": (lambda _: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), "counting"), ArgumentError, "trailing axis of length 2"),
+    "a-ragged-list": (lambda _: tropical.matmul([[1.0, 2.0], [3.0]], B32), ArgumentError, "a: NumPy cannot make an array of this list"),
+    "out-big-endian": (
+        lambda _: tropical.matmul(A23, B32, out=np.zeros((2, 2), ">f8")), ArgumentError, "out: has non-native byte order (>f8)",
+    ),  # fmt: skip
     "a-str": (lambda _: tropical.matmul("a", B32), ArgumentTypeError, "a: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got str"),
     "a-none": (lambda _: tropical.matmul(None, B32), ArgumentTypeError, "a: expected a NumPy array"),
     "b-dict": (lambda _: tropical.matmul(A23, {"b": 1}), ArgumentTypeError, "b: expected a NumPy array"),
@@ -209,7 +214,19 @@ def _ref(a: Any, b: Any, semiring: str = "maxplus", argmax: bool = False) -> Any
 T = np.ones((2, 3), bool)
 BIG = _f64(6, 8)
 # name -> (what aotc gives, what the reference gives)
+class SemiringName(str, enum.Enum):
+    """A str-valued enum, as a user's code names its semirings."""
+
+    MINPLUS = "minplus"
+
+
+# Shapes no other case uses, so no call plan of an earlier case answers for them.
+A75, B53 = np.arange(35, dtype=np.float32).reshape(7, 5) % 4, np.arange(15, dtype=np.float32).reshape(5, 3) % 3
+
 RESULTS: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
+    # big-endian inputs are read through a native copy, never as swapped bytes
+    "big-endian-inputs": (lambda: tropical.matmul(A75.astype(">f4"), B53.astype(">f4")), lambda: _ref(A75, B53)),
+    "semiring-str-enum": (lambda: tropical.matmul(A75, B53, SemiringName.MINPLUS), lambda: _ref(A75, B53, "minplus")),
     # empty dimensions: an empty result, or for K = 0 the zero, with no launch
     "m0": (lambda: tropical.matmul(np.ones((0, 3)), B32), lambda: _ref(np.ones((0, 3)), B32)),
     "n0": (lambda: tropical.matmul(A23, np.ones((3, 0))), lambda: _ref(A23, np.ones((3, 0)))),

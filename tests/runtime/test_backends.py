@@ -106,7 +106,7 @@ def test_automatic_choice_prefers_a_backend_with_a_gpu(monkeypatch: pytest.Monke
 def test_a_device_failure_is_kept_and_repeated() -> None:
     backend = NoGpu()
     for _ in range(2):
-        with pytest.raises(NoDeviceError, match="^no CUDA GPU: test$"):
+        with pytest.raises(NoDeviceError, match=r"^no CUDA GPU: test; to run the kernels on the CPU instead, set AOTC_BACKEND=emulator$"):
             backend.device()
     assert backend.opened == 1  # the driver is asked once; the answer is kept
 
@@ -155,6 +155,7 @@ def test_cuda_python_without_a_driver_says_no_gpu_plainly() -> None:
             backend.device()
         message = str(info.value)
         assert message.startswith("no CUDA GPU: the NVIDIA driver (libcuda) cannot be loaded")
+        assert message.endswith("; to run the kernels on the CPU instead, set AOTC_BACKEND=emulator")
         assert "\n" not in message
 
 

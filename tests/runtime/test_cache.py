@@ -587,7 +587,7 @@ def test_read_only_directory_as_an_unprivileged_user() -> None:
                 report.update(_exercise_read_only(directory, hit, miss))
                 os.write(writer, json.dumps(report).encode())
                 code = 0
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - the child reports any failure to the parent, then exits
                 os.write(writer, json.dumps({"error": repr(exc)}).encode())
             finally:
                 os._exit(code)

@@ -114,5 +114,5 @@ BROKEN = [
 
 @pytest.mark.parametrize(("mutation", "pass_name"), BROKEN)
 def test_a_mutated_rule_is_caught(tmp_path: Path, mutation: str, pass_name: str) -> None:
-    with pytest.raises(AssertionError, match="(?i)mismatch|count signs"):
+    with pytest.raises(AssertionError, match=r"(?i)mismatch|count signs"):
         _run(tmp_path, mutation, MUTATIONS[mutation][2], pass_name)

@@ -123,7 +123,7 @@ def test_compile_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_an_arch_nvrtc_cannot_target_is_refused(source: bytes) -> None:
-    with pytest.raises(BuildError, match="cannot compile k.cu for sm_70"):
+    with pytest.raises(BuildError, match=r"cannot compile k\.cu for sm_70"):
         jit.compile_cubin(source, "k.cu", (7, 0))
 
 

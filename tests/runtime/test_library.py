@@ -286,7 +286,7 @@ def test_empty_sizes_launch_nothing_and_negative_sizes_raise(lib_dir: Path) -> N
     launcher(*forward_args(m=0))
     launcher(*forward_args(n=0))
     assert backend.launches == []
-    with pytest.raises(ValueError, match="a size is negative .*M=-5"):
+    with pytest.raises(ValueError, match=r"a size is negative .*M=-5"):
         launcher(*forward_args(m=-5))
 
 

@@ -117,3 +117,7 @@ def test_an_unusable_cache_fails_in_one_line(run_aotc: RunAotc, lib: Path, tmp_p
     assert result.returncode == 1
     assert "cannot warm: the cache at" in result.stderr and "refused" in result.stderr
     assert "Traceback" not in result.stderr
+    # The cache's warning is one line of the CLI's own, not Python's file:line and source.
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("aotc: warning: not using the disk cache: "), result.stderr
+    assert [line.split(":")[0] for line in lines] == ["aotc", "aotc"], result.stderr

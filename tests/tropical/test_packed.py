@@ -103,7 +103,7 @@ def test_reachability_stays_packed() -> None:
 
 def test_matmul_packs_numpy_bools_from_k_64(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = tropical.Tropical._packed_product
+    real = tropical.Tropical._packed_product  # noqa: SLF001 - counts the packed route
     monkeypatch.setattr(tropical.Tropical, "_packed_product", lambda self, *args: calls.append(args[0]) or real(self, *args))
     rng = np.random.default_rng(3)
     for k, packs in ((tropical.PACK_MIN_K - 1, False), (tropical.PACK_MIN_K, True), (200, True)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,19 @@ def test_torch_tensors_in_torch_tensors_out() -> None:
     np.testing.assert_array_equal(c.numpy(), reference.matmul(a.numpy(), b.numpy(), "minplus"))
     c, k = tropical.matmul_argmax(a.double(), b.double())
     assert k.dtype == torch.int32
+
+
+def test_a_str_valued_enum_names_its_semiring() -> None:
+    # Refused before as "expected a semiring name (str) ... got 'maxplus'".
+    class SemiringName(str, enum.Enum):
+        MAXPLUS = "maxplus"
+
+    a, b = torch.randn(5, 3), torch.randn(3, 6)
+    expected = reference.matmul(a.numpy(), b.numpy(), "maxplus")
+    np.testing.assert_array_equal(tropical.matmul(a, b, SemiringName.MAXPLUS).numpy(), expected)
+    c = tropical.matmul(a.requires_grad_(), b, SemiringName.MAXPLUS)
+    c.sum().backward()
+    assert a.grad is not None and a.grad.shape == a.shape
 
 
 @pytest.mark.parametrize("semiring", ["maxplus", "minplus", "maxmul"])
@@ -54,7 +68,7 @@ def test_autograd_refuses_out() -> None:
         tropical.matmul(a, torch.ones(3, 2), out=torch.empty(2, 2))
 
 
-def test_autograd_through_a_second_library_uses_its_kernels(other: Any) -> None:
+def test_autograd_through_a_second_library_uses_its_kernels(other: Any) -> None:  # noqa: F811 - the fixture imported above
     # min-times has no kernels in the default library: every pass must come from `other`.
     generator = torch.Generator().manual_seed(8)
     a = (torch.randperm(6 * 7, generator=generator).float() / 7 + 1).reshape(6, 7).requires_grad_()
@@ -78,8 +92,8 @@ def test_empty_tensor_products_launch_nothing() -> None:
 
 def test_out_sharing_memory_with_an_input_is_refused() -> None:
     a = torch.ones(2, 2)
-    with pytest.raises(ValueError, match="^out: shares memory with a; pass a separate array$"):
+    with pytest.raises(ValueError, match=r"^out: shares memory with a; pass a separate array$"):
         tropical.matmul(a, torch.ones(2, 2), out=a)
-    with pytest.raises(ValueError, match="^k_out: shares memory with out"):
+    with pytest.raises(ValueError, match=r"^k_out: shares memory with out"):
         buffer = torch.zeros(8)
         tropical.matmul_argmax(a, a, out=buffer[:4].view(2, 2), k_out=buffer[2:6].view(torch.int32).view(2, 2))

@@ -83,7 +83,7 @@ def test_opcheck_a_counting_semiring() -> None:
         assert torch.library.opcheck(op, (a, b, "counting", key()), test_utils=OPCHECKS) == dict.fromkeys(OPCHECKS, "SUCCESS")
 
 
-def test_the_ops_of_a_second_library_use_its_kernels(other: Any) -> None:
+def test_the_ops_of_a_second_library_use_its_kernels(other: Any) -> None:  # noqa: F811 - the fixture imported above
     # min-times has kernels only in `other`: its handle's key picks them.
     a, b = distinct((6, 7), torch.float32, 3, True), distinct((7, 5), torch.float32, 4, True)
     api = tropical.over(other)
@@ -123,7 +123,7 @@ def test_an_explicit_stream_runs_outside_the_ops_and_refuses_autograd() -> None:
     np.testing.assert_array_equal(tropical.matmul(a, b, stream=0).numpy(), want)
     with pytest.raises(ValueError, match=r"stream: not supported while autograd records; use `with torch.cuda.stream\(s\):`"):
         tropical.matmul(a.requires_grad_(), b, stream=0)
-    with pytest.raises(ValueError, match="k_out: not supported while autograd records; call under torch.no_grad"):
+    with pytest.raises(ValueError, match=r"k_out: not supported while autograd records; call under torch\.no_grad"):
         tropical.matmul_argmax(a, b, k_out=torch.empty(3, 2, dtype=torch.int32))
 
 

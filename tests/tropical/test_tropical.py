@@ -141,7 +141,7 @@ def test_errors_are_one_line_naming_the_argument(call: tuple[Any, str]) -> None:
 
 # --- a second library beside the default one ------------------------------------
 
-def test_a_second_library_is_used_through_its_own_handle(emulated_tropical: Any, other: Any) -> None:
+def test_a_second_library_is_used_through_its_own_handle(emulated_tropical: Any, other: Any) -> None:  # noqa: F811 - the fixture imported above
     assert tropical.over(other) is tropical.over(other) and tropical.over(other).library is other
     assert tropical.over(other).semirings() == ("maxmin", "maxplus", "minmul")
 

@@ -46,7 +46,7 @@ def capability(ordinal: int) -> tuple[int, int]:
     devices = count()
     if ordinal >= devices:
         msg = f"no emulated device {ordinal}: AOTC_EMULATOR_DEVICES={devices}"
-        raise NoDeviceError(msg)
+        raise NoDeviceError(msg, hint=False)  # already on the emulator
     text = os.environ.get("AOTC_EMULATOR_ARCHS", "").strip()
     if not text:
         return (0, 0)
