@@ -10,6 +10,7 @@ pycuda's does, a pycuda ``Stream`` or None, raising Boost.Python's
 
 from __future__ import annotations
 
+import ctypes
 import importlib.machinery
 import sys
 import types
@@ -164,10 +165,13 @@ class _Function:
                 f"{type(stream).__name__}) did not match C++ signature"
             )
             raise TypeError(msg)
-        from aotc.runtime.backends.cuda_python import launch_packed
-
+        # The config pycuda builds: CU_LAUNCH_PARAM_BUFFER_POINTER, the block, _SIZE, its size, _END.
+        size = ctypes.c_size_t(len(params))
+        pointer = ctypes.cast(ctypes.c_char_p(params), ctypes.c_void_p).value
+        config = (ctypes.c_void_p * 5)(1, pointer, 2, ctypes.addressof(size), 0)
         handle = 0 if stream is None else stream.handle
-        self.pycuda.check("cuLaunchKernel", (launch_packed(self.pycuda.fake, self.function, (grid, block, shared), handle, params),))
+        launched = self.pycuda.fake.cuLaunchKernel(self.function, *grid, *block, shared, handle, None, ctypes.addressof(config))
+        self.pycuda.check("cuLaunchKernel", launched)
 
 
 @pytest.fixture
@@ -186,6 +190,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
 
 def loaded(fake: FakeDriver, ordinal: int = 0) -> tuple[PyCudaBackend, Any]:
     backend = PyCudaBackend(ordinal, bindings=fake)
+    backend.device()  # as the loader does before it loads anything
     return backend, backend.get_function(backend.load_module(b"good", name="k"), "k")
 
 
