@@ -12,29 +12,21 @@ because any code may have changed it since the last call (``torch.cuda.set_devic
 - any other: ours is pushed for the call and popped after it, so the thread's
   own context (and torch's or CuPy's idea of the current device) is left as found.
 
-The parameter block goes to ``cuLaunchKernel`` through ``extra``
-(``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``): one packed buffer instead of
-one boxed pointer per argument. A kernel's fault surfaces from a later call;
+The parameter block goes to ``cuLaunchKernel`` as one packed buffer
+(``packed_launch.py``). A kernel's fault surfaces from a later call;
 ``LaunchLog`` (``faults.py``) names the launch behind it.
 """
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
 from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
 from aotc.runtime.backends.faults import LaunchLog, is_sticky
+from aotc.runtime.backends.packed_launch import launch_packed
 
-__all__ = ["CudaPythonBackend", "launch_packed"]
-
-# cuLaunchKernel's `extra` markers are small integers cast to void*.
-_PARAM_END = 0
-_PARAM_BUFFER_POINTER = 1
-_PARAM_BUFFER_SIZE = 2
-_Extra = ctypes.c_void_p * 5
-
+__all__ = ["CudaPythonBackend"]
 
 class CudaPythonBackend(BackendBase):
     """Device ``ordinal`` through cuda-python; nothing touches the driver until first use."""
@@ -221,19 +213,6 @@ class CudaPythonBackend(BackendBase):
             return f"{name.decode()} ({text.decode()})"
         except Exception:  # noqa: BLE001 - only for a message
             return str(err)
-
-
-def launch_packed(cu: Any, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> Any:
-    """``cuLaunchKernel`` of ``function`` with the packed block ``params`` on ``stream``
-    (a ``CUstream`` or its int handle), in the current context; the ``CUresult``."""
-    # c_char_p points into the bytes object itself; the driver copies the
-    # block before cuLaunchKernel returns, and `params` outlives the call.
-    size = ctypes.c_size_t(len(params))
-    pointer = ctypes.cast(ctypes.c_char_p(params), ctypes.c_void_p).value
-    extra = _Extra(_PARAM_BUFFER_POINTER, pointer, _PARAM_BUFFER_SIZE, ctypes.addressof(size), _PARAM_END)
-    grid, block, shared_bytes = shape
-    (err,) = cu.cuLaunchKernel(function, *grid, *block, shared_bytes, stream, None, ctypes.addressof(extra))
-    return err
 
 
 def _no_driver(exc: Exception) -> NoDeviceError:

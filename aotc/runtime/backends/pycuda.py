@@ -32,8 +32,8 @@ from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
 from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
-from aotc.runtime.backends.cuda_python import launch_packed
 from aotc.runtime.backends.faults import STICKY_ERRORS, LaunchLog, is_sticky
+from aotc.runtime.backends.packed_launch import launch_packed
 
 __all__ = ["PyCudaBackend"]
 
