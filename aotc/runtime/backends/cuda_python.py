@@ -46,7 +46,7 @@ class CudaPythonBackend(BackendBase):
         self._driver = driver
         self._ordinal = ordinal
         self._context: Any = None
-        self._context_handle = 0
+        self._context_handle = -1  # no handle is: until the device is open, every call opens it
         self._driver_version: int | None = None
         self._launches = LaunchLog()
 
@@ -126,10 +126,14 @@ class CudaPythonBackend(BackendBase):
 
     def _enter(self) -> bool:
         """Make our context current in this thread; True if it was pushed and must be popped."""
-        if self._context is None:
-            self.device()
         cu = self._driver
-        current = int(self._call("cuCtxGetCurrent", cu.cuCtxGetCurrent()))
+        err, current = cu.cuCtxGetCurrent()
+        if not err and int(current) == self._context_handle:  # CUDA_SUCCESS is 0; the usual case
+            return False
+        if self._context is None:
+            self.device()  # cuInit and our context, or the one line why there is no GPU
+            err, current = cu.cuCtxGetCurrent()
+        current = int(self._call("cuCtxGetCurrent", (err, current)))
         if current == self._context_handle:
             return False
         if current == 0 and self._ordinal == 0:
@@ -161,7 +165,7 @@ class CudaPythonBackend(BackendBase):
             err = launch_packed(self._driver, function, shape, stream, params)
         finally:
             self._leave(pushed)
-        if err != self._driver.CUresult.CUDA_SUCCESS:
+        if err:  # CUDA_SUCCESS is 0
             if is_sticky(err.name):
                 raise self._launches.fault(
                     self._ordinal, "cuLaunchKernel", self._error_name(err), this_launch=(function, shape, stream)
