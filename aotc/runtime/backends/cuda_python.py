@@ -164,7 +164,8 @@ class CudaPythonBackend(BackendBase):
         try:
             err = launch_packed(self._driver, function, shape, stream, params)
         finally:
-            self._leave(pushed)
+            if pushed:
+                self._leave(pushed)
         if err:  # CUDA_SUCCESS is 0
             if is_sticky(err.name):
                 raise self._launches.fault(
