@@ -265,6 +265,19 @@ def test_pycudas_context_stack_is_left_as_found(fake: FakeDriver) -> None:
     assert cuda.Context.get_current() is own and fake.stack == [context_of(1)]
 
 
+def test_a_device_switch_under_pycudas_stack_is_seen(fake: FakeDriver) -> None:
+    # pycuda's stack says device 0's context; torch.cuda.set_device(1) has since put device 1's on the
+    # driver's: pycuda's own answer would send the launch to device 1's context.
+    cuda = sys.modules["pycuda.driver"]
+    backend, function = loaded(fake)
+    own = cuda.Device(0).retain_primary_context()
+    own.push()
+    fake.current = context_of(1)
+    backend.launch(function, ONE_BLOCK, 0, b"")
+    assert fake.launches[-1]["context"] == context_of(0)
+    assert fake.stack == [context_of(1)] and cuda.Context.get_current() is own
+
+
 # --- capture and faults ---------------------------------------------------------------------------
 
 

@@ -100,17 +100,27 @@ class PyCudaBackend(BackendBase):
             self.device()
         return self._cuda
 
-    def _enter(self) -> bool:
-        """Make our context current; True if it was pushed and must be popped."""
-        current = self._pycuda().Context.get_current()
-        if current is not None and current.handle == self._context.handle:
-            return False
-        self._context.push()
-        return True
+    def _enter(self) -> int:  # type: ignore[override] - which of two ways it pushed, for _leave
+        """Make our context current: 0 if it was, 1 if pushed through pycuda, 2 through the driver."""
+        cuda = self._pycuda()
+        cu = self._bindings or self._driver()
+        top = cuda.Context.get_current()
+        if top is None or top.handle != self._context.handle:
+            self._context.push()  # through pycuda: its allocations need ours on its own stack
+            return 1
+        err, current = cu.cuCtxGetCurrent()
+        if not err and int(current) == self._context.handle:
+            return 0
+        # pycuda's stack has ours on top, but the driver another (torch.cuda.set_device since):
+        # pycuda's push would pop that one off the driver's stack, so ours goes on top of it.
+        self._check("cuCtxPushCurrent", cu.cuCtxPushCurrent(self._context.handle))
+        return 2
 
-    def _leave(self, pushed: bool) -> None:
-        if pushed:
+    def _leave(self, pushed: int) -> None:  # type: ignore[override]
+        if pushed == 1:
             self._cuda.Context.pop()
+        elif pushed == 2:
+            self._check("cuCtxPopCurrent", self._bindings.cuCtxPopCurrent())
 
     def _guard(self, what: str, call: Any, *args: Any) -> Any:
         """``call(*args)`` of pycuda in our context, its errors one line."""
