@@ -205,7 +205,8 @@ class FakeDriver:
         return SUCCESS, driver.CUcontext(context_of(ordinal))
 
     def cuDeviceGetName(self, length: int, device: Any) -> tuple[Any, bytes]:  # noqa: N802
-        handle(length, none=False), handle(device)
+        handle(length, none=False)
+        handle(device)
         return SUCCESS, b"Stand-in GPU\0\0\0"
 
     def cuDeviceGetAttribute(self, attribute: Any, device: Any) -> tuple[Any, int]:  # noqa: N802
