@@ -13,7 +13,8 @@ real driver refuses, so a test fails where a GPU would:
   top); calls that need one get ``CUDA_ERROR_INVALID_CONTEXT`` without it;
   functions belong to the context their module was loaded in, streams to the
   context they were made in, and launching them in another is
-  ``CUDA_ERROR_INVALID_HANDLE``; memory is real bytes, and a pointer outside
+  ``CUDA_ERROR_INVALID_HANDLE``; a launch shape outside the device limits
+  is ``CUDA_ERROR_INVALID_VALUE``; memory is real bytes, and a pointer outside
   an allocation (or a copy into a read-only host buffer) is ``CUDA_ERROR_INVALID_VALUE``;
 - faults: ``fault_on(symbol)`` makes a launch of that kernel break its context,
   as a kernel that reads an illegal address does: the launch returns
@@ -55,6 +56,16 @@ ERROR_STRINGS = {
 def context_of(device: int) -> int:
     """The primary context the fake hands out for ``device`` (device 0: 0xC0FFEE)."""
     return 0xC0FFEE + 0x100 * device
+
+
+def launchable(grid: tuple[int, ...], block: tuple[int, ...], shared: int) -> bool:
+    """Whether a launch shape is within what every GPU since sm_70 takes without opting in:
+    grid x < 2**31, y and z <= 65535; block x, y <= 1024, z <= 64, 1024 threads; 48 KiB dynamic shared."""
+    if min(grid) < 1 or grid[0] >= 2**31 or max(grid[1:]) > 65535:
+        return False
+    if min(block) < 1 or max(block[:2]) > 1024 or block[2] > 64 or block[0] * block[1] * block[2] > 1024:
+        return False
+    return 0 <= shared <= 48 * 1024
 
 
 def handle(value: Any, *, none: bool = True) -> int:
@@ -303,6 +314,8 @@ class FakeDriver:
             return (_ERR.CUDA_ERROR_INVALID_HANDLE,)
         if params is not None and extra_address:
             return (_ERR.CUDA_ERROR_INVALID_VALUE,)  # kernelParams and extra are exclusive
+        if not launchable(dims[:3], dims[3:6], dims[6]):
+            return (_ERR.CUDA_ERROR_INVALID_VALUE,)
         # Read `extra` while it is alive, as the driver does.
         words = (ctypes.c_void_p * 5).from_address(extra_address)
         size = ctypes.c_size_t.from_address(words[3]).value

@@ -273,6 +273,19 @@ def test_cuda_python_launches_on_a_stream_of_its_device() -> None:
         backend.launch(function, ONE_BLOCK, fake.add_stream(0x6000, device=0), b"")  # another context's stream
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [((1, 65536, 1), (16, 16, 1), 0), ((1, 1, 1), (32, 33, 1), 0), ((1, 1, 1), (32, 1, 1), 49 * 1024), ((0, 1, 1), (1, 1, 1), 0)],
+    ids=["grid-y", "threads", "shared", "empty-grid"],
+)
+def test_a_shape_the_gpu_refuses_is_one_line(shape: Any) -> None:
+    fake = FakeDriver()
+    backend, function = loaded(fake)
+    with pytest.raises(BackendError, match=r"^cuLaunchKernel\(grid=.*\) failed: CUDA_ERROR_INVALID_VALUE \(described\)$"):
+        backend.launch(function, shape, 0, b"")
+    assert fake.launches == []
+
+
 def test_cuda_python_errors_are_one_line() -> None:
     backend = CudaPythonBackend(driver=FakeDriver())
     with pytest.raises(BackendError, match=r"loading k\.fatbin: cuModuleLoadData failed: CUDA_ERROR_NO_BINARY_FOR_GPU \(described\)"):
