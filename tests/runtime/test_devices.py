@@ -121,6 +121,7 @@ def test_a_tropical_call_follows_its_operands_device(two_gpus: FakeDriver, fat_l
     launch = two_gpus.launches[-1]
     assert (launch["context"], int(launch["stream"])) == (context_of(1), 5)
     assert api.library.loaded_on(1) == (KERNEL,) and api.library.loaded_on(0) == ()
+    assert two_gpus.current == 0  # the thread had no context current, and still has none (fault 6)
 
 
 def test_operands_on_two_devices_are_refused_naming_both(two_gpus: FakeDriver, fat_lib: Path) -> None:
