@@ -193,7 +193,7 @@ def test_a_preloaded_call_on_device_arrays_is_captured_and_replays(lib_dir: Path
     check(driver.cuStreamBeginCapture(stream.stream, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
     try:
         api.matmul(da, db, out=dc, stream=stream.handle)
-        with pytest.raises(CaptureError, match=r"^a: staging a host array while stream .* is being captured"):
+        with pytest.raises(CaptureError, match=r"is being captured into a CUDA graph"):  # host staging refused
             api.matmul(a, b, stream=stream.handle)
     finally:
         graph = check(driver.cuStreamEndCapture(stream.stream))
