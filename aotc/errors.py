@@ -25,6 +25,7 @@ __all__ = [
     "CaptureError",
     "ConfigurationError",
     "DamagedLibraryError",
+    "DeviceFaultError",
     "DriverTooOldError",
     "ECHO_LIMIT",
     "IndexFormatError",
@@ -173,3 +174,10 @@ class DriverTooOldError(BackendError):
 class CaptureError(BackendError):
     """A call would load a module, allocate or copy host memory while its stream
     is being captured into a CUDA graph; the message says to preload first."""
+
+
+class DeviceFaultError(BackendError):
+    """A kernel faulted on the GPU (an illegal address, a trap, a timeout). The
+    fault surfaces later, from whichever call next touches the context; the
+    message names that call and the launch that most likely caused it. The
+    context is unusable from then on: the process must restart."""

@@ -2,7 +2,13 @@
 # The GPU suite, for any machine with an NVIDIA GPU and nvcc on PATH:
 #   1. builds and installs aotc for the GPU's own architecture,
 #   2. runs every test marked `gpu` (every kernel against the NumPy reference,
-#      through both real backends),
+#      through both real backends), among them what a real node does that the
+#      fakes only model (tests/runtime/test_gpu_contexts.py): launches on
+#      non-default streams (a driver stream, a pycuda Stream, a torch side
+#      stream, a CuPy stream), CUDA-graph capture, contexts made current by
+#      other code and a second GPU's, and a kernel's fault reported naming its
+#      launch; the torch, CuPy and two-GPU cases skip, saying why, where
+#      PyTorch with CUDA, CuPy or a second GPU is missing,
 #   3. times max-plus forward and argmax at 4096^3 against the issue limit.
 # Record what it prints in benchmarks/RESULTS.md.
 set -euo pipefail

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import struct
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from aotc.runtime.backends import BACKENDS, BackendRegistry, backend_name_from_e
 from aotc.runtime.backends.base import Backend, DeviceInfo
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
 from aotc.runtime.backends.noop import NoopBackend
-from fake_driver import FakeDriver, driver
+from fake_driver import FakeDriver, context_of, driver
 
 
 # -- choosing a backend ------------------------------------------------------------
@@ -190,28 +191,100 @@ def test_cuda_python_launch_passes_one_packed_block_through_extra() -> None:
     assert launch["block_bytes"] == params
 
 
-def test_cuda_python_binds_the_primary_context_once_per_thread() -> None:
-    fake = FakeDriver(current=0)
-    backend = CudaPythonBackend(driver=fake)
-    function = backend.get_function(backend.load_module(b"good", name="k"), "k")
-    for _ in range(3):
-        backend.launch(function, ((1, 1, 1), (1, 1, 1), 0), 0, b"")
-    assert fake.calls == ["get", "set"]
+def loaded(fake: FakeDriver, ordinal: int = 0) -> tuple[CudaPythonBackend, Any]:
+    """A cuda-python backend of device ``ordinal`` over ``fake``, and its kernel ``k``."""
+    backend = CudaPythonBackend(ordinal, driver=fake)
+    return backend, backend.get_function(backend.load_module(b"good", name="k"), "k")
 
-    other = threading.Thread(target=backend.launch, args=(function, ((1, 1, 1), (1, 1, 1), 0), 0, b""))
-    fake.current = 0
-    other.start()
-    other.join()
-    assert fake.calls == ["get", "set", "get", "set"]
+
+ONE_BLOCK = ((1, 1, 1), (1, 1, 1), 0)
+
+
+def test_cuda_python_makes_device_0s_primary_context_current_where_none_is() -> None:
+    fake = FakeDriver(current=0)
+    backend, function = loaded(fake)
+    fake.calls.clear()
+    for _ in range(3):
+        backend.launch(function, ONE_BLOCK, 0, b"")
+    assert fake.calls == ["get", "get", "get"]  # asked every call; made current once, by load_module
+    assert fake.current == context_of(0)  # as the CUDA runtime itself does on a thread's first call
+
+    seen: list[list[str]] = []
+
+    def other_thread() -> None:
+        fake.calls.clear()
+        backend.launch(function, ONE_BLOCK, 0, b"")
+        seen.append(list(fake.calls))
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    thread.join()
+    assert seen == [["get", "set"]]  # a new thread has no context current: the driver's stack is per thread
+    assert [launch["context"] for launch in fake.launches] == [context_of(0)] * 4
 
 
 def test_cuda_python_leaves_a_foreign_context_as_it_was() -> None:
     fake = FakeDriver(current=0xBEEF)  # some other context is current in this thread
-    backend = CudaPythonBackend(driver=fake)
-    function = backend.get_function(backend.load_module(b"good", name="k"), "k")
+    backend, function = loaded(fake)
     fake.calls.clear()
-    backend.launch(function, ((1, 1, 1), (1, 1, 1), 0), 0, b"")
+    backend.launch(function, ONE_BLOCK, 0, b"")
     assert fake.calls == ["get", "push", "pop"]
+    assert fake.current == 0xBEEF and fake.launches[-1]["context"] == context_of(0)
+
+
+def test_a_context_made_current_after_the_first_call_gets_none_of_aotcs_work() -> None:
+    # Fault 6: the backend bound a thread's context once, so a context made current
+    # later (pycuda.autoinit, cuCtxCreate) received aotc's launches and copies.
+    fake = FakeDriver()
+    backend, function = loaded(fake)
+    backend.launch(function, ONE_BLOCK, 0, b"")
+    foreign = fake.foreign_context()
+    backend.launch(function, ONE_BLOCK, 0, b"")
+    pointer = backend.alloc(4)
+    backend.copy_to_device(pointer, b"\1\2\3\4")
+    out = bytearray(4)
+    backend.copy_to_host(out, pointer)
+    backend.synchronize()
+    backend.free(pointer)
+    assert [launch["context"] for launch in fake.launches] == [context_of(0), context_of(0)]
+    assert out == b"\1\2\3\4" and fake.current == foreign
+
+
+def test_a_call_on_another_device_leaves_the_threads_context_as_it_was() -> None:
+    # Fault 6: on a multi-GPU node a call made its device's context current and
+    # left it so, changing torch's and CuPy's idea of the current device.
+    fake = FakeDriver(capabilities=((8, 0), (9, 0)))
+    backend, function = loaded(fake, 1)
+    assert fake.current == 0
+    backend.launch(function, ONE_BLOCK, 0, b"")
+    assert fake.current == 0 and fake.launches[-1]["context"] == context_of(1)
+    fake.current = context_of(0)  # torch.cuda.set_device(0)
+    backend.launch(function, ONE_BLOCK, 0, b"")
+    backend.synchronize()
+    assert fake.current == context_of(0) and fake.launches[-1]["context"] == context_of(1)
+    assert backend.current_device() == 0
+
+
+def test_cuda_python_launches_on_a_stream_of_its_device() -> None:
+    fake = FakeDriver(capabilities=((8, 0), (9, 0)))
+    backend, function = loaded(fake, 1)
+    backend.launch(function, ONE_BLOCK, fake.add_stream(0x5000, device=1), b"")
+    assert fake.launches[-1]["stream"] == 0x5000
+    with pytest.raises(BackendError, match=r"^cuLaunchKernel\(.*\) failed: CUDA_ERROR_INVALID_HANDLE"):
+        backend.launch(function, ONE_BLOCK, fake.add_stream(0x6000, device=0), b"")  # another context's stream
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [((1, 65536, 1), (16, 16, 1), 0), ((1, 1, 1), (32, 33, 1), 0), ((1, 1, 1), (32, 1, 1), 49 * 1024), ((0, 1, 1), (1, 1, 1), 0)],
+    ids=["grid-y", "threads", "shared", "empty-grid"],
+)
+def test_a_shape_the_gpu_refuses_is_one_line(shape: Any) -> None:
+    fake = FakeDriver()
+    backend, function = loaded(fake)
+    with pytest.raises(BackendError, match=r"^cuLaunchKernel\(grid=.*\) failed: CUDA_ERROR_INVALID_VALUE \(described\)$"):
+        backend.launch(function, shape, 0, b"")
+    assert fake.launches == []
 
 
 def test_cuda_python_errors_are_one_line() -> None:

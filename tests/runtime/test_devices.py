@@ -116,10 +116,12 @@ def test_a_tropical_call_follows_its_operands_device(two_gpus: FakeDriver, fat_l
     api = tropical.over(Library(fat_lib))
     a, b, c = (DeviceArray(p, np.ones((2, 2), np.float32)) for p in (0xA000, 0xB000, 0xC000))
     two_gpus.pointers.update({0xA000: 1, 0xB000: 1, 0xC000: 1})
+    two_gpus.add_stream(5, device=1)
     assert api.matmul(a, b, out=c, stream=5) is c
     launch = two_gpus.launches[-1]
     assert (launch["context"], int(launch["stream"])) == (context_of(1), 5)
     assert api.library.loaded_on(1) == (KERNEL,) and api.library.loaded_on(0) == ()
+    assert two_gpus.current == 0  # the thread had no context current, and still has none (fault 6)
 
 
 def test_operands_on_two_devices_are_refused_naming_both(two_gpus: FakeDriver, fat_lib: Path) -> None:
@@ -138,7 +140,7 @@ def test_a_capture_refuses_a_module_load_until_preloaded(two_gpus: FakeDriver, f
     api = tropical.over(Library(fat_lib))
     a, b, c = (DeviceArray(p, np.ones((2, 2), np.float32)) for p in (0xA000, 0xB000, 0xC000))
     two_gpus.pointers.update({0xA000: 1, 0xB000: 1, 0xC000: 1})
-    two_gpus.capturing.add(5)
+    two_gpus.capturing.add(two_gpus.add_stream(5, device=1))
     with pytest.raises(CaptureError) as info:
         api.matmul(a, b, out=c, stream=5)
     assert str(info.value) == (
@@ -156,14 +158,14 @@ def test_a_capture_refuses_a_module_load_until_preloaded(two_gpus: FakeDriver, f
 def test_a_capture_refuses_staging_host_arrays(two_gpus: FakeDriver, fat_lib: Path) -> None:
     api = tropical.over(Library(fat_lib))
     api.preload("maxplus", "f32", device=0)
-    two_gpus.capturing.add(7)
+    two_gpus.capturing.add(two_gpus.add_stream(7, device=0))
     with pytest.raises(CaptureError, match=r"^a: staging a host array while stream 7 is being captured .* on device 0: "):
         api.matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), stream=7)
 
 
 def test_library_launch_refuses_a_load_during_capture(two_gpus: FakeDriver, fat_lib: Path) -> None:
     library = Library(fat_lib)
-    two_gpus.capturing.add(9)
+    two_gpus.capturing.add(two_gpus.add_stream(9, device=0))
     args = [1] * len(library.index.kernel(KERNEL).param_names)
     with pytest.raises(CaptureError, match=f"^loading kernel {KERNEL!r} while stream 9"):
         library.launch(KERNEL, *args, stream=9)

@@ -1,36 +1,32 @@
 """The cuda-python backend (``cuda.bindings.driver``), the default.
 
 It works in the device's primary context, the one the CUDA runtime, PyTorch
-and CuPy use, so kernels and memory are shared with them. A thread that has
-no current context gets the primary context made current on its first call;
-a thread where some other context is current gets ours pushed and popped
-around each call, so its own stack is left as it was. On a machine with
-several GPUs the current context is asked before every call, since any code
-(``torch.cuda.set_device``, another device's backend) may have switched it;
-with one GPU, a thread is bound once.
+and CuPy use, so kernels and memory are shared with them. Every call asks
+which context the calling thread has current (one ``cuCtxGetCurrent``),
+because any code may have changed it since the last call (``torch.cuda.set_device``,
+``pycuda.autoinit``, ``cuCtxCreate``, another device's backend):
 
-The parameter block goes to ``cuLaunchKernel`` through ``extra``
-(``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``): one packed buffer instead of
-one boxed pointer per argument.
+- our primary context: the call runs as it is;
+- none, and this is device 0: our primary context is made current, as the
+  CUDA runtime itself does on a thread's first call, and stays so;
+- any other: ours is pushed for the call and popped after it, so the thread's
+  own context (and torch's or CuPy's idea of the current device) is left as found.
+
+The parameter block goes to ``cuLaunchKernel`` as one packed buffer
+(``packed_launch.py``). A kernel's fault surfaces from a later call;
+``LaunchLog`` (``faults.py``) names the launch behind it.
 """
 
 from __future__ import annotations
 
-import ctypes
-import threading
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
 from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
+from aotc.runtime.backends.faults import LaunchLog, is_sticky
+from aotc.runtime.backends.packed_launch import launch_packed
 
 __all__ = ["CudaPythonBackend"]
-
-# cuLaunchKernel's `extra` markers are small integers cast to void*.
-_PARAM_END = 0
-_PARAM_BUFFER_POINTER = 1
-_PARAM_BUFFER_SIZE = 2
-_Extra = ctypes.c_void_p * 5
-
 
 class CudaPythonBackend(BackendBase):
     """Device ``ordinal`` through cuda-python; nothing touches the driver until first use."""
@@ -49,11 +45,10 @@ class CudaPythonBackend(BackendBase):
         super().__init__(ordinal)
         self._driver = driver
         self._ordinal = ordinal
-        self._local = threading.local()
         self._context: Any = None
-        self._context_handle = 0
-        self._bind_once = False  # one GPU: no other device's context can become current
+        self._context_handle = -1  # no handle is: until the device is open, every call opens it
         self._driver_version: int | None = None
+        self._launches = LaunchLog()
 
     # -- device and context --------------------------------------------------
 
@@ -74,7 +69,6 @@ class CudaPythonBackend(BackendBase):
         if self._ordinal >= count:
             msg = f"no CUDA GPU {self._ordinal}: the driver sees {count} device(s)"
             raise NoDeviceError(msg)
-        self._bind_once = count == 1
         device = self._call("cuDeviceGet", cu.cuDeviceGet(self._ordinal))
         self._context = self._call("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(device))
         self._context_handle = int(self._context)
@@ -132,16 +126,19 @@ class CudaPythonBackend(BackendBase):
 
     def _enter(self) -> bool:
         """Make our context current in this thread; True if it was pushed and must be popped."""
-        if getattr(self._local, "bound", False):
-            return False
-        self.device()
         cu = self._driver
-        current = int(self._call("cuCtxGetCurrent", cu.cuCtxGetCurrent()))
-        if current == self._context_handle and not self._bind_once:
+        err, current = cu.cuCtxGetCurrent()
+        if not err and int(current) == self._context_handle:  # CUDA_SUCCESS is 0; the usual case
             return False
-        if current in (0, self._context_handle):
+        if self._context is None:
+            self.device()  # cuInit and our context, or the one line why there is no GPU
+            err, current = cu.cuCtxGetCurrent()
+        current = int(self._call("cuCtxGetCurrent", (err, current)))
+        if current == self._context_handle:
+            return False
+        if current == 0 and self._ordinal == 0:
+            # What the runtime does on a thread's first call; torch and CuPy see device 0 either way.
             self._call("cuCtxSetCurrent", cu.cuCtxSetCurrent(self._context))
-            self._local.bound = self._bind_once
             return False
         self._call("cuCtxPushCurrent", cu.cuCtxPushCurrent(self._context))
         return True
@@ -157,24 +154,26 @@ class CudaPythonBackend(BackendBase):
         return self._call(f"loading {name}: cuModuleLoadData", loaded)
 
     def get_function(self, module: Any, symbol: str) -> Any:
-        return self._call(f"cuModuleGetFunction({symbol})", self._driver.cuModuleGetFunction(module, symbol.encode()))
+        found = self._in_context(self._driver.cuModuleGetFunction, module, symbol.encode())
+        function = self._call(f"cuModuleGetFunction({symbol})", found)
+        self._launches.names[int(function)] = symbol
+        return function
 
     def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
-        pushed = False if getattr(self._local, "bound", False) else self._enter()
-        # c_char_p points into the bytes object itself; the driver copies the
-        # block before cuLaunchKernel returns, and `params` outlives the call.
-        size = ctypes.c_size_t(len(params))
-        pointer = ctypes.cast(ctypes.c_char_p(params), ctypes.c_void_p).value
-        extra = _Extra(_PARAM_BUFFER_POINTER, pointer, _PARAM_BUFFER_SIZE, ctypes.addressof(size), _PARAM_END)
-        grid, block, shared_bytes = shape
+        pushed = self._enter()
         try:
-            (err,) = self._driver.cuLaunchKernel(
-                function, *grid, *block, shared_bytes, stream, None, ctypes.addressof(extra)
-            )
+            err = launch_packed(self._driver, function, shape, stream, params)
         finally:
-            self._leave(pushed)
-        if err != self._driver.CUresult.CUDA_SUCCESS:
+            if pushed:
+                self._leave(pushed)
+        if err:  # CUDA_SUCCESS is 0
+            if is_sticky(err.name):
+                raise self._launches.fault(
+                    self._ordinal, "cuLaunchKernel", self._error_name(err), this_launch=(function, shape, stream)
+                )
             raise launch_error("cuLaunchKernel", shape, self._error_name(err))
+        launches = self._launches
+        launches.latest = launches.per_stream[stream] = (function, shape, stream)
 
     # -- memory ----------------------------------------------------------------
 
@@ -198,6 +197,7 @@ class CudaPythonBackend(BackendBase):
 
     def synchronize(self) -> None:
         self._call("cuCtxSynchronize", self._in_context(self._driver.cuCtxSynchronize))
+        self._launches.settle()
 
     # -- errors ----------------------------------------------------------------
 
@@ -205,6 +205,8 @@ class CudaPythonBackend(BackendBase):
         """Unwrap cuda-python's ``(CUresult, value...)`` tuples, raising one line on failure."""
         err, *values = result
         if err != self._driver.CUresult.CUDA_SUCCESS:
+            if is_sticky(getattr(err, "name", "")):
+                raise self._launches.fault(self._ordinal, what, self._error_name(err))
             msg = f"{what} failed: {self._error_name(err)}"
             raise BackendError(msg)
         return values[0] if len(values) == 1 else tuple(values)

@@ -6,18 +6,22 @@ creates a private context that PyTorch or CuPy in the same process could not
 see). Where the calling thread already has our context current, as pycuda
 code that pushed it does, calls run as they are; otherwise the context is
 pushed and popped around each call, so pycuda's per-thread context stack is
-left exactly as found. Streams are pycuda ``Stream`` objects, or 0/None.
+left exactly as found. Memory is pycuda's (``mem_alloc``, ``memcpy_*``).
 
-Launches go through ``Function._launch_kernel``, the method pycuda's own
-``Function.__call__`` ends in: it takes one packed parameter buffer and
-passes it to ``cuLaunchKernel`` as ``CU_LAUNCH_PARAM_BUFFER_POINTER``.
+Modules, functions and launches go through cuda-bindings (a dependency of
+aotc's wheel) against the same libcuda, inside the context pycuda pushed:
+pycuda's own launch (``Function._launch_kernel``, where ``Function.__call__``
+ends) takes only a pycuda ``Stream`` or None, never the int handle of a
+PyTorch or CuPy stream, and pycuda exposes no ``CUfunction`` to hand to
+another binding. So a stream may be an int handle, a pycuda ``Stream``, or
+0/None. The same bindings answer what pycuda has no call for: the calling
+thread's current device, which device a pointer's memory is on
+(``cuPointerGetAttribute``), and whether a stream is being captured into a
+CUDA graph (``cuStreamIsCapturing``).
 
-Two questions pycuda has no call for are asked of the same libcuda through
-cuda-bindings (a dependency of aotc's wheel): which device a pointer's
-memory is on (``cuPointerGetAttribute``, for arrays that do not say), and
-whether a stream is being captured into a CUDA graph (``cuStreamIsCapturing``).
-Without cuda-bindings the answers are "unknown device" and "not capturing",
-the base backend's.
+A kernel's fault surfaces from a later call as a pycuda error whose text is
+the CUresult's description; ``LaunchLog`` (``faults.py``) names the launch
+behind it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
 from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
+from aotc.runtime.backends.faults import STICKY_ERRORS, LaunchLog, is_sticky
+from aotc.runtime.backends.packed_launch import launch_packed
 
 __all__ = ["PyCudaBackend"]
 
@@ -50,6 +56,8 @@ class PyCudaBackend(BackendBase):
         self._context: Any = None
         self._allocations: dict[int, Any] = {}
         self._bindings = bindings  # cuda.bindings.driver, found on first need; tests hand in a fake
+        self._launches = LaunchLog()
+        self._sticky_texts: dict[str, str] | None = None  # a sticky CUresult's description -> its name
 
     def driver_version(self) -> int:
         cuda = _driver_module()
@@ -86,42 +94,87 @@ class PyCudaBackend(BackendBase):
         self._cuda = cuda
         return info
 
-    def _enter(self) -> bool:
-        """Make our context current; True if it was pushed and must be popped."""
+    def _pycuda(self) -> Any:
+        """``pycuda.driver``, once the device is open (or the one line why there is none)."""
         if self._cuda is None:
             self.device()
-        current = self._cuda.Context.get_current()
-        if current is not None and current.handle == self._context.handle:
-            return False
-        self._context.push()
-        return True
+        return self._cuda
 
-    def _leave(self, pushed: bool) -> None:
-        if pushed:
+    def _enter(self) -> int:  # type: ignore[override] - which of two ways it pushed, for _leave
+        """Make our context current: 0 if it was, 1 if pushed through pycuda, 2 through the driver."""
+        cuda = self._pycuda()
+        cu = self._bindings or self._driver()
+        top = cuda.Context.get_current()
+        if top is None or top.handle != self._context.handle:
+            self._context.push()  # through pycuda: its allocations need ours on its own stack
+            return 1
+        err, current = cu.cuCtxGetCurrent()
+        if not err and int(current) == self._context.handle:
+            return 0
+        # pycuda's stack has ours on top, but the driver another (torch.cuda.set_device since):
+        # pycuda's push would pop that one off the driver's stack, so ours goes on top of it.
+        self._check("cuCtxPushCurrent", cu.cuCtxPushCurrent(self._context.handle))
+        return 2
+
+    def _leave(self, pushed: int) -> None:  # type: ignore[override]
+        if pushed == 1:
             self._cuda.Context.pop()
+        elif pushed == 2:
+            self._check("cuCtxPopCurrent", self._bindings.cuCtxPopCurrent())
 
     def _guard(self, what: str, call: Any, *args: Any) -> Any:
+        """``call(*args)`` of pycuda in our context, its errors one line."""
         try:
             return self._in_context(call, *args)
         except self._cuda.Error as exc:
-            msg = f"{what} failed: {_one_line(exc)}"
+            reason = _one_line(exc)
+            sticky = self._sticky_name(reason.partition(" failed: ")[2])
+            if sticky is not None:
+                raise self._launches.fault(self._ordinal, what, f"{sticky} ({reason})") from None
+            msg = f"{what} failed: {reason}"
             raise BackendError(msg) from None
 
+    def _check(self, what: str, result: tuple[Any, ...]) -> Any:
+        """Unwrap a cuda-bindings ``(CUresult, value...)`` tuple, raising one line on failure."""
+        err, *values = result
+        if err != self._driver().CUresult.CUDA_SUCCESS:
+            if is_sticky(getattr(err, "name", "")):
+                raise self._launches.fault(self._ordinal, what, self._error_name(err))
+            msg = f"{what} failed: {self._error_name(err)}"
+            raise BackendError(msg)
+        return values[0] if len(values) == 1 else tuple(values)
+
     def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
-        return self._guard(f"loading {name}", self._cuda.module_from_buffer, bytes(image))
+        cu = self._driver()
+        return self._check(f"loading {name}: cuModuleLoadData", self._in_context(cu.cuModuleLoadData, bytes(image)))
 
     def get_function(self, module: Any, symbol: str) -> Any:
-        return self._guard(f"get_function({symbol})", module.get_function, symbol)
+        cu = self._driver()
+        found = self._in_context(cu.cuModuleGetFunction, module, symbol.encode())
+        function = self._check(f"cuModuleGetFunction({symbol})", found)
+        self._launches.names[int(function)] = symbol
+        return function
 
     def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
-        grid, block, shared_bytes = shape
+        if type(stream) is not int:
+            stream = _stream_handle(stream)
+        cu = self._bindings or self._driver()
+        pushed = self._enter()
         try:
-            self._in_context(function._launch_kernel, grid, block, params, shared_bytes, stream or None)  # noqa: SLF001
-        except self._cuda.Error as exc:
-            raise launch_error("launch", shape, _one_line(exc)) from None
+            err = launch_packed(cu, function, shape, stream, params)
+        finally:
+            self._leave(pushed)
+        if err != cu.CUresult.CUDA_SUCCESS:
+            if is_sticky(err.name):
+                raise self._launches.fault(
+                    self._ordinal, "cuLaunchKernel", self._error_name(err), this_launch=(function, shape, stream)
+                )
+            raise launch_error("cuLaunchKernel", shape, self._error_name(err))
+        launches = self._launches
+        launches.latest = launches.per_stream[stream] = (function, shape, stream)
 
     def alloc(self, nbytes: int) -> int:
-        allocation = self._guard("mem_alloc", self._cuda.mem_alloc, max(int(nbytes), 1))
+        allocation = self._guard("mem_alloc", self._pycuda().mem_alloc, max(int(nbytes), 1))
         pointer = int(allocation)
         with self._lock:
             self._allocations[pointer] = allocation  # pycuda frees on garbage collection
@@ -138,46 +191,87 @@ class PyCudaBackend(BackendBase):
     def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
         view = byte_view(host)
         if view is not None:
-            self._guard("memcpy_htod", self._cuda.memcpy_htod, pointer, view)
+            self._guard("memcpy_htod", self._pycuda().memcpy_htod, pointer, view)
 
     def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
         view = byte_view(host)
         if view is not None:
-            self._guard("memcpy_dtoh", self._cuda.memcpy_dtoh, view, pointer)
+            self._guard("memcpy_dtoh", self._pycuda().memcpy_dtoh, view, pointer)
 
     def synchronize(self) -> None:
-        self._guard("synchronize", self._cuda.Context.synchronize)
+        self._guard("synchronize", self._pycuda().Context.synchronize)
+        self._launches.settle()
+
+    # -- what pycuda has no call for: asked of the same libcuda through cuda-bindings --
+
+    def device_count(self) -> int:
+        return int(self._pycuda().Device.count())  # opening the device: cuInit, or why there is no GPU
+
+    def current_device(self) -> int:
+        # cudaSetDevice (torch.cuda.set_device) makes that device's primary context current.
+        self._pycuda()  # cuInit
+        cu = self._driver()
+        if not int(self._check("cuCtxGetCurrent", cu.cuCtxGetCurrent())):
+            return 0
+        return int(self._check("cuCtxGetDevice", cu.cuCtxGetDevice()))
 
     def pointer_device(self, pointer: int) -> int | None:
-        cu = self._driver_bindings()
-        if cu is None:
-            return None
-        self.device()  # cuInit, through pycuda
+        cu = self._driver()
+        self._pycuda()  # cuInit
         attribute = cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
         err, value = cu.cuPointerGetAttribute(attribute, cu.CUdeviceptr(pointer))
         # Host memory the driver does not know is no device's; a stale pointer neither.
         return int(value) if err == cu.CUresult.CUDA_SUCCESS else None
 
     def is_capturing(self, stream: Any) -> bool:
-        cu = self._driver_bindings()
-        if cu is None:
-            return False
-        handle = stream if isinstance(stream, int) else getattr(stream, "handle", 0)  # a pycuda Stream
-        err, status = self._in_context(cu.cuStreamIsCapturing, handle or 0)
-        if err != cu.CUresult.CUDA_SUCCESS:
-            msg = f"cuStreamIsCapturing failed: {err!r}"
-            raise BackendError(msg)
+        cu = self._driver()
+        status = self._check("cuStreamIsCapturing", self._in_context(cu.cuStreamIsCapturing, _stream_handle(stream)))
         return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
-    def _driver_bindings(self) -> Any:
+    def _driver(self) -> Any:
+        """``cuda.bindings.driver``, which launches and answers what pycuda cannot."""
         if self._bindings is None:
             try:
                 from cuda.bindings import driver
             except ImportError:
-                self._bindings = False
-            else:
-                self._bindings = driver
-        return self._bindings or None
+                msg = "the pycuda backend launches through cuda-bindings: pip install cuda-bindings"
+                raise BackendError(msg) from None
+            self._bindings = driver
+        return self._bindings
+
+    def _error_name(self, err: Any) -> str:
+        cu = self._driver()
+        try:
+            _, name = cu.cuGetErrorName(err)
+            _, text = cu.cuGetErrorString(err)
+            return f"{name.decode()} ({text.decode()})"
+        except Exception:  # noqa: BLE001 - only for a message
+            return str(err)
+
+    def _sticky_name(self, description: str) -> str | None:
+        """The sticky CUresult whose description pycuda's message ends in, if any."""
+        if self._sticky_texts is None:
+            cu = self._driver()
+            texts = {}
+            for name in STICKY_ERRORS:
+                err, text = cu.cuGetErrorString(getattr(cu.CUresult, name))
+                if err == cu.CUresult.CUDA_SUCCESS and text:
+                    texts[text.decode()] = name
+            self._sticky_texts = texts
+        return self._sticky_texts.get(description.strip())
+
+
+def _stream_handle(stream: Any) -> int:
+    """A stream as its int handle: an int, a pycuda ``Stream`` (``.handle``), a ``CUstream``, or 0/None."""
+    if stream is None:
+        return 0
+    if type(stream) is int:
+        return stream
+    handle = getattr(stream, "handle", stream)  # a pycuda Stream; else a CUstream, which int() reads
+    if isinstance(handle, int) or (hasattr(handle, "__int__") and not isinstance(handle, float)):
+        return int(handle)
+    msg = f"pycuda backend: a stream must be an int handle, a pycuda Stream or None, got {type(stream).__name__}"
+    raise BackendError(msg)
 
 
 def _one_line(exc: BaseException) -> str:
