@@ -28,6 +28,7 @@ __all__ = [
     "DriverTooOldError",
     "ECHO_LIMIT",
     "IndexFormatError",
+    "KernelFaultError",
     "LibraryNotFoundError",
     "ManifestError",
     "NoDeviceError",
@@ -164,3 +165,10 @@ class DriverTooOldError(BackendError):
 class CaptureError(BackendError):
     """A call would load a module, allocate or copy host memory while its stream
     is being captured into a CUDA graph; the message says to preload first."""
+
+
+class KernelFaultError(BackendError):
+    """A kernel launch broke CUDA's rules: the emulator's checks
+    (``AOTC_EMULATOR_CHECK``) saw a race, an out-of-bounds or misaligned
+    access, an uninitialized shared read or a divergent barrier; the message
+    names the kernel, the check, the block and thread, and the array and offset."""
