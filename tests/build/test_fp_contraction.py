@@ -17,10 +17,10 @@ import os
 import re
 
 import pytest
+from conftest import installed_library
 
 from aotc.build import sass as _sass
 from aotc.runtime.emulator.compile import COMPILE_FLAGS
-from conftest import installed_library
 
 _FUSED = re.compile(r"\b(?:FFMA|DFMA)\b")
 

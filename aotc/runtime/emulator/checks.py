@@ -53,7 +53,7 @@ def check_mask(checks: tuple[str, ...]) -> int:
     return sum(1 << CHECKS.index(check) for check in checks)
 
 
-def _asan_function(name: str) -> ctypes._CFuncPtr | None:  # noqa: SLF001 - ctypes has no public name
+def _asan_function(name: str) -> ctypes._CFuncPtr | None:
     try:
         return getattr(ctypes.CDLL(None), name)
     except AttributeError:
