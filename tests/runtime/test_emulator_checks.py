@@ -120,7 +120,7 @@ def test_a_read_of_unwritten_shared_memory_is_named(race_init_sync: tuple[str, .
         library.launch("read_static_unwritten", 1, 32, 0, [ptr(out)])
     assert str(caught.value) == (
         "read_static_unwritten: init check: uninitialized read: block (0, 0, 0) thread (0, 0, 0) reads "
-        "shared read_static_unwritten::own + 0 bytes (of 128), which no thread of the block has written"
+        "shared read_static_unwritten::own + 0 bytes (of 128), which no thread of the block has written (checked.cu:15)"
     )
 
 
@@ -133,7 +133,8 @@ def test_a_missing_barrier_is_a_race(monkeypatch: pytest.MonkeyPatch) -> None:
     # Thread 0 stores the next tile over the one thread 1 has yet to read.
     expected = (
         r"^tiled_matmul: race check: read after write: block \(0, 0, 0\) thread \(1, 0, 0\) reads shared "
-        r"tiled_matmul::As \+ 0 bytes \(of 1024\), which thread \(0, 0, 0\) wrote since the last __syncthreads$"
+        r"tiled_matmul::As \+ 0 bytes \(of 1024\), which thread \(0, 0, 0\) wrote since the last __syncthreads "
+        r"\(tiled_matmul\.cu:27\)$"
     )
     with pytest.raises(KernelFaultError, match=expected):
         library.launch("tiled_matmul", 1, (16, 16), 0, [*args, ctypes.c_longlong(32), ctypes.c_longlong(16), ctypes.c_longlong(16)])
@@ -180,8 +181,8 @@ def test_memory_check_under_address_sanitizer() -> None:
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.splitlines() == [
-        "misaligned_vector: memory check: misaligned for a 16-byte access: block (0, 0, 0) thread (0, 0, 0) reads 16 bytes at argument in + 4 bytes",
-        "dynamic_overrun: memory check: out of bounds: block (0, 0, 0) thread (0, 0, 0) writes 4 bytes at dynamic shared memory + 32 bytes (of 32)",
-        "global_overrun: memory check: out of bounds: block (0, 0, 0) thread (15, 0, 0) writes 4 bytes at argument out + 64 bytes (its allocation ends at 64)",
+        "misaligned_vector: memory check: misaligned for a 16-byte access: block (0, 0, 0) thread (0, 0, 0) reads 16 bytes at argument in + 4 bytes (checked.cu:24)",
+        "dynamic_overrun: memory check: out of bounds: block (0, 0, 0) thread (0, 0, 0) writes 4 bytes at dynamic shared memory + 32 bytes (of 32) (checked.cu:31)",
+        "global_overrun: memory check: out of bounds: block (0, 0, 0) thread (15, 0, 0) writes 4 bytes at argument out + 64 bytes (its allocation ends at out + 64) (checked.cu:38)",
         "clean",
     ]

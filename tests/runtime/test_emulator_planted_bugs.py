@@ -131,6 +131,7 @@ def test_check_catches_its_planted_bug(tmp_path: Path, monkeypatch: pytest.Monke
         assert re.search(rf"waits at the __syncthreads of {where} while thread \(0, 0, 0\) waits at {where}$", text), text
     else:
         assert re.search(r"block \(\d+, \d+, 0\) thread \(\d+, \d+, 0\) (reads|writes) shared gemm_maxmul_f32_forward::[AB]s \+ \d+ bytes", text), text
+        assert re.search(r" \(gemm_maxmul_f32_forward:\d+\)$", text), text  # the access's line
 
 
 def test_shipped_template_passes_race_init_and_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,9 +165,11 @@ def _run_checked_in_child(tmp_path: Path, bug: str, check: str) -> str:
 def test_memory_check_catches_a_bound_off_by_one(tmp_path: Path) -> None:
     assert _run_checked_in_child(tmp_path / "correct", "correct", "memory") == "clean"
     verdict = _run_checked_in_child(tmp_path / "bug", "off-by-one-row-bound", "memory")
-    # CASE is 45 x 37 x 61: row 45 of A starts 45 * 61 * 4 bytes in, where A ends.
+    # CASE is 45 x 37 x 61: row 45 of A starts 45 * 61 * 4 = 10980 bytes in,
+    # where A ends and the harness's poisoned guard band begins.
     assert re.fullmatch(
         r"gemm_maxmul_f32_forward: memory check: out of bounds: block \(\d+, 1, 0\) thread \(\d+, \d+, 0\) "
-        r"reads 4 bytes at argument A \+ 109\d\d bytes \(its allocation ends at \d+\)",
+        r"reads 4 bytes at argument A \+ 109\d\d bytes \(bytes AddressSanitizer marks off limits: a guard band, "
+        r"or freed memory\) \(gemm_maxmul_f32_forward:\d+\)",
         verdict,
     ), verdict

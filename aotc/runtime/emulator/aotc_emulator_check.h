@@ -52,6 +52,7 @@ struct Fault {
   unsigned long long size;   // bytes accessed
   long long offset;          // from the start of `array`
   long long extent;          // bytes of `array` (0: unknown)
+  unsigned long long pc;     // the access's return address in the library's file (0: none)
   char array[128];           // shared object, argument name, or empty
   char file[128];
 };
@@ -73,6 +74,10 @@ struct SharedObject {
 
 static Fault fault;
 static bool faulted;
+// The launching thread's copy of its last launch's report: another thread's
+// launch may start before Python reads it.
+static thread_local Fault launch_fault;
+static thread_local bool launch_faulted;
 static unsigned epoch;        // the current barrier phase, counted over every block
 static unsigned block_epoch;  // the first epoch of the running block
 static Shadow* static_shadow;
@@ -80,6 +85,7 @@ static Shadow* dynamic_shadow;
 static unsigned short* object_of_byte;  // index into objects per byte of aotc_shared; kNobody: padding
 static SharedObject* objects;
 static unsigned long long dynamic_bytes;
+static void* access_pc;  // the instrumented access being checked (a hook's return address)
 static void* (*asan_region_is_poisoned)(void*, unsigned long);
 static const char* (*asan_locate_address)(void*, char*, unsigned long, void**, unsigned long*);
 static const char* parameter_names;
@@ -124,6 +130,10 @@ AOTC_EMU_UNCHECKED static Fault* report(int check, int kind, int space) {
   fault.block[1] = b.y;
   fault.block[2] = b.z;
   put_thread(fault.thread, linear_thread());
+  Dl_info info;
+  if (check != kSync && access_pc != nullptr && dladdr(access_pc, &info) != 0) {
+    fault.pc = reinterpret_cast<unsigned long long>(access_pc) - reinterpret_cast<unsigned long long>(info.dli_fbase);
+  }
   return &fault;
 }
 
@@ -211,6 +221,13 @@ AOTC_EMU_UNCHECKED static bool begin_launch(unsigned long long shared_bytes, con
 }
 
 AOTC_EMU_UNCHECKED static void enter_block() { block_epoch = ++epoch; }
+
+// Called on the launching thread, under the launch lock, once the grid is done.
+AOTC_EMU_UNCHECKED static bool end_launch() {
+  launch_faulted = faulted;
+  if (faulted) launch_fault = fault;
+  return faulted;
+}
 
 // Called by the (single) worker when every live fiber waits at a barrier.
 AOTC_EMU_UNCHECKED static void end_phase(const detail::Fiber* fibers, int count) {
@@ -376,21 +393,22 @@ AOTC_EMU_UNCHECKED static void access(const volatile void* pointer, unsigned lon
 }  // namespace aotc_emu::check
 
 // ---- the hooks gcc's -fsanitize=thread instrumentation calls --------------------
-#define AOTC_EMU_HOOK extern "C" __attribute__((visibility("hidden"), no_sanitize_thread))
+#define AOTC_EMU_HOOK extern "C" __attribute__((visibility("hidden"), no_sanitize_thread, noinline))
+#define AOTC_EMU_HERE (::aotc_emu::check::access_pc = __builtin_return_address(0))
 AOTC_EMU_HOOK void __tsan_init() {}
 AOTC_EMU_HOOK void __tsan_func_entry(void*) {}
 AOTC_EMU_HOOK void __tsan_func_exit() {}
 AOTC_EMU_HOOK void __tsan_vptr_update(void**, void*) {}
 AOTC_EMU_HOOK void __tsan_vptr_read(void**) {}
-AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { ::aotc_emu::check::access(p, n, false, false); }
-AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { ::aotc_emu::check::access(p, n, true, false); }
+AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, n, false, false); }
+AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, n, true, false); }
 #define AOTC_EMU_ACCESS_HOOKS(N)                                                                                  \
-  AOTC_EMU_HOOK void __tsan_read##N(void* p) { ::aotc_emu::check::access(p, N, false, true); }                   \
-  AOTC_EMU_HOOK void __tsan_write##N(void* p) { ::aotc_emu::check::access(p, N, true, true); }                   \
-  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { ::aotc_emu::check::access(p, N, false, false); }        \
-  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { ::aotc_emu::check::access(p, N, true, false); }        \
-  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { ::aotc_emu::check::access(p, N, false, true); }          \
-  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { ::aotc_emu::check::access(p, N, true, true); }
+  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, false, true); }                   \
+  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, true, true); }                   \
+  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, false, false); }        \
+  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, true, false); }        \
+  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, false, true); }          \
+  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, true, true); }
 AOTC_EMU_ACCESS_HOOKS(1)
 AOTC_EMU_ACCESS_HOOKS(2)
 AOTC_EMU_ACCESS_HOOKS(4)
@@ -402,10 +420,12 @@ AOTC_EMU_ACCESS_HOOKS(16)
 // asked), and seen by the checks as accesses that never race with each other.
 #define AOTC_EMU_ATOMIC_HOOKS(N, T)                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_load(const volatile T* a, int) {                                            \
+    AOTC_EMU_HERE;                                                                                               \
     ::aotc_emu::check::access(a, sizeof(T), false, true, true);                                                  \
     return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                 \
   }                                                                                                              \
   AOTC_EMU_HOOK void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                         \
+    AOTC_EMU_HERE;                                                                                               \
     ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                    \
   }                                                                                                              \
@@ -417,20 +437,24 @@ AOTC_EMU_ACCESS_HOOKS(16)
   AOTC_EMU_ATOMIC_RMW(N, T, fetch_xor, __atomic_fetch_xor)                                                       \
   AOTC_EMU_ATOMIC_RMW(N, T, fetch_nand, __atomic_fetch_nand)                                                     \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {             \
+    AOTC_EMU_HERE;                                                                                               \
     ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
     return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                      \
   }                                                                                                              \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {               \
+    AOTC_EMU_HERE;                                                                                               \
     ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
     return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
   }                                                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                   \
+    AOTC_EMU_HERE;                                                                                               \
     ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
     __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                            \
     return c;                                                                                                    \
   }
 #define AOTC_EMU_ATOMIC_RMW(N, T, NAME, BUILTIN)                                                                 \
   AOTC_EMU_HOOK T __tsan_atomic##N##_##NAME(volatile T* a, T v, int) {                                           \
+    AOTC_EMU_HERE;                                                                                               \
     ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
     return BUILTIN(a, v, __ATOMIC_SEQ_CST);                                                                      \
   }
@@ -442,9 +466,10 @@ AOTC_EMU_ATOMIC_HOOKS(64, unsigned long long)
 #undef AOTC_EMU_ATOMIC_HOOKS
 AOTC_EMU_HOOK void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 AOTC_EMU_HOOK void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+#undef AOTC_EMU_HERE
 #undef AOTC_EMU_HOOK
 
-// The first violation of the last launch, or null.
+// The report of the calling thread's last launch, or null if it found nothing.
 extern "C" __attribute__((visibility("default"))) const ::aotc_emu::check::Fault* aotc_emu_fault() {
-  return ::aotc_emu::check::faulted ? &::aotc_emu::check::fault : nullptr;
+  return ::aotc_emu::check::launch_faulted ? &::aotc_emu::check::launch_fault : nullptr;
 }

@@ -509,7 +509,7 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
   }
   if (!team_complete.load()) return kThreadsUnavailable;
 #if AOTC_EMU_CHECKS
-  if (check::faulted) return kKernelFault;
+  if (check::end_launch()) return kKernelFault;
 #endif
   return kLaunchOk;
 }

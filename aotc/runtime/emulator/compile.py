@@ -244,8 +244,10 @@ def _quoted(name: str) -> str:
     return name.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _run_compiler(command: list[str], source_label: str) -> None:
-    result = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False, env=_compiler_environment())
+def _run_compiler(command: list[str], source_label: str, cwd: str | None = None) -> None:
+    result = subprocess.run(
+        command, capture_output=True, text=True, errors="replace", check=False, env=_compiler_environment(), cwd=cwd
+    )
     if result.returncode == 0:
         return
     error = _first_error_line(result.stderr)
@@ -285,11 +287,14 @@ def compile_library(
         # Preprocess once, check what survives the preprocessor, compile that.
         shim = ["-include", str(SHIM_HEADER)]
         command = [tools.compiler, *tools.flags, "-E", *shim, "-x", "c++", str(unit_path)]
-        _run_compiler([*command, "-o", str(preprocessed)], name)
+        _run_compiler([*command, "-o", str(preprocessed)], name, cwd=work)
         text = preprocessed.read_text(encoding="utf-8", errors="surrogateescape")
         find_unsupported(text, _quoted(name), name)
-        command = [tools.compiler, *tools.flags, "-x", "c++-cpp-output", str(preprocessed)]
-        _run_compiler([*command, "-o", str(built)], name)
+        # Checked builds carry debug lines for fault reports: relative to "."
+        # rather than to this temporary folder, so the bytes do not depend on it.
+        debug = [f"-fdebug-prefix-map={work}=."] if tools.checks else []
+        command = [tools.compiler, *tools.flags, *debug, "-x", "c++-cpp-output", str(preprocessed)]
+        _run_compiler([*command, "-o", str(built)], name, cwd=work)
         output.parent.mkdir(parents=True, exist_ok=True)
         handle, staging = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
         os.close(handle)

@@ -2,12 +2,17 @@
 
 The checked library records the first violation of a launch in a C struct
 (``Fault`` in ``aotc_emulator_check.h``); this reads it and names the kernel,
-the check, the block and thread, and the array and offset.
+the check, the block and thread, and the array and offset, and where
+addr2line can tell, the source line of the access.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+import re
+import shutil
+import subprocess
 from typing import Any
 
 from aotc.errors import ConfigurationError, KernelFaultError
@@ -35,6 +40,7 @@ class _Fault(ctypes.Structure):
         ("size", ctypes.c_ulonglong),
         ("offset", ctypes.c_longlong),
         ("extent", ctypes.c_longlong),
+        ("pc", ctypes.c_ulonglong),
         ("array", ctypes.c_char * 128),
         ("file", ctypes.c_char * 128),
     ]
@@ -52,9 +58,13 @@ def _place(fault: _Fault) -> str:
     """Where the access went: an array and a byte offset, and how far that is from its end."""
     array = _text(fault.array)
     if fault.space == _GLOBAL:
-        where = f"argument {array} + {fault.offset} bytes" if array else f"address {fault.offset:#x}"
-        if fault.kind == 5 and array and fault.extent > 0:
-            where += f" (its allocation ends at {fault.extent})"
+        if not array:
+            return f"address {fault.offset:#x}"
+        where = f"argument {array} + {fault.offset} bytes"
+        if fault.kind == 5 and 0 < fault.extent <= fault.offset:
+            where += f" (its allocation ends at {array} + {fault.extent})"
+        elif fault.kind == 5:
+            where += " (bytes AddressSanitizer marks off limits: a guard band, or freed memory)"
         return where
     kind = "shared" if fault.space == _STATIC_SHARED else "dynamic shared memory"
     name = f"{kind} {array}" if fault.space == _STATIC_SHARED else kind
@@ -83,6 +93,24 @@ def _describe(fault: _Fault) -> str:
     return f"kind {fault.kind}: {who}"
 
 
+def _source_line(library_path: str, pc: int) -> str:
+    """``file:line`` of the instruction before return address ``pc`` in the
+    library's file, from its debug information; "" when that cannot be read."""
+    tool = shutil.which("addr2line")
+    if not pc or tool is None:
+        return ""
+    # A library loaded from memory is /proc/self/fd/N, which names another file in addr2line.
+    path = library_path.replace("/proc/self/", f"/proc/{os.getpid()}/", 1)
+    try:
+        result = subprocess.run([tool, "-e", path, f"{pc - 1:#x}"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = result.stdout.strip().splitlines()
+    # The build's folder is ".", which addr2line may write more than once.
+    where = re.sub(r"^(?:\./)+| \(discriminator \d+\)$", "", lines[0]) if lines else ""
+    return "" if not where or where.startswith("??") or where.endswith(":?") else where
+
+
 def check_failure(kernel: Any, status: int) -> Exception:
     """The error for a launch of ``kernel`` (an EmulatorKernel) that returned ``status``."""
     if status == NO_ADDRESS_SANITIZER:
@@ -98,4 +126,5 @@ def check_failure(kernel: Any, status: int) -> Exception:
         return KernelFaultError(f"{kernel.symbol}: a check failed but left no report")
     fault = pointer.contents
     check = _CHECK_NAMES.get(fault.check, str(fault.check))
-    return KernelFaultError(f"{kernel.symbol}: {check} check: {_describe(fault)}")
+    where = _source_line(kernel.library.path, fault.pc)
+    return KernelFaultError(f"{kernel.symbol}: {check} check: {_describe(fault)}{f' ({where})' if where else ''}")
