@@ -29,6 +29,7 @@ __all__ = [
     "DriverTooOldError",
     "ECHO_LIMIT",
     "IndexFormatError",
+    "KernelFaultError",
     "LibraryNotFoundError",
     "ManifestError",
     "NoDeviceError",
@@ -181,3 +182,10 @@ class DeviceFaultError(BackendError):
     fault surfaces later, from whichever call next touches the context; the
     message names that call and the launch that most likely caused it. The
     context is unusable from then on: the process must restart."""
+
+
+class KernelFaultError(BackendError):
+    """A kernel launch broke CUDA's rules: the emulator's checks
+    (``AOTC_EMULATOR_CHECK``) saw a race, an out-of-bounds or misaligned
+    access, an uninitialized shared read or a divergent barrier; the message
+    names the kernel, the check, the block and thread, and the array and offset."""

@@ -3,6 +3,8 @@
 Used by the emulator's differential tests and by the GPU suite: the same code
 drives any backend. Outputs are poisoned before each launch and surrounded by
 guard bands, so a kernel that skips an element or writes past its array fails.
+On host memory the guard bands are poisoned for AddressSanitizer, so the
+emulator's memory check (AOTC_EMULATOR_CHECK=memory) sees a read of them too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from aotc import reference
+from aotc.runtime.emulator.checks import poison, unpoison
 
 NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64, "bool": np.bool_}
 GUARD = 64  # bytes of guard band on each side of an output
@@ -61,6 +64,14 @@ class DeviceArrays:
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.pointers: list[int] = []
+        self.sizes: dict[int, int] = {}  # guarded pointer -> array bytes
+        self.host = getattr(backend, "memory", "") == "host"
+
+    def _guards(self, pointer: int, poisoned: bool) -> None:
+        if self.host:
+            mark = poison if poisoned else unpoison
+            mark(pointer - GUARD, GUARD)
+            mark(pointer + self.sizes[pointer], GUARD)
 
     def upload(self, array: np.ndarray, *, offset: int = 0) -> int:
         """Copy ``array`` to the device, ``offset`` bytes past an aligned address."""
@@ -69,16 +80,22 @@ class DeviceArrays:
         self.pointers.append(pointer)
         self.backend.copy_to_device(pointer, np.full(array.nbytes + offset + 2 * GUARD, GUARD_BYTE, np.uint8))
         self.backend.copy_to_device(pointer + GUARD + offset, array)
+        self.sizes[pointer + GUARD + offset] = array.nbytes
+        self._guards(pointer + GUARD + offset, poisoned=True)
         return pointer + GUARD + offset
 
     def download(self, pointer: int, like: np.ndarray) -> np.ndarray:
         raw = np.empty(like.nbytes + 2 * GUARD, np.uint8)
+        self._guards(pointer, poisoned=False)
         self.backend.copy_to_host(raw, pointer - GUARD)
+        self._guards(pointer, poisoned=True)
         guards = np.concatenate([raw[:GUARD], raw[-GUARD:]])
         assert (guards == GUARD_BYTE).all(), "the kernel wrote outside its output array"
         return raw[GUARD:-GUARD].view(like.dtype).reshape(like.shape).copy()
 
     def free(self) -> None:
+        for pointer in self.sizes:
+            self._guards(pointer, poisoned=False)
         for pointer in self.pointers:
             self.backend.free(pointer)
 

@@ -139,6 +139,16 @@ def test_dynamic_shared_memory_starts_poisoned(built: dict) -> None:
     assert (out == 0xFFFFFFFF).all()
 
 
+def test_static_shared_memory_starts_poisoned_at_every_launch(built: dict) -> None:
+    # Static __shared__ arrays, the kernel's and an inline helper's, start as
+    # 0xFF bytes, launch after launch, though the last launch wrote them.
+    library = load(built, "checked.cu", ("read_static_unwritten",))
+    for _ in range(2):
+        out = np.zeros(64, dtype=np.uint32)
+        library.launch("read_static_unwritten", 1, 32, 0, [ptr(out)])
+        assert (out == 0xFFFFFFFF).all(), out
+
+
 def test_too_much_dynamic_shared_memory_is_refused(built: dict) -> None:
     library = load(built, "dynamic_shared.cu", ("reverse_chunks", "carve_shared", "read_unwritten"))
     out = np.zeros(32, dtype=np.uint32)

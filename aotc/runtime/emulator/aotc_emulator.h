@@ -7,7 +7,11 @@
 // team or as one OpenMP thread each): aotc_emulator_runtime.h.
 //
 // __shared__ is a function-local `static`: one object that every thread of
-// the block sees. Blocks run one at a time, so one object is enough.
+// the block sees. Blocks run one at a time, so one object is enough. Every
+// such object goes into the ELF section aotc_shared, which each launch fills
+// with 0xFF bytes (shared memory starts as garbage on a GPU) and the checks
+// shadow byte by byte. (-fno-weak lets objects of inline functions join the
+// section; those of function templates stay outside it.)
 #pragma once
 
 #if !defined(__cplusplus) || __cplusplus < 201703L
@@ -35,6 +39,12 @@
 #include <omp.h>
 #include <sys/mman.h>
 
+#if AOTC_EMU_CHECKS  // the checks read the library's own symbols and find libasan
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#endif
+
 #if defined(__x86_64__) && defined(__ELF__) && !defined(AOTC_EMU_UCONTEXT)
 #define AOTC_EMU_ASM_SWITCH 1
 #else
@@ -61,7 +71,7 @@ extern "C" long syscall(long number, ...) noexcept;
 #define __constant__
 #define __managed__
 #define __grid_constant__
-#define __shared__ static
+#define __shared__ static __attribute__((section("aotc_shared")))
 #define __forceinline__ __inline__ __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __align__(n) __attribute__((aligned(n)))
@@ -132,17 +142,20 @@ inline unsigned char* dynamic_shared_memory() { return detail::dynamic_shared; }
 #define gridDim (::aotc_emu::detail::grid_dimension())
 
 // ---- synchronization ----------------------------------------------------------
-static inline void __syncthreads() { ::aotc_emu::detail::sync_block(false); }
-static inline int __syncthreads_count(int predicate) {
-  return ::aotc_emu::detail::sync_block(predicate != 0).arrived_true;
+// Each barrier records its call site, so the sync check can tell two apart.
+#define AOTC_EMU_CALL_SITE const char* file = __builtin_FILE(), int line = __builtin_LINE()
+static inline void __syncthreads(AOTC_EMU_CALL_SITE) { ::aotc_emu::detail::sync_block(false, file, line); }
+static inline int __syncthreads_count(int predicate, AOTC_EMU_CALL_SITE) {
+  return ::aotc_emu::detail::sync_block(predicate != 0, file, line).arrived_true;
 }
-static inline int __syncthreads_and(int predicate) {
-  const auto phase = ::aotc_emu::detail::sync_block(predicate != 0);
+static inline int __syncthreads_and(int predicate, AOTC_EMU_CALL_SITE) {
+  const auto phase = ::aotc_emu::detail::sync_block(predicate != 0, file, line);
   return phase.arrived_true == phase.arrived;
 }
-static inline int __syncthreads_or(int predicate) {
-  return ::aotc_emu::detail::sync_block(predicate != 0).arrived_true > 0;
+static inline int __syncthreads_or(int predicate, AOTC_EMU_CALL_SITE) {
+  return ::aotc_emu::detail::sync_block(predicate != 0, file, line).arrived_true > 0;
 }
+#undef AOTC_EMU_CALL_SITE
 static inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }

@@ -32,6 +32,8 @@ enum LaunchStatus : int {
   kOutOfMemory = 8,
   kBadBlockOrder = 9,
   kTooManyBlocksToReorder = 10,
+  kKernelFault = 11,           // a check of AOTC_EMULATOR_CHECK failed: aotc_emu_fault()
+  kNoAddressSanitizer = 12,    // the memory check needs libasan loaded first
 };
 
 enum Threading : int { kFibers = 0, kOsThreads = 1 };
@@ -139,6 +141,8 @@ struct Fiber {
   uint3 thread_idx;
   int predicate;
   bool finished;
+  int sync_line;          // the __syncthreads it waits at (the sync check)
+  const char* sync_file;
 #if AOTC_EMU_ASM_SWITCH
   void* sp;  // saved stack pointer while suspended
 #else
@@ -167,6 +171,9 @@ static thread_local Fiber* current_fiber;  // null outside fibers
 static dim3 block_dim;
 static dim3 grid_dim;
 alignas(128) static unsigned char dynamic_shared[kMaxDynamicSharedBytes];
+// The static __shared__ objects: aotc_emulator.h puts each in this section.
+extern "C" char __start_aotc_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_aotc_shared[] __attribute__((weak, visibility("hidden")));
 static Fiber fibers[kMaxThreadsPerBlock];
 static unsigned char* fiber_stacks[kMaxThreadsPerBlock];  // lowest usable byte of each
 
@@ -193,6 +200,10 @@ inline bool ensure_fiber_stacks(int count) {
 
 }  // namespace detail
 }  // namespace aotc_emu
+
+#if AOTC_EMU_CHECKS
+#include "aotc_emulator_check.h"
+#endif
 
 #if AOTC_EMU_ASM_SWITCH
 // Saves the callee-saved registers on the current stack, stores the stack
@@ -286,10 +297,12 @@ inline void suspend_fiber(Fiber& fiber) {
 }
 
 // __syncthreads() and its counting variants.
-inline Phase sync_block(bool predicate) {
+inline Phase sync_block(bool predicate, const char* file, int line) {
   Fiber* const fiber = current_fiber;
   if (fiber == nullptr) return block_barrier.arrive_and_wait(predicate ? 1 : 0, 1);
   fiber->predicate = predicate ? 1 : 0;
+  fiber->sync_file = file;
+  fiber->sync_line = line;
   suspend_fiber(*fiber);  // the worker resumes us once the whole block has arrived
   return block_barrier.last_phase();
 }
@@ -363,6 +376,9 @@ inline void run_as_worker(int worker, int workers) {
   for (int t = first; t < last; ++t) fibers[t].thread_idx = thread_coordinates(t);
   for (unsigned long long b = 0; b < grid.blocks; ++b) {
     enter_block(b);
+#if AOTC_EMU_CHECKS
+    check::enter_block();
+#endif
     for (int t = first; t < last; ++t) start_fiber(fibers[t], fiber_stacks[t]);
     for (;;) {
       int waiting = 0, waiting_true = 0;
@@ -376,6 +392,9 @@ inline void run_as_worker(int worker, int workers) {
       }
       current_fiber = nullptr;
       if (waiting == 0) break;
+#if AOTC_EMU_CHECKS
+      check::end_phase(fibers + first, last - first);  // one worker: every thread of the block
+#endif
       block_barrier.arrive_and_wait(waiting_true, waiting);
     }
     block_barrier.retire();
@@ -389,6 +408,15 @@ inline T load_argument(const void* address) {
   T value;
   __builtin_memcpy(&value, address, sizeof(T));
   return value;
+}
+
+template <class T>
+inline unsigned long long pointer_value(const void* address) {
+  if constexpr (std::is_pointer_v<T>) {
+    return reinterpret_cast<unsigned long long>(load_argument<T>(address));
+  } else {
+    return 0;
+  }
 }
 
 template <class T>
@@ -430,11 +458,18 @@ inline int check_geometry(const unsigned* grid_size, const unsigned* block,
 
 inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned long long shared_bytes) {
   const int threads = static_cast<int>(block[0] * block[1] * block[2]);
+#if AOTC_EMU_CHECKS
+  const bool use_fibers = true;  // the checks follow fibers
+#else
   const bool use_fibers = threading == kFibers;
+#endif
   int team = threads;
   if (use_fibers) {
     team = worker_limit > 0 ? worker_limit : omp_get_num_procs();
     team = team < 1 ? 1 : (team > threads ? threads : team);
+#if AOTC_EMU_CHECKS
+    team = 1;  // the checks see each barrier phase whole, on one worker
+#endif
     if (!ensure_fiber_stacks(threads)) return kOutOfMemory;
   }
   grid.block_x = block[0];
@@ -450,6 +485,9 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
   // Shared memory is uninitialised on a GPU: poison it so that reading it
   // before writing shows up (NaN, huge values) instead of passing by luck.
   __builtin_memset(dynamic_shared, 0xFF, shared_bytes);
+  if (__stop_aotc_shared != __start_aotc_shared) {
+    __builtin_memset(__start_aotc_shared, 0xFF, __stop_aotc_shared - __start_aotc_shared);
+  }
 
   std::atomic<bool> team_complete{true};
   omp_set_dynamic(0);
@@ -469,18 +507,29 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
       team_complete.store(false, std::memory_order_relaxed);
     }
   }
-  return team_complete.load() ? kLaunchOk : kThreadsUnavailable;
+  if (!team_complete.load()) return kThreadsUnavailable;
+#if AOTC_EMU_CHECKS
+  if (check::end_launch()) return kKernelFault;
+#endif
+  return kLaunchOk;
 }
 
 template <class... P, std::size_t... I>
 int launch_unpacked(void (*kernel)(P...), const unsigned* grid_size, const unsigned* block,
                     unsigned long long shared_bytes, void** args, unsigned max_threads,
-                    std::index_sequence<I...>) {
+                    const char* parameter_names, std::index_sequence<I...>) {
   const int status = check_geometry(grid_size, block, shared_bytes, max_threads);
   if (status != kLaunchOk) return status;
   if (sizeof...(P) > 0 && args == nullptr) return kNullArguments;
   const Invocation<P...> invocation{kernel, {load_argument<std::remove_cv_t<P>>(args[I])...}};
   std::lock_guard<std::mutex> lock(launch_mutex);
+#if AOTC_EMU_CHECKS
+  // Each argument's pointer value (0 for the others), so a global fault can name its array.
+  const unsigned long long pointers[] = {pointer_value<std::remove_cv_t<P>>(args[I])..., 0};
+  if (!check::begin_launch(shared_bytes, parameter_names, pointers, sizeof...(P))) return kNoAddressSanitizer;
+#else
+  (void)parameter_names;
+#endif
   grid.body = &Invocation<P...>::run;
   grid.invocation = &invocation;
   return run_grid(grid_size, block, shared_bytes);
@@ -492,10 +541,12 @@ namespace aotc_emu {
 
 // Runs kernel over the grid. args[i] points at the i-th argument's value, as
 // cuLaunchKernel's kernelParams do. Returns a LaunchStatus.
+// parameter_names: "A,B,M,..." (each parameter's name), for reports.
 template <class... P>
 int launch(void (*kernel)(P...), const unsigned* grid_size, const unsigned* block,
-           unsigned long long shared_bytes, void** args, unsigned max_threads) {
-  return detail::launch_unpacked(kernel, grid_size, block, shared_bytes, args, max_threads,
+           unsigned long long shared_bytes, void** args, unsigned max_threads,
+           const char* parameter_names = "") {
+  return detail::launch_unpacked(kernel, grid_size, block, shared_bytes, args, max_threads, parameter_names,
                                  std::index_sequence_for<P...>{});
 }
 

@@ -4,7 +4,8 @@ g++ preprocesses the source with the shim, the constructs the emulator
 cannot run are looked for in what the preprocessor kept, and g++ compiles
 that. The result depends on the source bytes, the kernel symbols, and
 :func:`toolchain`'s identity (compiler, version, target, flags, shim header,
-translation schema): a disk cache keys on those. The caller chooses where the
+translation schema, and the checks of ``AOTC_EMULATOR_CHECK``): a disk cache
+keys on those. The caller chooses where the
 library goes: :func:`compile_library` writes a path, :func:`compile_library_bytes`
 returns the bytes.
 """
@@ -25,8 +26,10 @@ from pathlib import Path
 from aotc.errors import BuildError, UnreadableFileError
 from aotc._untrusted_files import KERNEL_FILE_LIMIT, read_regular
 from aotc.runtime.emulator._source import find_unsupported, missing_cuda_header, translate_source
+from aotc.runtime.emulator.checks import check_mask, requested_checks
 
 __all__ = [
+    "CHECKED_FLAGS",
     "COMPILE_FLAGS",
     "SHIM_HEADER",
     "TRANSLATION_SCHEMA",
@@ -38,10 +41,14 @@ __all__ = [
 ]
 
 # Bump when the rewrites in _source.py or the trampolines below change.
-TRANSLATION_SCHEMA = 1
+TRANSLATION_SCHEMA = 2
 SHIM_HEADER = Path(__file__).resolve().with_name("aotc_emulator.h")
 # Everything the shim includes; their bytes go into the toolchain identity.
-_SHIM_FILES = (SHIM_HEADER, SHIM_HEADER.with_name("aotc_emulator_runtime.h"))
+_SHIM_FILES = (
+    SHIM_HEADER,
+    SHIM_HEADER.with_name("aotc_emulator_runtime.h"),
+    SHIM_HEADER.with_name("aotc_emulator_check.h"),
+)
 COMPILE_FLAGS: tuple[str, ...] = (
     "-std=c++17",
     "-O2",
@@ -52,18 +59,35 @@ COMPILE_FLAGS: tuple[str, ...] = (
     # CUDA code reinterprets buffers freely (float4 loads, shared byte arrays).
     "-fno-strict-aliasing",
     "-fno-math-errno",
+    # A GPU build contracts a*b + c into one FMA unless told not to; the
+    # kernels say where they want which (docs/design.md, "Floating point").
     "-ffp-contract=off",
+    # Lets the static __shared__ objects of inline functions share the
+    # section aotc_shared with the others (aotc_emulator.h).
+    "-fno-weak",
     "-Wno-unknown-pragmas",
     "-Werror=return-type",
     "-Werror=sequence-point",
     "-Werror=aggressive-loop-optimizations",
+)
+# With AOTC_EMULATOR_CHECK: gcc's ThreadSanitizer instrumentation calls a
+# hook at every load and store, and aotc_emulator_check.h supplies the hooks
+# (no libtsan: -static-libtsan on a -shared link links none). -O1 keeps
+# accesses as the source wrote them; -g names the shared objects.
+CHECKED_FLAGS: tuple[str, ...] = (
+    "-O1",
+    "-g",
+    "-fsanitize=thread",
+    "-static-libtsan",
+    "--param",
+    "tsan-instrument-func-entry-exit=0",
 )
 _COMPILER_ENV = "AOTC_EMULATOR_CXX"
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_]\w*")
 _TRAMPOLINES = """\
 extern "C" __attribute__((visibility("default"))) int aotc_emu_launch__{symbol}(
     const unsigned* grid, const unsigned* block, unsigned long long shared_bytes, void** args) {{
-  return ::aotc_emu::launch(&{symbol}, grid, block, shared_bytes, args, {max_threads});
+  return ::aotc_emu::launch(&{symbol}, grid, block, shared_bytes, args, {max_threads}, "{names}");
 }}
 extern "C" __attribute__((visibility("default"))) int aotc_emu_describe__{symbol}(
     unsigned long long* sizes, char* kinds, int capacity, unsigned* max_threads) {{
@@ -83,6 +107,7 @@ class Toolchain:
     flags: tuple[str, ...]
     shim_sha256: str
     schema: int = TRANSLATION_SCHEMA
+    checks: tuple[str, ...] = ()  # of aotc.runtime.emulator.checks.CHECKS; in flags too
 
     @property
     def identity(self) -> str:
@@ -91,13 +116,15 @@ class Toolchain:
         return "\n".join([self.compiler, self.version, self.target, flags, self.shim_sha256, str(self.schema)])
 
 
-def toolchain() -> Toolchain:
-    """The compiler in use: ``$AOTC_EMULATOR_CXX``, else ``g++``."""
-    return _probe(os.environ.get(_COMPILER_ENV) or "g++")
+def toolchain(checks: tuple[str, ...] | None = None) -> Toolchain:
+    """The compiler in use (``$AOTC_EMULATOR_CXX``, else ``g++``), building in
+    ``checks`` (default: those ``$AOTC_EMULATOR_CHECK`` names)."""
+    checks = requested_checks() if checks is None else checks
+    return _probe(os.environ.get(_COMPILER_ENV) or "g++", tuple(checks))
 
 
 @functools.lru_cache(maxsize=None)
-def _probe(compiler: str) -> Toolchain:
+def _probe(compiler: str, checks: tuple[str, ...] = ()) -> Toolchain:
     path = shutil.which(compiler)
     if path is None:
         msg = f"no C++ compiler for the emulator: {compiler!r} not found (install g++ or set {_COMPILER_ENV})"
@@ -108,13 +135,24 @@ def _probe(compiler: str) -> Toolchain:
     for header in _SHIM_FILES:
         shim.update(header.read_bytes())
     shim_sha256 = shim.hexdigest()
-    # A call to a function nobody defines fails here rather than at load time.
-    flags = (*COMPILE_FLAGS, "-Wl,--no-undefined") if "linux" in target else COMPILE_FLAGS
-    return Toolchain(path, version, target, flags, shim_sha256)
+    flags = COMPILE_FLAGS
+    if checks:
+        # The later -O1 wins over COMPILE_FLAGS' -O2.
+        flags = (*flags, *CHECKED_FLAGS, f"-DAOTC_EMU_CHECKS={check_mask(checks)}")
+    if "linux" in target:
+        # A call to a function nobody defines fails here rather than at load time.
+        flags = (*flags, "-Wl,--no-undefined")
+    return Toolchain(path, version, target, flags, shim_sha256, checks=checks)
+
+
+def _compiler_environment() -> dict[str, str]:
+    """The environment for g++: without LD_PRELOAD, which the memory check sets
+    for Python (libasan), not for the compiler."""
+    return {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
 
 
 def _run_quietly(command: list[str]) -> str:
-    result = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
+    result = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False, env=_compiler_environment())
     if result.returncode != 0:
         msg = f"{command[0]} {command[1]} failed: {_first_error_line(result.stderr)}"
         raise BuildError(msg)
@@ -161,7 +199,8 @@ def translation_unit(
             raise BuildError(msg)
         bound = translated.launch_bounds.get(symbol)
         max_threads = f"static_cast<unsigned>({bound})" if bound else "1024u"
-        trampolines.append(_TRAMPOLINES.format(symbol=symbol, max_threads=max_threads))
+        names = ",".join(_parameter_names(translated.bare_code, symbol))
+        trampolines.append(_TRAMPOLINES.format(symbol=symbol, max_threads=max_threads, names=names))
     return "".join(
         [
             f'#line 1 "{_quoted(name)}"\n',
@@ -172,13 +211,43 @@ def translation_unit(
     )
 
 
+_PARAMETER_NAME_RE = re.compile(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*$")
+
+
+def _parameter_names(bare_code: str, symbol: str) -> list[str]:
+    """The names of ``symbol``'s parameters, as its definition spells them, for
+    fault reports; ``?`` where one has none."""
+    for match in re.finditer(rf"\b{symbol}\s*\(", bare_code):
+        depth, start = 0, match.end()
+        for end in range(match.end() - 1, len(bare_code)):
+            depth += {"(": 1, ")": -1}.get(bare_code[end], 0)
+            if depth == 0:
+                break
+        if not bare_code[end + 1 :].lstrip().startswith("{"):
+            continue  # a declaration or a call; the definition names its parameters
+        parts, depth, current = [], 0, []
+        for char in bare_code[start:end]:
+            depth += {"(": 1, "<": 1, "[": 1, ")": -1, ">": -1, "]": -1}.get(char, 0)
+            if char == "," and depth == 0:
+                parts.append("".join(current))
+                current = []
+            else:
+                current.append(char)
+        parts.append("".join(current))
+        names = [_PARAMETER_NAME_RE.search(part.strip()) for part in parts if part.strip() not in ("", "void")]
+        return [name.group(1) if name else "?" for name in names]
+    return []
+
+
 def _quoted(name: str) -> str:
     """``name`` as a C string literal's contents, as #line and g++'s line markers write it."""
     return name.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _run_compiler(command: list[str], source_label: str) -> None:
-    result = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
+def _run_compiler(command: list[str], source_label: str, cwd: str | None = None) -> None:
+    result = subprocess.run(
+        command, capture_output=True, text=True, errors="replace", check=False, env=_compiler_environment(), cwd=cwd
+    )
     if result.returncode == 0:
         return
     error = _first_error_line(result.stderr)
@@ -218,11 +287,14 @@ def compile_library(
         # Preprocess once, check what survives the preprocessor, compile that.
         shim = ["-include", str(SHIM_HEADER)]
         command = [tools.compiler, *tools.flags, "-E", *shim, "-x", "c++", str(unit_path)]
-        _run_compiler([*command, "-o", str(preprocessed)], name)
+        _run_compiler([*command, "-o", str(preprocessed)], name, cwd=work)
         text = preprocessed.read_text(encoding="utf-8", errors="surrogateescape")
         find_unsupported(text, _quoted(name), name)
-        command = [tools.compiler, *tools.flags, "-x", "c++-cpp-output", str(preprocessed)]
-        _run_compiler([*command, "-o", str(built)], name)
+        # Checked builds carry debug lines for fault reports: relative to "."
+        # rather than to this temporary folder, so the bytes do not depend on it.
+        debug = [f"-fdebug-prefix-map={work}=."] if tools.checks else []
+        command = [tools.compiler, *tools.flags, *debug, "-x", "c++-cpp-output", str(preprocessed)]
+        _run_compiler([*command, "-o", str(built)], name, cwd=work)
         output.parent.mkdir(parents=True, exist_ok=True)
         handle, staging = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
         os.close(handle)

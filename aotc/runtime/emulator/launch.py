@@ -31,6 +31,7 @@ import tempfile
 from collections.abc import Sequence
 
 from aotc.errors import ArgumentError, ArgumentTypeError, UnknownKernelError, echo
+from aotc.runtime.emulator.faults import CHECK_STATUSES, check_failure
 
 __all__ = [
     "ABI_VERSION",
@@ -150,6 +151,8 @@ class EmulatorKernel:
             msg = f"shared_bytes must be in [0, 2**64), got {shared_bytes}"
             raise ArgumentError(msg)
         status = self._launch(grid3, block3, shared_bytes, params)
+        if status in CHECK_STATUSES:  # AOTC_EMULATOR_CHECK found a fault
+            raise check_failure(self, status)
         if status != 0:
             raise self._launch_error(status, tuple(grid3), tuple(block3), shared_bytes)
 

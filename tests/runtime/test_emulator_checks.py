@@ -1,0 +1,188 @@
+"""The emulator's compute-sanitizer (AOTC_EMULATOR_CHECK): the check set, its
+place in the cache key, clean kernels passing, and the violations a small
+kernel can show without a template (the planted template bugs are in
+test_emulator_planted_bugs.py)."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import aotc_env
+
+from aotc.errors import ConfigurationError, KernelFaultError
+from aotc.runtime.cache import DiskCache
+from aotc.runtime.emulator.backend import EmulatorBackend
+from aotc.runtime.emulator.checks import (
+    CHECKS,
+    asan_environment,
+    asan_loaded,
+    check_mask,
+    requested_checks,
+)
+from aotc.runtime.emulator.compile import compile_library_bytes, toolchain
+from aotc.runtime.emulator.launch import EmulatorLibrary, load_library_bytes
+
+KERNELS = Path(__file__).parent / "emulator_kernels"
+
+
+def ptr(array: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(array.ctypes.data)
+
+
+def checked(name: str, symbols: tuple[str, ...], checks: tuple[str, ...], source: str | None = None) -> EmulatorLibrary:
+    text = source if source is not None else (KERNELS / name).read_text()
+    payload = compile_library_bytes(text.encode(), symbols, source_name=name)
+    return load_library_bytes(payload)
+
+
+@pytest.fixture
+def race_init_sync(monkeypatch: pytest.MonkeyPatch) -> tuple[str, ...]:
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "race,init,sync")
+    return ("race", "init", "sync")
+
+
+# ---- the check set ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "checks"),
+    [("", ()), ("all", CHECKS), ("sync, race", ("race", "sync")), ("memory", ("memory",)), ("init,init", ("init",))],
+)
+def test_check_names(text: str, checks: tuple[str, ...]) -> None:
+    assert requested_checks(text) == checks
+
+
+@pytest.mark.parametrize("text", ["races", "all,race", "race;sync"])
+def test_unknown_check_names_are_one_line_errors(text: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"^AOTC_EMULATOR_CHECK must be 'all' or a comma-separated subset of race, memory, init, sync, got ") as caught:
+        requested_checks(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_check_mask_follows_the_header_bits() -> None:
+    header = (Path(__file__).resolve().parents[2] / "aotc/runtime/emulator/aotc_emulator_check.h").read_text()
+    bits = dict(re.findall(r"k(Race|Memory|Init|Sync) = (\d+)", header))
+    assert {c: check_mask((c,)) for c in CHECKS} == {c: int(bits[c.capitalize()]) for c in CHECKS}
+
+
+def test_checked_builds_are_cached_apart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    backend = EmulatorBackend(cache=DiskCache(tmp_path))
+    source, symbols = b'extern "C" __global__ void k() {}', ("k",)
+    monkeypatch.delenv("AOTC_EMULATOR_CHECK", raising=False)
+    plain = backend.cache_key(source, symbols)
+    keys = {}
+    for text in ("race", "race,init", "init,race", "all", "race,memory,init,sync"):
+        monkeypatch.setenv("AOTC_EMULATOR_CHECK", text)
+        keys[text] = backend.cache_key(source, symbols)
+    assert plain not in keys.values()
+    assert keys["race"] != keys["race,init"] == keys["init,race"]
+    assert keys["all"] == keys["race,memory,init,sync"] != keys["race,init"]
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "")
+    assert backend.cache_key(source, symbols) == plain
+    assert "-fsanitize=thread" in toolchain(("race",)).flags and "-fsanitize=thread" not in toolchain(()).flags
+
+
+# ---- clean kernels pass, broken ones fail ---------------------------------------------------
+
+
+def test_clean_kernels_pass(race_init_sync: tuple[str, ...]) -> None:
+    # A tiled GEMM, shared atomics with a counting barrier, threads leaving early.
+    gemm = checked("tiled_matmul.cu", ("tiled_matmul",), race_init_sync)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((40, 96)).astype(np.float32), rng.standard_normal((96, 36)).astype(np.float32)
+    c = np.full((40, 36), np.nan, np.float32)
+    args = [ptr(a), ptr(b), ptr(c), ctypes.c_int(40), ctypes.c_int(36), ctypes.c_int(96)]
+    gemm.launch("tiled_matmul", (3, 3), (16, 16), 0, [*args, ctypes.c_longlong(96), ctypes.c_longlong(36), ctypes.c_longlong(36)])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-4)
+
+    tally = checked("atomics.cu", ("block_tally",), race_init_sync)
+    flags = (np.random.default_rng(5).random(3 * 64) < 0.3).astype(np.int32)
+    hits, counts = np.full(3, -1, np.int32), np.full(3, -1, np.int32)
+    tally.launch("block_tally", 3, 64, 0, [ptr(flags), ptr(hits), ptr(counts)])
+    np.testing.assert_array_equal(hits, flags.reshape(3, 64).sum(axis=1))
+
+    early = checked("indexing.cu", ("early_exit_sum",), race_init_sync)
+    values, out = np.arange(300, dtype=np.int32), np.zeros(3, np.int32)
+    early.launch("early_exit_sum", 3, 128, 0, [ptr(values), ptr(out), ctypes.c_int(300)])
+    np.testing.assert_array_equal(out, [values[i : i + 128].sum() for i in range(0, 300, 128)])
+
+
+def test_a_read_of_unwritten_shared_memory_is_named(race_init_sync: tuple[str, ...]) -> None:
+    library = checked("checked.cu", ("read_static_unwritten",), race_init_sync)
+    out = np.zeros(64, np.uint32)
+    with pytest.raises(KernelFaultError) as caught:
+        library.launch("read_static_unwritten", 1, 32, 0, [ptr(out)])
+    assert str(caught.value) == (
+        "read_static_unwritten: init check: uninitialized read: block (0, 0, 0) thread (0, 0, 0) reads "
+        "shared read_static_unwritten::own + 0 bytes (of 128), which no thread of the block has written (checked.cu:15)"
+    )
+
+
+def test_a_missing_barrier_is_a_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "race")
+    source = (KERNELS / "tiled_matmul.cu").read_text().replace("__syncthreads();  // barrier: tile consumed", "")
+    library = checked("tiled_matmul.cu", ("tiled_matmul",), ("race",), source)
+    a, b, c = np.ones((16, 32), np.float32), np.ones((32, 16), np.float32), np.zeros((16, 16), np.float32)
+    args = [ptr(a), ptr(b), ptr(c), ctypes.c_int(16), ctypes.c_int(16), ctypes.c_int(32)]
+    # Thread 0 stores the next tile over the one thread 1 has yet to read.
+    expected = (
+        r"^tiled_matmul: race check: read after write: block \(0, 0, 0\) thread \(1, 0, 0\) reads shared "
+        r"tiled_matmul::As \+ 0 bytes \(of 1024\), which thread \(0, 0, 0\) wrote since the last __syncthreads "
+        r"\(tiled_matmul\.cu:27\)$"
+    )
+    with pytest.raises(KernelFaultError, match=expected):
+        library.launch("tiled_matmul", 1, (16, 16), 0, [*args, ctypes.c_longlong(32), ctypes.c_longlong(16), ctypes.c_longlong(16)])
+
+
+@pytest.mark.skipif(asan_loaded(), reason="this process has AddressSanitizer; the refusal shows only without it")
+def test_the_memory_check_needs_address_sanitizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "memory")
+    library = checked("checked.cu", ("global_overrun",), ("memory",))
+    out = np.zeros(8, np.float32)
+    with pytest.raises(ConfigurationError, match=r"^launching global_overrun: AOTC_EMULATOR_CHECK=memory needs AddressSanitizer first in the process: start Python with LD_PRELOAD="):
+        library.launch("global_overrun", 1, 8, 0, [ptr(out), ctypes.c_int(8)])
+
+
+# ---- the memory check, in a Python with libasan loaded first --------------------------------
+
+MEMORY_SCRIPT = """
+import ctypes, numpy as np
+from aotc.errors import KernelFaultError
+from aotc.runtime.emulator.compile import compile_library_bytes
+from aotc.runtime.emulator.launch import load_library_bytes
+symbols = ["read_static_unwritten", "misaligned_vector", "dynamic_overrun", "global_overrun"]
+library = load_library_bytes(compile_library_bytes({path!r}, symbols, source_name="checked.cu"))
+p = lambda a: ctypes.c_void_p(a.ctypes.data)
+inputs, out = np.zeros(64 + 4, np.float32), np.zeros(16, np.float32)
+launches = [
+    ("misaligned_vector", 4, 0, [p(inputs), p(out)]),
+    ("dynamic_overrun", 8, 32, [p(out), ctypes.c_int(8)]),
+    ("global_overrun", 16, 0, [p(out), ctypes.c_int(16)]),
+    ("global_overrun", 16, 0, [p(out), ctypes.c_int(15)]),
+]
+for symbol, threads, shared, args in launches:
+    try:
+        library.launch(symbol, 1, threads, shared, args)
+        print("clean")
+    except KernelFaultError as error:
+        print(error)
+"""
+
+
+def test_memory_check_under_address_sanitizer() -> None:
+    script = MEMORY_SCRIPT.format(path=str(KERNELS / "checked.cu"))
+    env = aotc_env({**asan_environment(), "AOTC_EMULATOR_CHECK": "memory"})
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        "misaligned_vector: memory check: misaligned for a 16-byte access: block (0, 0, 0) thread (0, 0, 0) reads 16 bytes at argument in + 4 bytes (checked.cu:24)",
+        "dynamic_overrun: memory check: out of bounds: block (0, 0, 0) thread (0, 0, 0) writes 4 bytes at dynamic shared memory + 32 bytes (of 32) (checked.cu:31)",
+        "global_overrun: memory check: out of bounds: block (0, 0, 0) thread (15, 0, 0) writes 4 bytes at argument out + 64 bytes (its allocation ends at out + 64) (checked.cu:38)",
+        "clean",
+    ]
