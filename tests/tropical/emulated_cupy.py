@@ -10,7 +10,7 @@ It keeps the rules of CuPy that aotc's CuPy path depends on, so that path runs
   ``cudaSetDevice``) while inside;
 - allocations, fills and copies are queued on the current stream of the
   array's device, and ``__cuda_array_interface__`` exports that stream (1 for
-  the null stream), as CuPy does;
+  the null stream), as CuPy does, or None under ``CUPY_CUDA_ARRAY_INTERFACE_SYNC=0``;
 - every array remembers the stream it was allocated on (``allocated_on``),
   the stream CuPy's memory pool ties it to.
 
@@ -19,6 +19,7 @@ It keeps the rules of CuPy that aotc's CuPy path depends on, so that path runs
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import types
@@ -104,7 +105,8 @@ class ndarray(arrays.DeviceArray):  # noqa: N801 - CuPy's name
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         interface = dict(super().__cuda_array_interface__)
-        interface["stream"] = _stream_of(self.device.id) or 1
+        exported = os.environ.get("CUPY_CUDA_ARRAY_INTERFACE_SYNC", "1") != "0"
+        interface["stream"] = (_stream_of(self.device.id) or 1) if exported else None
         return interface
 
     def __setitem__(self, key: Any, value: Any) -> None:

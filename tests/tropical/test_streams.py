@@ -1,8 +1,9 @@
 """One call's work on one stream, after its producers: shown on the emulator.
 
-The emulator's streams run later, in order, and under the ``reverse`` schedule
-the most recently queued ready work runs first: a missing wait between two
-streams gives a wrong answer on every run, as it may on a GPU. Each test here
+The emulator's streams run later, in order, and under the ``lazy`` schedule
+a wait runs only the work ordered before it: a missing wait between two
+streams gives a wrong answer on every run, as it may on a GPU. Fresh device
+memory is poisoned, so work that reads it before its fill shows too. Each test here
 is one of the stream faults of issue 20, run where it would show.
 """
 
@@ -27,9 +28,9 @@ import emulated_cupy
 
 @pytest.fixture(autouse=True)
 def adversarial_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Queued streams, the latest ready work first: any missing wait shows."""
+    """Queued streams that run only what a wait needs: any missing wait shows."""
     monkeypatch.delenv("AOTC_EMULATOR_STREAMS", raising=False)
-    monkeypatch.setenv("AOTC_EMULATOR_SCHEDULE", "reverse")
+    monkeypatch.setenv("AOTC_EMULATOR_SCHEDULE", "lazy")
 
 
 @pytest.fixture
@@ -50,16 +51,18 @@ def _operands(seed: int = 0, m: int = 9, k: int = 7, n: int = 5) -> tuple[np.nda
 # --- fault 2: allocations, fills and zeroed gradients on the call's stream ------------
 
 
-def test_backward_gradients_are_zeroed_on_the_calls_stream(api: Any, cupy: Any) -> None:
+def test_backward_gradients_are_zeroed_on_the_calls_stream(api: Any, cupy: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No stream exported: only the call's own ordering can put the zeroing before the kernels.
+    monkeypatch.setenv("CUPY_CUDA_ARRAY_INTERFACE_SYNC", "0")
     a_host, b_host = _operands(1)
     a, b = cupy.asarray(a_host), cupy.asarray(b_host)
     c, k = api.matmul_argmax(a, b)
     side = cupy.cuda.Stream(non_blocking=True)
-    arrays.backend_for(0).stream_synchronize(0)  # the operands are ready; only the call's own work is in question
     grad_c = cupy.asarray(np.ones(c.shape, np.float32))
-    arrays.backend_for(0).stream_synchronize(0)
-    grad_a, grad_b = api.matmul_backward(grad_c, k, a, b, stream=side.ptr)
     want_a, want_b = reference.matmul_backward(np.ones(c.shape, np.float32), k.get(), a_host, b_host, "maxplus")
+    arrays.backend_for(0).stream_synchronize(0)  # the operands are ready; only the call's own work is in question
+    grad_a, grad_b = api.matmul_backward(grad_c, k, a, b, stream=side.ptr)
+    # Read on the call's stream only: nothing else may run the null stream's work first.
     np.testing.assert_array_equal(grad_a.get(side), want_a)
     np.testing.assert_array_equal(grad_b.get(side), want_b)
     assert grad_a.allocated_on == side.ptr and grad_b.allocated_on == side.ptr

@@ -112,6 +112,9 @@ class EmulatorBackend(HostMemory):
     def alloc(self, nbytes: int) -> int:
         self._refuse_during_capture("cuMemAlloc")
         pointer = super().alloc(nbytes)
+        # cuMemAlloc's memory holds whatever was there: poisoned (NaN, -1), never zero,
+        # so a read before the first write shows.
+        ctypes.memset(pointer, 0xFF, max(int(nbytes), 1))
         devices.tag(pointer, max(int(nbytes), 1), self.ordinal)
         return pointer
 

@@ -15,16 +15,21 @@ CPU run gives the right answer. So the emulator queues the same way:
 - an event recorded on a stream completes when the work before it has run;
   a stream that waits on it runs nothing after the wait until then.
 
-Which ready operation runs first, among the heads of the streams, is the
-schedule: ``AOTC_EMULATOR_SCHEDULE``, read at every wait:
+Which work runs when the host waits, and in which order, is the schedule:
+``AOTC_EMULATOR_SCHEDULE``, read at every wait:
 
-- ``reverse`` (default): the most recently enqueued ready operation first.
-  Every missing wait between two streams then shows on every run: the
-  consumer, enqueued after the producer, runs before it.
-- ``in-order``: the earliest enqueued first, as work usually lands on a GPU.
-- ``seed:N``: a ready operation drawn at random, from a generator seeded with
-  N (a whole number) when the value is first read: a delay per operation that
-  is the same on every run with the same N.
+- ``lazy`` (default): only the work the wait needs (the waited-for stream's
+  earlier work, and what that work waits for, through events and the legacy
+  stream's rules), the most recently enqueued ready operation first. Work
+  that was not ordered before the wait has not run: every missing wait
+  between two streams shows, on every run.
+- ``in-order``: all ready work of every stream, the earliest enqueued first,
+  as work usually lands on a GPU.
+- ``seed:N``: all ready work of every stream, a ready operation drawn at
+  random from a generator seeded with N (a whole number) when the value is
+  first read: a random delay per operation, the same on every run with the
+  same N. Unordered work then also runs *between* a producer and its reader,
+  which ``lazy`` never shows (a late fill clobbering a result).
 
 ``AOTC_EMULATOR_STREAMS=sync`` runs each operation when it is enqueued (after
 all before it): the emulator as it was before streams were modelled.
@@ -272,16 +277,22 @@ def _report(device: int) -> None:
 
 def _run_until(target: Operation, *, report: bool) -> None:
     """Run ready operations, picked by the schedule, until ``target`` has run."""
+    chooser, lazy = _chooser()
+    with _lock:
+        needed = _needed(target) if lazy else None
     while True:
         with _lock:
             if target.done:
                 return
-            heads = [s.queue[0] for s in (*_streams.values(), *_legacy.values(), *_draining()) if s.queue]
+            if needed is not None:
+                heads = [s.queue[0] for s, upto in needed.items() if s.queue and s.queue[0].sequence <= upto]
+            else:
+                heads = [s.queue[0] for s in (*_streams.values(), *_legacy.values(), *_draining()) if s.queue]
             ready = [o for o in heads if o.ready()]
             if not ready:
                 msg = f"emulator: {target.what} can never run: its stream waits for work that was never enqueued"
                 raise BackendError(msg)
-            chosen = _chooser()(ready)
+            chosen = chooser(ready)
             chosen.stream.queue.popleft()
         try:
             if chosen.run is not None:
@@ -295,23 +306,44 @@ def _run_until(target: Operation, *, report: bool) -> None:
         chosen.done = True
 
 
+def _needed(target: Operation) -> dict[Stream, int]:
+    """Per stream, the last operation ``target`` waits for (by sequence number):
+    its own stream's earlier work and, through ``after``, other streams' work."""
+    needed: dict[Stream, int] = {}
+    pending = [target]
+    while pending:
+        operation = pending.pop()
+        queue = operation.stream.queue
+        covered = needed.get(operation.stream, 0)
+        if operation.done or covered >= operation.sequence:
+            continue
+        needed[operation.stream] = operation.sequence
+        for earlier in queue:
+            if earlier.sequence > operation.sequence:
+                break
+            if earlier.sequence > covered:
+                pending.extend(earlier.after)
+    return needed
+
+
 def _draining() -> list[Stream]:
     _retired[:] = [s for s in _retired if s.queue]
     return _retired
 
 
-def _chooser() -> Callable[[list[Operation]], Operation]:
-    text = os.environ.get("AOTC_EMULATOR_SCHEDULE", "reverse").strip() or "reverse"
+def _chooser() -> tuple[Callable[[list[Operation]], Operation], bool]:
+    """The schedule's pick among ready operations, and whether it runs only needed work."""
+    text = os.environ.get("AOTC_EMULATOR_SCHEDULE", "lazy").strip() or "lazy"
     chooser = _schedule.get(text)
     if chooser is None:
-        if text == "reverse":
-            chooser = _latest
+        if text == "lazy":
+            chooser = (_latest, True)
         elif text == "in-order":
-            chooser = _earliest
+            chooser = (_earliest, False)
         elif text.startswith("seed:") and text[5:].isdigit():
-            chooser = random.Random(int(text[5:])).choice  # noqa: S311 - a schedule, not a secret
+            chooser = (random.Random(int(text[5:])).choice, False)  # noqa: S311 - a schedule, not a secret
         else:
-            msg = f"AOTC_EMULATOR_SCHEDULE={echo(text)}: expected reverse (the default), in-order or seed:N (a whole number)"
+            msg = f"AOTC_EMULATOR_SCHEDULE={echo(text)}: expected lazy (the default), in-order or seed:N (a whole number)"
             raise ConfigurationError(msg)
         _schedule[text] = chooser
     return chooser
