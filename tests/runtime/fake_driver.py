@@ -145,3 +145,83 @@ class FakeDriver:
 
     def cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:  # noqa: N802
         return SUCCESS, b"described"
+
+    # --- streams, events and queued copies --------------------------------------------
+    # Recorded in `stream_calls` as (name, plain ints...); handles are the real types.
+    # A stream or event must be one this fake created (or 0/1, the legacy stream).
+
+    def _known_stream(self, stream: Any) -> bool:
+        return int(stream) in (0, 1) or int(stream) in self.__dict__.setdefault("created_streams", {})
+
+    def _new_handle(self) -> int:
+        self.__dict__.setdefault("next_handle", 0x5000)
+        self.next_handle += 0x10
+        return self.next_handle
+
+    def _record(self, name: str, *args: Any) -> None:
+        self.__dict__.setdefault("stream_calls", []).append((name, *(int(a) for a in args)))
+
+    def cuStreamCreate(self, flags: int) -> tuple[Any, Any]:  # noqa: N802
+        handle = self._new_handle()
+        self.__dict__.setdefault("created_streams", {})[handle] = int(flags)  # flags: 1 = CU_STREAM_NON_BLOCKING
+        self._record("cuStreamCreate", flags)
+        return SUCCESS, driver.CUstream(handle)
+
+    def cuStreamDestroy(self, stream: Any) -> tuple[Any]:  # noqa: N802
+        if not self._known_stream(stream) or int(stream) in (0, 1):
+            return (driver.CUresult.CUDA_ERROR_INVALID_HANDLE,)
+        del self.created_streams[int(stream)]
+        self._record("cuStreamDestroy", stream)
+        return (SUCCESS,)
+
+    def cuStreamSynchronize(self, stream: Any) -> tuple[Any]:  # noqa: N802
+        if not self._known_stream(stream):
+            return (driver.CUresult.CUDA_ERROR_INVALID_HANDLE,)
+        self._record("cuStreamSynchronize", stream)
+        return (SUCCESS,)
+
+    def cuEventCreate(self, flags: int) -> tuple[Any, Any]:  # noqa: N802
+        handle = self._new_handle()
+        self.__dict__.setdefault("events", set()).add(handle)
+        self._record("cuEventCreate", flags)
+        return SUCCESS, driver.CUevent(handle)
+
+    def _event_call(self, name: str, event: Any, *streams: Any) -> tuple[Any]:
+        if int(event) not in self.__dict__.get("events", ()) or not all(self._known_stream(s) for s in streams):
+            return (driver.CUresult.CUDA_ERROR_INVALID_HANDLE,)
+        self._record(name, event, *streams)
+        return (SUCCESS,)
+
+    def cuEventDestroy(self, event: Any) -> tuple[Any]:  # noqa: N802
+        result = self._event_call("cuEventDestroy", event)
+        self.__dict__.get("events", set()).discard(int(event))
+        return result
+
+    def cuEventRecord(self, event: Any, stream: Any) -> tuple[Any]:  # noqa: N802
+        return self._event_call("cuEventRecord", event, stream)
+
+    def cuEventSynchronize(self, event: Any) -> tuple[Any]:  # noqa: N802
+        return self._event_call("cuEventSynchronize", event)
+
+    def cuStreamWaitEvent(self, stream: Any, event: Any, flags: int) -> tuple[Any]:  # noqa: N802
+        if flags != 0:
+            return (driver.CUresult.CUDA_ERROR_INVALID_VALUE,)
+        if not self._known_stream(stream) or int(event) not in self.__dict__.get("events", ()):
+            return (driver.CUresult.CUDA_ERROR_INVALID_HANDLE,)
+        self._record("cuStreamWaitEvent", stream, event)
+        return (SUCCESS,)
+
+    def _async_copy(self, name: str, pointer: Any, nbytes: int, stream: Any) -> tuple[Any]:
+        if not isinstance(pointer, driver.CUdeviceptr) or not self._known_stream(stream):
+            return (driver.CUresult.CUDA_ERROR_INVALID_VALUE,)
+        self._record(name, pointer, nbytes, stream)
+        return (SUCCESS,)
+
+    def cuMemcpyHtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        return self._async_copy("cuMemcpyHtoDAsync", dst, nbytes, stream)
+
+    def cuMemcpyDtoHAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        return self._async_copy("cuMemcpyDtoHAsync", src, nbytes, stream)
+
+    def cuMemsetD8Async(self, dst: Any, value: int, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        return self._async_copy("cuMemsetD8Async", dst, nbytes, stream)

@@ -108,3 +108,21 @@ def test_a_failing_capture_question_is_one_line() -> None:
     fake.cuStreamIsCapturing = lambda stream: (driver.CUresult.CUDA_ERROR_INVALID_HANDLE, None)
     with pytest.raises(BackendError, match=r"^cuStreamIsCapturing failed: .*CUDA_ERROR_INVALID_HANDLE"):
         PyCudaBackend(0, bindings=fake).is_capturing(7)
+
+
+def test_streams_events_and_the_legacy_capture_refusal_go_through_the_bindings(stand_in_pycuda: None) -> None:
+    from aotc.errors import CaptureError
+    from aotc.runtime.backends.pycuda import PyCudaBackend
+    from test_driver_streams import CapturingDriver
+
+    fake = CapturingDriver()
+    backend = PyCudaBackend(bindings=fake)
+    stream = backend.stream_create(non_blocking=True)
+    backend.order_after(stream, 0)
+    backend.stream_synchronize(stream)
+    assert [call[0] for call in fake.stream_calls] == [
+        "cuStreamCreate", "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent", "cuEventDestroy", "cuStreamSynchronize",
+    ]  # fmt: skip
+    fake.capturing.add(backend.stream_create())  # a blocking stream
+    with pytest.raises(CaptureError, match=r"^cuStreamIsCapturing failed: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"):
+        backend.is_capturing(0)

@@ -37,6 +37,11 @@ class HostMemory(BackendBase):
             self._buffers[pointer] = buffer
         return pointer
 
+    def buffer(self, pointer: int) -> ctypes.Array[ctypes.c_char]:
+        """The ctypes buffer ``alloc()`` returned ``pointer`` of: holding it keeps the memory."""
+        with self._buffers_lock:
+            return self._buffers[pointer]
+
     def free(self, pointer: int) -> None:
         with self._buffers_lock:
             if self._buffers.pop(pointer, None) is None:

@@ -27,12 +27,13 @@ import threading
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
-from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
+from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error, launch_error
+from aotc.runtime.backends.driver_streams import DriverStreams
 
 __all__ = ["PyCudaBackend"]
 
 
-class PyCudaBackend(BackendBase):
+class PyCudaBackend(DriverStreams, BackendBase):
     """Device ``ordinal`` through pycuda; nothing touches the driver until first use."""
 
     name: ClassVar[str] = "pycuda"
@@ -164,10 +165,29 @@ class PyCudaBackend(BackendBase):
             return False
         handle = stream if isinstance(stream, int) else getattr(stream, "handle", 0)  # a pycuda Stream
         err, status = self._in_context(cu.cuStreamIsCapturing, handle or 0)
+        refusal = capture_error("cuStreamIsCapturing", getattr(err, "name", ""))  # the legacy stream: IMPLICIT
+        if refusal is not None:
+            raise refusal
         if err != cu.CUresult.CUDA_SUCCESS:
             msg = f"cuStreamIsCapturing failed: {err!r}"
             raise BackendError(msg)
         return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+    # -- streams and events: DriverStreams, through cuda-bindings -------------------
+
+    def _streams_driver(self) -> Any:
+        cu = self._driver_bindings()
+        if cu is None:
+            msg = "the pycuda backend's streams and events need cuda-bindings: pip install cuda-bindings"
+            raise BackendError(msg)
+        return cu
+
+    def _streams_call(self, what: str, result: Any) -> Any:
+        err, *values = result
+        if err != self._streams_driver().CUresult.CUDA_SUCCESS:
+            msg = f"{what} failed: {getattr(err, 'name', err)}"
+            raise BackendError(msg)
+        return values[0] if len(values) == 1 else tuple(values) or None
 
     def _driver_bindings(self) -> Any:
         if self._bindings is None:

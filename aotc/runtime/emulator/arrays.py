@@ -14,13 +14,13 @@ written for CuPy, Numba or PyTorch's CUDA tensors runs on the emulator.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import weakref
 from typing import Any
 
-from aotc.errors import ArgumentError
-from aotc.runtime.emulator import streams
+from aotc.errors import AotcError, ArgumentError
+from aotc.runtime.backends.host_memory import HostMemory
+from aotc.runtime.emulator import devices, streams
 
 __all__ = ["DeviceArray", "Stream", "backend_for", "empty", "to_device", "zeros"]
 
@@ -81,7 +81,8 @@ class _Device:
 
 class DeviceArray:
     """A C-contiguous array in an emulated device's memory; see the module docstring.
-    ``stream`` (a handle, 0 for the legacy stream) is where its pending writes are queued."""
+    ``stream`` (a handle, 0 for the legacy stream) is where its latest writes were
+    queued (by ``set``, or the stream it was made on): what a consumer waits for."""
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, device: int = 0, stream: Stream | int = 0) -> None:
         import numpy as np
@@ -93,7 +94,7 @@ class DeviceArray:
         self.nbytes = math.prod(self.shape) * self.dtype.itemsize
         backend = backend_for(device)
         self.pointer = backend.alloc(max(self.nbytes, 1))
-        weakref.finalize(self, backend.free, self.pointer)
+        weakref.finalize(self, _release, backend, self.pointer)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
@@ -124,12 +125,14 @@ class DeviceArray:
         handle = self.stream if stream is None else getattr(stream, "handle", stream)
         view = self.host_view()
         streams.enqueue(streams.stream(handle, self.device.id), lambda: work(view), what)
+        self.stream = handle  # its latest writes are queued there now: what consumers must wait for
 
     def host_view(self) -> Any:
-        """The memory as a NumPy array, with no wait: what a kernel sees, not what is done."""
+        """The memory as a NumPy array, with no wait: what a kernel sees, not what is done.
+        The view holds the memory, so queued work on it stays safe if the array dies first."""
         import numpy as np
 
-        buffer = (ctypes.c_char * max(self.nbytes, 1)).from_address(self.pointer)
+        buffer = backend_for(self.device.id).buffer(self.pointer)
         return np.frombuffer(buffer, self.dtype, math.prod(self.shape)).reshape(self.shape)
 
     def set(self, key: Any, value: Any, stream: Stream | int | None = None) -> None:
@@ -157,6 +160,16 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return f"<emulated device array {self.shape} {self.dtype} on device {self.device.id}, stream {self.stream:#x}>"
+
+
+def _release(backend: Any, pointer: int) -> None:
+    """Free an array's memory when it dies: a finalizer must not raise, so a
+    setting that stops its queued work from running (a bad schedule) frees it unrun."""
+    try:
+        backend.free(pointer)
+    except AotcError:
+        HostMemory.free(backend, pointer)
+        devices.untag(pointer)
 
 
 def empty(shape: tuple[int, ...], dtype: Any, device: int = 0, stream: Stream | int = 0) -> DeviceArray:

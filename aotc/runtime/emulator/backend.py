@@ -120,7 +120,9 @@ class EmulatorBackend(HostMemory):
 
     def free(self, pointer: int) -> None:
         self._refuse_during_capture("cuMemFree")
-        streams.synchronize_device(self.ordinal)  # cuMemFree waits for the work that may still use it
+        # cuMemFree waits for the work that may still use the memory; a fault of that
+        # work is left for the next wait to report, with the launch that caused it.
+        streams.synchronize_device(self.ordinal, report=False)
         super().free(pointer)
         devices.untag(pointer)
 

@@ -226,7 +226,7 @@ def enqueue(target: Stream, run: Callable[[], None] | None, what: str, after: tu
         target.queue.append(operation)
         target.last = operation
     if synchronous():
-        _run_until(operation, report=False)
+        _run_until(operation, raise_now=True)
     return operation
 
 
@@ -255,18 +255,20 @@ def wait(operation: Operation | None, device: int) -> None:
     """Run work until ``operation`` has run (None: nothing to wait for), then report
     the first failure of the device's work since the last report."""
     if operation is not None:
-        _run_until(operation, report=True)
+        _run_until(operation, raise_now=False)
     _report(device)
 
 
-def synchronize_device(device: int) -> None:
-    """``cuCtxSynchronize``: run all of ``device``'s queued work."""
+def synchronize_device(device: int, *, report: bool = True) -> None:
+    """``cuCtxSynchronize``: run all of ``device``'s queued work; then report its
+    first failure, unless ``report`` is False (a free: the next wait reports it)."""
     with _lock:
-        lasts = [s.last for s in (*_streams.values(), *_legacy.values()) if s.device == device]
+        lasts = [s.last for s in (*_streams.values(), *_legacy.values(), *_draining()) if s.device == device]
     for last in lasts:
         if last is not None:
-            _run_until(last, report=True)
-    _report(device)
+            _run_until(last, raise_now=False)
+    if report:
+        _report(device)
 
 
 def _report(device: int) -> None:
@@ -275,7 +277,7 @@ def _report(device: int) -> None:
         raise fault
 
 
-def _run_until(target: Operation, *, report: bool) -> None:
+def _run_until(target: Operation, *, raise_now: bool) -> None:
     """Run ready operations, picked by the schedule, until ``target`` has run."""
     chooser, lazy = _chooser()
     with _lock:
@@ -298,11 +300,10 @@ def _run_until(target: Operation, *, report: bool) -> None:
             if chosen.run is not None:
                 chosen.run()
         except (BackendError, ValueError, RuntimeError) as exc:
-            device = chosen.stream.device
-            if not report:
-                chosen.done = True
+            chosen.done = True
+            if raise_now:
                 raise
-            _faults.setdefault(device, BackendError(f"{chosen.what} failed: {exc}"))
+            _faults.setdefault(chosen.stream.device, BackendError(f"{chosen.what} failed: {exc}"))
         chosen.done = True
 
 
