@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import emulated_cupy
 import numpy as np
 import pytest
+from conftest import installed_library
 
 from aotc import reference, tropical
 from aotc.errors import BackendError, CaptureError
@@ -21,16 +23,14 @@ from aotc.runtime.backends import BackendRegistry
 from aotc.runtime.emulator import arrays, devices
 from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.library import Library
-from conftest import installed_library
-import emulated_cupy
 
 
-
-@pytest.fixture(autouse=True)
-def adversarial_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Queued streams that run only what a wait needs: any missing wait shows."""
+@pytest.fixture(autouse=True, params=["lazy", "in-order", "seed:7"])
+def schedule(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queued streams under each schedule: correct ordering is right under all of
+    them; ``lazy`` (run only what a wait needs) is the one that shows every missing wait."""
     monkeypatch.delenv("AOTC_EMULATOR_STREAMS", raising=False)
-    monkeypatch.setenv("AOTC_EMULATOR_SCHEDULE", "lazy")
+    monkeypatch.setenv("AOTC_EMULATOR_SCHEDULE", request.param)
 
 
 @pytest.fixture

@@ -109,10 +109,9 @@ class DeviceArray:
     def __dlpack__(self, stream: int | None = None) -> Any:
         """A DLPack capsule; the consumer's ``stream`` (None or 1: the legacy stream,
         -1: no ordering) waits for this array's pending writes first."""
-        if stream is not None and stream != -1:
-            if type(stream) is not int or stream == 0:
-                msg = f"__dlpack__: stream must be None, -1 or a stream handle other than 0, got {stream!r}"
-                raise ArgumentError(msg)
+        if stream is not None and stream != -1 and (type(stream) is not int or stream == 0):
+            msg = f"__dlpack__: stream must be None, -1 or a stream handle other than 0, got {stream!r}"
+            raise ArgumentError(msg)
         if stream != -1:
             consumer = 0 if stream in (None, _LEGACY) else stream
             backend_for(self.device.id).order_after(consumer, self.stream)

@@ -77,6 +77,8 @@ LEGACY_HANDLES = (0, 1)  # 0: the default stream; 1: CU_STREAM_LEGACY, the same 
 _PER_THREAD = 2  # CU_STREAM_PER_THREAD: not modelled
 
 _lock = threading.RLock()
+_progress = threading.Condition(_lock)  # notified when an operation finishes
+_running = 0  # operations running now, in any thread
 _sequence = itertools.count(1)
 _handles = itertools.count(0x5EA0_0000, 0x10)  # look like the pointers a driver hands out
 _streams: dict[int, Stream] = {}
@@ -90,7 +92,7 @@ _retired: list[Stream] = []  # destroyed streams whose queued work has not run y
 class Operation:
     """One piece of queued work: it runs after its stream's earlier work and after ``after``."""
 
-    __slots__ = ("after", "done", "run", "sequence", "stream", "what")
+    __slots__ = ("after", "done", "run", "running", "sequence", "stream", "what")
 
     def __init__(self, stream: Stream, run: Callable[[], None] | None, after: list[Operation], what: str) -> None:
         self.stream = stream
@@ -98,6 +100,7 @@ class Operation:
         self.after = after
         self.what = what
         self.done = False
+        self.running = False  # it stays its stream's head until done: the next waits
         self.sequence = next(_sequence)
 
     def ready(self) -> bool:
@@ -282,6 +285,7 @@ def _run_until(target: Operation, *, raise_now: bool) -> None:
     chooser, lazy = _chooser()
     with _lock:
         needed = _needed(target) if lazy else None
+    global _running  # noqa: PLW0603 - one count for the process, under _lock
     while True:
         with _lock:
             if target.done:
@@ -290,21 +294,32 @@ def _run_until(target: Operation, *, raise_now: bool) -> None:
                 heads = [s.queue[0] for s, upto in needed.items() if s.queue and s.queue[0].sequence <= upto]
             else:
                 heads = [s.queue[0] for s in (*_streams.values(), *_legacy.values(), *_draining()) if s.queue]
-            ready = [o for o in heads if o.ready()]
+            ready = [o for o in heads if not o.running and o.ready()]
             if not ready:
+                if _running:  # another thread runs what we wait for
+                    _progress.wait()
+                    continue
                 msg = f"emulator: {target.what} can never run: its stream waits for work that was never enqueued"
                 raise BackendError(msg)
             chosen = chooser(ready)
-            chosen.stream.queue.popleft()
+            chosen.running = True
+            _running += 1
+        failure: BaseException | None = None
         try:
             if chosen.run is not None:
                 chosen.run()
         except (BackendError, ValueError, RuntimeError) as exc:
-            chosen.done = True
-            if raise_now:
-                raise
-            _faults.setdefault(chosen.stream.device, BackendError(f"{chosen.what} failed: {exc}"))
-        chosen.done = True
+            failure = exc
+        finally:
+            with _lock:
+                chosen.stream.queue.popleft()
+                chosen.done, chosen.running = True, False
+                _running -= 1
+                if failure is not None and not raise_now:
+                    _faults.setdefault(chosen.stream.device, BackendError(f"{chosen.what} failed: {failure}"))
+                _progress.notify_all()
+        if failure is not None and raise_now:
+            raise failure
 
 
 def _needed(target: Operation) -> dict[Stream, int]:
