@@ -158,3 +158,9 @@ def test_a_fault_of_queued_work_is_reported_at_the_next_wait(emulated_tropical: 
     with pytest.raises(BackendError, match=r"^gemm_maxplus_f32_forward\(grid=.*\) failed: launching gemm_maxplus_f32_forward: AOTC_EMULATOR_BLOCK_ORDER must be"):
         side.synchronize()
     side.synchronize()  # reported once
+
+
+def test_none_is_the_legacy_stream_as_the_driver_takes_it() -> None:
+    array = _filled(8.0, 0)
+    arrays.backend_for(0).stream_synchronize(None)
+    np.testing.assert_array_equal(array.host_view(), np.full(4, 8.0))

@@ -173,7 +173,9 @@ def destroy_stream(handle: int, device: int) -> None:
 
 def stream(handle: Any, device: int) -> Stream:
     """The stream ``handle`` names on ``device``; one line if it names none there."""
-    if type(handle) is not int:
+    if handle is None:
+        handle = 0  # None is the default stream, as cuLaunchKernel and pycuda take it
+    elif type(handle) is not int:
         handle = getattr(handle, "handle", handle)  # a stream object of this module's users
     with _lock:
         if handle in LEGACY_HANDLES:
