@@ -22,8 +22,6 @@ TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropic
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.tropical._arrays import Operand
-
 __all__ = ["capture_candidates", "hold_until_done", "wait_for_producers"]
 
 _LEGACY = 1  # CU_STREAM_LEGACY: the legacy default stream as CAI v3 and DLPack name it

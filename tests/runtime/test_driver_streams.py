@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fake_driver import FakeDriver, driver
 
 from aotc.errors import BackendError, CaptureError
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
-from fake_driver import FakeDriver, driver
 
 __all__ = ["CapturingDriver"]
 
