@@ -399,15 +399,14 @@ def overlaps(x: Operand, y: Operand) -> bool:
     return True
 
 
-def fill(op: Operand, value: Any, stream: Any = None) -> None:
-    """Set every element of the result ``op`` (or of its last axis' ``[..., 0]``
-    and ``[..., 1]`` when ``value`` is a (value, count) pair) in place, on the
-    CUDA stream ``stream`` (None: the framework's current stream)."""
+def fill(op: Operand, value: Any) -> None:
+    """Set every element of the host result ``op`` (or of its last axis' ``[..., 0]``
+    and ``[..., 1]`` when ``value`` is a (value, count) pair) in place. Device
+    results are filled on the call's stream instead (``_streams.fill_on``)."""
     obj = op.obj
-    with on_stream(op, stream):
-        if isinstance(value, tuple):
-            obj[..., 0], obj[..., 1] = value
-        elif hasattr(obj, "__setitem__"):
-            obj[...] = value
-        else:  # pycuda's GPUArray has fill() and no item assignment
-            obj.fill(value)
+    if isinstance(value, tuple):
+        obj[..., 0], obj[..., 1] = value
+    elif hasattr(obj, "__setitem__"):
+        obj[...] = value
+    else:  # pycuda's GPUArray has fill() and no item assignment
+        obj.fill(value)

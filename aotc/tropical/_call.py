@@ -33,7 +33,7 @@ from aotc.tropical._operands import (
     stream_handle,
 )
 from aotc.tropical._plan_keeper import keep_argmax_plan, keep_backward_plan, keep_plan
-from aotc.tropical._streams import hold_until_done, wait_for_producers
+from aotc.tropical._streams import fill_on, hold_until_done, wait_for_producers
 from aotc.tropical._torch_route import inside_op, to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
@@ -287,7 +287,7 @@ class Tropical:
         K_op = output(k_out, "k_out", A, (*lead, m, n), "i32", (*inputs, (C, "out")), self.library, stream) if pass_name == "argmax" else None
         _order_on(backend, stream, given_stream, (A, B, C, K_op))
         if not (m and n and k and (batch or not batched)):
-            return self._empty(C, K_op, semiring, k, stream)
+            return self._empty(C, K_op, semiring, k, backend, stream)
         check_batch(batch)
         sizes = (
             m, n, k, lda, ldb, n, n, batch,
@@ -307,13 +307,21 @@ class Tropical:
         bind_into = launched if A.obj is a and B.obj is b else None  # used as given, unless staged
         return _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), Memory(backend, host_memory, stream), stream, m, bind_into)
 
-    def _empty(self, C: Operand, K_op: Operand | None, semiring: str, k: int, stream: Any) -> tuple[Any, Any]:
+    def _empty(
+        self, C: Operand, K_op: Operand | None, semiring: str, k: int, backend: Any, stream: int
+    ) -> tuple[Any, Any]:
         """An empty product's result, without a launch: K = 0 sums no terms, so
-        every element is the semiring zero and no k won (filled on the call's stream)."""
+        every element is the semiring zero and no k won (device results filled on
+        the call's stream, which the host then waits for where the results are host memory)."""
         if k == 0 and 0 not in C.shape:
-            fill(C, _zero(semiring_spec(self.library, semiring), C.dtype), stream)
-            if K_op is not None:
-                fill(K_op, -1, stream)
+            zero = _zero(semiring_spec(self.library, semiring), C.dtype)
+            for op, value in ((C, zero), (K_op, -1)):
+                if op is None:
+                    continue
+                if op.on_host:
+                    fill(op, value)
+                else:
+                    fill_on(backend, op, value, stream)
         return C.obj, (K_op.obj if K_op is not None else None)
 
     # --- packed bool -------------------------------------------------------------
@@ -364,7 +372,7 @@ class Tropical:
         backend = self.library.backend_on(device)
         _order_on(backend, stream, given_stream, (A, B, C, K_op))
         if not (m and n and k):
-            return self._empty(C, K_op, semiring, k, stream)
+            return self._empty(C, K_op, semiring, k, backend, stream)
         sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
         return _launch(launcher, pick, sizes, (A, B, C, K_op), ("pa", "pb"), Memory(backend, on_host_memory(backend), stream), stream, m)
 
