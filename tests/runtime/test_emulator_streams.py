@@ -164,3 +164,27 @@ def test_none_is_the_legacy_stream_as_the_driver_takes_it() -> None:
     array = _filled(8.0, 0)
     arrays.backend_for(0).stream_synchronize(None)
     np.testing.assert_array_equal(array.host_view(), np.full(4, 8.0))
+
+
+def test_threads_waiting_at_once_keep_each_streams_order() -> None:
+    import threading
+
+    results: dict[int, list[float]] = {}
+
+    def worker(index: int) -> None:
+        stream = arrays.Stream(non_blocking=True)
+        array = arrays.empty((4,), np.float32, stream=stream)
+        seen = []
+        for step in range(20):
+            array.set(..., float(step), stream)
+            if step % 5 == 4:
+                stream.synchronize()
+                seen.append(float(array.host_view()[0]))
+        results[index] = seen
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert results == {i: [4.0, 9.0, 14.0, 19.0] for i in range(4)}
