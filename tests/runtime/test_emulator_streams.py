@@ -4,6 +4,7 @@ stream's rules, events, a schedule, and faults reported at the next wait."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ from aotc.runtime.emulator import arrays, streams
 def queued(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AOTC_EMULATOR_STREAMS", raising=False)
     monkeypatch.setenv("AOTC_EMULATOR_SCHEDULE", "lazy")
+    gc.collect()  # earlier tests' arrays freed now: a free waits for the whole device, as cuMemFree does
+    arrays.backend_for(0).synchronize()
 
 
 def _filled(value: float, stream: Any) -> arrays.DeviceArray:

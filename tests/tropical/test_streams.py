@@ -9,6 +9,7 @@ is one of the stream faults of issue 20, run where it would show.
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import emulated_cupy
@@ -31,6 +32,10 @@ def schedule(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     them; ``lazy`` (run only what a wait needs) is the one that shows every missing wait."""
     monkeypatch.delenv("AOTC_EMULATOR_STREAMS", raising=False)
     monkeypatch.setenv("AOTC_EMULATOR_SCHEDULE", request.param)
+    # Earlier tests' arrays are freed now, not mid-test: a free waits for the whole
+    # device (cuMemFree does), which would run this test's unordered work early.
+    gc.collect()
+    arrays.backend_for(0).synchronize()
 
 
 @pytest.fixture
