@@ -69,11 +69,17 @@ class DeviceState:
 
 
 def refuse_while_capturing(backend: Backend, stream: Any, what: str) -> None:
-    """Raise CaptureError if ``stream`` is being captured into a CUDA graph: ``what``
-    (a module load, an allocation, a host copy) cannot be recorded in one."""
-    if stream is not None and backend.is_capturing(stream):
-        msg = (
-            f"{what} while stream {stream} is being captured into a CUDA graph on device {backend.ordinal}: "
-            "call preload() before capturing, and pass device arrays"
-        )
-        raise CaptureError(msg)
+    """Raise CaptureError if ``stream`` (or any of a tuple of streams) is being
+    captured into a CUDA graph: ``what`` (a module load, an allocation, a host
+    copy) cannot be recorded in one."""
+    for one in stream if type(stream) is tuple else (stream,):
+        try:
+            capturing = one is not None and backend.is_capturing(one)
+        except CaptureError as exc:  # the driver's own refusal (the legacy stream during a capture)
+            raise CaptureError(f"{what}: {exc}") from None
+        if capturing:
+            msg = (
+                f"{what} while stream {one} is being captured into a CUDA graph on device {backend.ordinal}: "
+                "call preload() before capturing, and pass device arrays"
+            )
+            raise CaptureError(msg)

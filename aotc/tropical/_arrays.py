@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from aotc.errors import ArgumentError, ArgumentTypeError
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ __all__ = [
     "is_row_major",
     "is_writable",
     "numpy_pointer",
+    "on_stream",
     "overlaps",
     "span",
     "zeros_like_kind",
@@ -51,12 +52,16 @@ class Operand:
     library made it ("numpy", "torch" or "cai"). A plain slotted class: one is
     made per argument per call, so it must cost next to nothing."""
 
-    __slots__ = ("device", "dtype", "kind", "obj", "pointer", "shape", "strides")
+    __slots__ = ("device", "dtype", "kind", "obj", "pointer", "producer", "shape", "strides")
 
     def __init__(
-        self, obj: Any, kind: str, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...], pointer: int, device: str
-    ) -> None:
+        self, obj: Any, kind: str, dtype: str, shape: tuple[int, ...], strides: tuple[int, ...], pointer: int, device: str,
+        producer: Any = None,
+    ) -> None:  # fmt: skip
         self.obj = obj
+        # The stream whose pending work writes the data (CUDA array interface v3's
+        # "stream"), "dlpack" for a DLPack array (asked again with the call's stream), or None.
+        self.producer = producer
         self.kind = kind
         self.dtype = dtype  # aotc's dtype name ("f32"), or the foreign name when unsupported
         self.shape = shape
@@ -181,7 +186,11 @@ def _cai_operand(obj: Any, name: str) -> Operand:
     ordinal = _cai_device(obj)
     # "cuda": the array does not say; the call asks the driver about its pointer.
     device = "cuda" if ordinal is None else f"cuda:{ordinal}"
-    return Operand(obj, "cai", DTYPE_NAMES.get(dtype, dtype), shape, strides, pointer, device)
+    producer = interface.get("stream") if interface.get("version", 0) >= 3 else None
+    if producer is not None and (type(producer) is not int or producer == 0):
+        msg = f"{name}: __cuda_array_interface__ stream must be None or a stream handle other than 0, got {echo(producer)}"
+        raise ArgumentError(msg)
+    return Operand(obj, "cai", DTYPE_NAMES.get(dtype, dtype), shape, strides, pointer, device, producer)
 
 
 def _cai_device(obj: Any) -> int | None:
@@ -237,8 +246,10 @@ def _dlpack_operand(obj: Any, name: str) -> Operand:
             msg = f"{name}: NumPy cannot read this DLPack array ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})"
             raise ArgumentError(msg) from None
         return _numpy_operand(view, name)
+    # No stream: the producer orders its work before the legacy default stream
+    # (DLPack's rule); a call on another stream asks again (_streams.wait_for_producers).
     dtype, shape, strides, pointer, _ = read_capsule(obj.__dlpack__(), name)
-    return Operand(obj, "dlpack", dtype, shape, strides, pointer, f"cuda:{device_id}")
+    return Operand(obj, "dlpack", dtype, shape, strides, pointer, f"cuda:{device_id}", "dlpack")
 
 
 def contiguous(operand: Operand, name: str) -> Operand:
@@ -257,7 +268,56 @@ def contiguous(operand: Operand, name: str) -> Operand:
     raise ArgumentError(msg)
 
 
-def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool) -> Any:
+class _Unchanged:
+    """The framework's current stream, left as it is: a no-op context."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNCHANGED = _Unchanged()
+
+
+def on_stream(op: Operand, stream: Any) -> Any:
+    """A context in which ``op``'s framework allocates and fills on the CUDA
+    stream ``stream`` (an int handle; None: its current stream), on ``op``'s
+    device: PyTorch's and CuPy's allocators then tie the memory to that stream."""
+    if stream is None or op.on_host:
+        return _UNCHANGED
+    if op.kind == "torch":
+        torch = sys.modules["torch"]
+        device = op.obj.device
+        if torch.cuda.current_stream(device).cuda_stream == stream:
+            return _UNCHANGED
+        return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=device))
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(op.obj, cupy.ndarray):
+        return _CupyStream(cupy, _cai_device(op.obj) or 0, stream)
+    return _UNCHANGED
+
+
+class _CupyStream:
+    """CuPy's device ``device`` and, on it, the stream ``handle`` made current."""
+
+    def __init__(self, cupy: Any, device: int, handle: int) -> None:
+        self.device = cupy.cuda.Device(device)
+        self.stream = cupy.cuda.ExternalStream(handle, device)
+
+    def __enter__(self) -> None:
+        self.device.__enter__()
+        self.stream.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stream.__exit__(*exc)
+        finally:
+            self.device.__exit__(*exc)
+
+
+def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool, stream: Any = None) -> Any:
     numpy_name = next(k for k, v in DTYPE_NAMES.items() if v == dtype)
     if like.kind == "numpy":
         import numpy as np
@@ -266,10 +326,11 @@ def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool) 
     if like.kind == "torch":
         import torch
 
-        return (torch.zeros if zero else torch.empty)(shape, dtype=getattr(torch, numpy_name), device=like.obj.device)
+        with on_stream(like, stream):
+            return (torch.zeros if zero else torch.empty)(shape, dtype=getattr(torch, numpy_name), device=like.obj.device)
     cupy = sys.modules.get("cupy")
     if cupy is not None and isinstance(like.obj, cupy.ndarray):
-        with cupy.cuda.Device(_cai_device(like.obj) or 0):
+        with cupy.cuda.Device(_cai_device(like.obj) or 0), on_stream(like, stream):
             return (cupy.zeros if zero else cupy.empty)(shape, numpy_name)
     gpuarray = sys.modules.get("pycuda.gpuarray")
     if gpuarray is not None and isinstance(like.obj, gpuarray.GPUArray):
@@ -278,13 +339,15 @@ def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool) 
     raise ArgumentTypeError(msg)
 
 
-def empty_like_kind(like: Operand, shape: tuple[int, ...], dtype: str) -> Any:
-    """A new uninitialised array of the same library and device as ``like``."""
-    return _allocate(like, shape, dtype, zero=False)
+def empty_like_kind(like: Operand, shape: tuple[int, ...], dtype: str, stream: Any = None) -> Any:
+    """A new uninitialised array of the same library and device as ``like``,
+    allocated by that library on the CUDA stream ``stream`` (None: its current one)."""
+    return _allocate(like, shape, dtype, zero=False, stream=stream)
 
 
-def zeros_like_kind(like: Operand, shape: tuple[int, ...], dtype: str) -> Any:
-    return _allocate(like, shape, dtype, zero=True)
+def zeros_like_kind(like: Operand, shape: tuple[int, ...], dtype: str, stream: Any = None) -> Any:
+    """The same, zeroed on ``stream``."""
+    return _allocate(like, shape, dtype, zero=True, stream=stream)
 
 
 def is_row_major(op: Operand) -> bool:
@@ -348,8 +411,9 @@ def overlaps(x: Operand, y: Operand) -> bool:
 
 
 def fill(op: Operand, value: Any) -> None:
-    """Set every element of the result ``op`` (or of its last axis' ``[..., 0]``
-    and ``[..., 1]`` when ``value`` is a (value, count) pair) in place."""
+    """Set every element of the host result ``op`` (or of its last axis' ``[..., 0]``
+    and ``[..., 1]`` when ``value`` is a (value, count) pair) in place. Device
+    results are filled on the call's stream instead (``_streams.fill_on``)."""
     obj = op.obj
     if isinstance(value, tuple):
         obj[..., 0], obj[..., 1] = value

@@ -11,9 +11,10 @@ call plan (``_torch_plan``): each binds its four pointers
 from __future__ import annotations
 
 from aotc.errors import ArgumentError
-from aotc.tropical._arrays import as_operand, zeros_like_kind
+from aotc.tropical._arrays import Operand, as_operand, empty_like_kind, zeros_like_kind
 from aotc.tropical._memory import Memory, on_host_memory, stageable
 from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, device_of, matrix, pair, same, semiring_spec, stream_handle
+from aotc.tropical._streams import hold_until_done, wait_for_producers, zero_on
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def backward_product(
             device_of(op, name, library)
     same(A, B, "b")
     same(A, G, "grad_c")
-    stream = stream_handle(stream, A)
+    given_stream, stream = stream, stream_handle(stream, A)
     backend = library.backend_on(device)
     host_memory = on_host_memory(backend)
     Memory(backend, host_memory).check(A, "a")
@@ -65,7 +66,11 @@ def backward_product(
     Kop, _, _, _, sk, ldk = matrix(Kop, "k", False)
     variant = "batched" if batched else "single"
     launchers = [api._launcher(semiring, A.dtype, p, variant, device, stream) for p in ("backward_a", "backward_b")]  # noqa: SLF001
-    grads = [as_operand(zeros_like_kind(op, op.shape, A.dtype), name) for op, name in ((A, "grad_A"), (B, "grad_B"))]
+    # Allocated (by the operands' framework) and zeroed on the call's stream, where the kernels add into them.
+    grads = [_zeroed(backend, op, name, A.dtype, stream) for op, name in ((A, "grad_A"), (B, "grad_B"))]
+    wait_for_producers(backend, stream, (G, Kop, A, B))
+    if given_stream is not None:
+        hold_until_done((G, Kop, A, B, *grads), stream)
     if not (m and n and kk and (batch or not batched)):
         return grads[0].obj, grads[1].obj  # no term, no gradient: zeros, no launch
     check_batch(batch)
@@ -95,3 +100,13 @@ def backward_product(
     if launched is not None and len(bound) == 2 and None not in bound:
         launched.extend(bound)
     return grads[0].obj, grads[1].obj
+
+
+def _zeroed(backend: Any, like: Operand, name: str, dtype: str, stream: int) -> Operand:
+    """A zeroed gradient shaped like ``like``: on the host, zeros; on a device,
+    allocated on ``stream`` and zeroed there (``memset_async``), whatever the framework."""
+    if like.on_host:
+        return as_operand(zeros_like_kind(like, like.shape, dtype), name)
+    grad = as_operand(empty_like_kind(like, like.shape, dtype, stream), name)
+    zero_on(backend, grad, stream)
+    return grad

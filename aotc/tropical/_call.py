@@ -33,6 +33,7 @@ from aotc.tropical._operands import (
     stream_handle,
 )
 from aotc.tropical._plan_keeper import keep_argmax_plan, keep_backward_plan, keep_plan
+from aotc.tropical._streams import fill_on, hold_until_done, wait_for_producers
 from aotc.tropical._torch_route import inside_op, to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
@@ -269,7 +270,7 @@ class Tropical:
         if B.dtype != A.dtype or B.device != A.device:
             same(A, B, "b")
         inputs = ((A, "a"), (B, "b"))  # as given: results must not share their memory
-        stream = stream_handle(stream, A)
+        given_stream, stream = stream, stream_handle(stream, A)
         backend = self.library.backend_on(device)
         host_memory = on_host_memory(backend)
         if host_memory and not A.on_host:
@@ -282,10 +283,11 @@ class Tropical:
         launcher, pick = self._prepared_launcher(semiring, A.dtype, pass_name, "batched" if batched else "single", device, stream)
 
         lead = (batch,) if batched else ()
-        C = output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype, inputs, self.library)
-        K_op = output(k_out, "k_out", A, (*lead, m, n), "i32", (*inputs, (C, "out")), self.library) if pass_name == "argmax" else None
+        C = output(out, "out", A, (*lead, m, n, 2) if counting else (*lead, m, n), A.dtype, inputs, self.library, stream)
+        K_op = output(k_out, "k_out", A, (*lead, m, n), "i32", (*inputs, (C, "out")), self.library, stream) if pass_name == "argmax" else None
+        _order_on(backend, stream, given_stream, (A, B, C, K_op))
         if not (m and n and k and (batch or not batched)):
-            return self._empty(C, K_op, semiring, k)
+            return self._empty(C, K_op, semiring, k, backend, stream)
         check_batch(batch)
         sizes = (
             m, n, k, lda, ldb, n, n, batch,
@@ -297,19 +299,29 @@ class Tropical:
             if m > GRID_YZ_MAX:
                 check_grid(launcher, args)
             launcher(*args, stream=stream)
+            if A.on_host or B.on_host or C.on_host:
+                backend.stream_synchronize(stream)  # the host reads or reuses them once this returns
             if launched is not None and A.obj is a and B.obj is b:
                 _bind(launched, launcher, args, K_op is not None)
             return C.obj, (K_op.obj if K_op is not None else None)
         bind_into = launched if A.obj is a and B.obj is b else None  # used as given, unless staged
         return _launch(launcher, pick, sizes, (A, B, C, K_op), ("a", "b"), Memory(backend, host_memory, stream), stream, m, bind_into)
 
-    def _empty(self, C: Operand, K_op: Operand | None, semiring: str, k: int) -> tuple[Any, Any]:
+    def _empty(
+        self, C: Operand, K_op: Operand | None, semiring: str, k: int, backend: Any, stream: int
+    ) -> tuple[Any, Any]:
         """An empty product's result, without a launch: K = 0 sums no terms, so
-        every element is the semiring zero and no k won."""
+        every element is the semiring zero and no k won (device results filled on
+        the call's stream, which the host then waits for where the results are host memory)."""
         if k == 0 and 0 not in C.shape:
-            fill(C, _zero(semiring_spec(self.library, semiring), C.dtype))
-            if K_op is not None:
-                fill(K_op, -1)
+            zero = _zero(semiring_spec(self.library, semiring), C.dtype)
+            for op, value in ((C, zero), (K_op, -1)):
+                if op is None:
+                    continue
+                if op.on_host:
+                    fill(op, value)
+                else:
+                    fill_on(backend, op, value, stream)
         return C.obj, (K_op.obj if K_op is not None else None)
 
     # --- packed bool -------------------------------------------------------------
@@ -353,15 +365,24 @@ class Tropical:
         A, B = as_operand(pa.words, "pa"), as_operand(pb.words, "pb")
         device = device_of(A, "pa", self.library)
         inputs = ((A, "pa"), (B, "pb"))
-        stream = stream_handle(stream, A)
+        given_stream, stream = stream, stream_handle(stream, A)
         launcher, pick = self._prepared_launcher(semiring, "bool", pass_name, "packed", device, stream)
-        C = output(out, "out", A, (m, n), "bool", inputs, self.library)
-        K_op = output(k_out, "k_out", A, (m, n), "i32", (*inputs, (C, "out")), self.library) if pass_name == "argmax" else None
-        if not (m and n and k):
-            return self._empty(C, K_op, semiring, k)
-        sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
+        C = output(out, "out", A, (m, n), "bool", inputs, self.library, stream)
+        K_op = output(k_out, "k_out", A, (m, n), "i32", (*inputs, (C, "out")), self.library, stream) if pass_name == "argmax" else None
         backend = self.library.backend_on(device)
+        _order_on(backend, stream, given_stream, (A, B, C, K_op))
+        if not (m and n and k):
+            return self._empty(C, K_op, semiring, k, backend, stream)
+        sizes = (m, n, k, pa.words.shape[1], pb.words.shape[1], n, n, 0, 0, 0, 0, 0)
         return _launch(launcher, pick, sizes, (A, B, C, K_op), ("pa", "pb"), Memory(backend, on_host_memory(backend), stream), stream, m)
+
+
+def _order_on(backend: Any, stream: int, given_stream: Any, ops: tuple[Any, ...]) -> None:
+    """Queue the call's work on ``stream`` after the operands' producers; with a
+    stream the caller named, keep PyTorch from reusing its tensors' memory early."""
+    wait_for_producers(backend, stream, ops)
+    if given_stream is not None:
+        hold_until_done(ops, stream)
 
 
 def _as_op_kernel(call: Any, *args: Any) -> Any:

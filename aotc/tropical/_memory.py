@@ -1,12 +1,16 @@
-"""Pointers a kernel can use: operands in place, or staged device copies.
+"""Pointers a kernel can use: operands in place, or staged device copies, all
+of one call's work on the call's stream.
 
 On a host-memory backend (the CPU emulator) every operand is used where it
 lies. On a GPU backend, device arrays are used in place and host arrays are
-copied to the device before the launch, and results copied back after it.
+staged: allocated, copied to the device on the call's stream
+(``copy_to_device_async``; results that must start zeroed are zeroed there),
+and results copied back on the same stream after the launch. Either way a
+call that hands host memory to the kernel synchronizes its stream before it
+returns, so the host sees the results, as it would after ``cudaMemcpy``.
 """
 
 from __future__ import annotations
-
 
 from aotc.errors import ArgumentError
 from aotc.tropical._arrays import Operand, contiguous, is_row_major
@@ -30,13 +34,16 @@ def stageable(op: Operand, name: str) -> Operand:
 
 
 class Memory:
-    """The pointers of one launch; ``finish()`` copies results back and frees."""
+    """The pointers of one launch on ``stream``; ``finish()`` copies results back,
+    synchronizes where the host must see them, and frees."""
 
     def __init__(self, backend: Any, host_memory: bool, stream: Any = None) -> None:
         self.backend = backend
         self.host_memory = host_memory
-        self.stream = stream  # a stream being captured into a CUDA graph refuses staging
+        self.stream = 0 if stream is None else stream
         self.staged: list[tuple[int, Any, bool]] = []  # (device pointer, host array, copy back)
+        self.host_used = False  # host memory handed to the kernel in place: wait before returning
+        self._capture_checked = False
 
     def check(self, op: Operand, name: str) -> None:
         """Refuse, before anything is allocated, arrays this backend cannot reach."""
@@ -47,26 +54,41 @@ class Memory:
 
     def pointer(self, op: Operand, name: str, *, result: bool = False, zeroed: bool = False) -> int:
         self.check(op, name)
-        if self.host_memory or not op.on_host:
+        if not op.on_host:
             return op.pointer
-        from aotc.runtime.devices import refuse_while_capturing  # the runtime loads on first staging, not on import
-
-        refuse_while_capturing(self.backend, self.stream, f"{name}: staging a host array")
+        if self.host_memory:
+            self.host_used = True
+            return op.pointer
+        if not self._capture_checked:
+            self.refuse_capture(f"{name}: staging a host array")
         host = op.obj.numpy() if op.kind == "torch" else op.obj
         size = host.nbytes
         device = self.backend.alloc(max(size, 1))
         self.staged.append((device, host, result))
-        if size and (not result or zeroed):
-            self.backend.copy_to_device(device, host)
+        if size and not result:
+            self.backend.copy_to_device_async(device, host, self.stream)
+        elif size and zeroed:
+            self.backend.memset_async(device, 0, size, self.stream)
         return device
 
+    def refuse_capture(self, what: str) -> None:
+        """Staging allocates and synchronizes: refuse it while any stream this call
+        could be captured on is (``_streams.capture_candidates``)."""
+        from aotc.runtime.devices import refuse_while_capturing  # the runtime loads on first staging, not on import
+        from aotc.tropical._streams import capture_candidates
+
+        refuse_while_capturing(self.backend, capture_candidates(self.stream, self.backend.ordinal), what)
+        self._capture_checked = True
+
     def finish(self) -> None:
+        """Copy the results back on the call's stream, wait for it where the host
+        reads what the kernel wrote, and free the staged copies."""
         try:
-            if self.staged:
-                self.backend.synchronize()
             for device, host, result in self.staged:
                 if result and host.nbytes:
-                    self.backend.copy_to_host(memoryview(host.reshape(-1).view("uint8")), device)
+                    self.backend.copy_to_host_async(memoryview(host.reshape(-1).view("uint8")), device, self.stream)
+            if self.staged or self.host_used:
+                self.backend.stream_synchronize(self.stream)
         finally:
             for device, _, _ in self.staged:
                 self.backend.free(device)

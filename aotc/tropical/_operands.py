@@ -124,12 +124,13 @@ def output(
     dtype: str,
     inputs: tuple[tuple[Operand, str], ...],
     library: Any = None,
+    stream: Any = None,
 ) -> Operand:
-    """The result array: ``out`` checked, or a new one like ``like``. ``out`` must be
-    written in place, so it must be exactly what the kernel writes and share no
-    memory with an input (or another result)."""
+    """The result array: ``out`` checked, or a new one like ``like``, allocated on
+    the call's ``stream``. ``out`` must be written in place, so it must be exactly
+    what the kernel writes and share no memory with an input (or another result)."""
     if out is None:
-        return as_operand(empty_like_kind(like, shape, dtype), name)
+        return as_operand(empty_like_kind(like, shape, dtype, stream), name)
     op = as_operand(out, name)
     if op.obj is not out and getattr(getattr(out, "dtype", None), "isnative", True) is False:
         msg = f"{name}: has non-native byte order ({out.dtype.str}); pass a native-endian array"
@@ -198,7 +199,8 @@ def stream_handle(stream: Any, op: Operand) -> int:
             return 0 if op.on_host else sys.modules["torch"].cuda.current_stream(op.obj.device).cuda_stream
         cupy = sys.modules.get("cupy")
         if cupy is not None and isinstance(op.obj, cupy.ndarray):
-            return cupy.cuda.get_current_stream().ptr
+            with cupy.cuda.Device(op.obj.device.id):  # the array's device's current stream, not the current device's
+                return cupy.cuda.get_current_stream().ptr
         return 0
     if type(stream) is int:
         if stream < 0:

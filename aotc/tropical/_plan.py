@@ -106,6 +106,7 @@ def make_plan(a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaun
 def _plan(pointers: Any, bound: BoundLaunch, meets_a: tuple[int, int], meets_b: tuple[int, int], empty: Any) -> Plan:
     # The bound launch's pieces are held here, a call level less.
     launch, function, shape, pack, tail = bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail
+    wait = launch.__self__.stream_synchronize  # the result is host memory: ready before it is returned
     a_from, a_to = meets_a
     b_from, b_to = meets_b
 
@@ -120,6 +121,7 @@ def _plan(pointers: Any, bound: BoundLaunch, meets_a: tuple[int, int], meets_b: 
             # writable, and sharing memory with nothing.
             out = empty()
             launch(function, shape, 0, pack(pa, pb, pointers[id(out) >> 3]) + tail)
+            wait(0)
             return out
         # The key fixed out's shape, dtype and strides (so: contiguous, the
         # result's layout) but not these, which belong to the object and its
@@ -131,6 +133,7 @@ def _plan(pointers: Any, bound: BoundLaunch, meets_a: tuple[int, int], meets_b: 
         if a_from < pc - pa < a_to or b_from < pc - pb < b_to:
             return None
         launch(function, shape, 0, pack(pa, pb, pc) + tail)
+        wait(0)
         return out
 
     return plan
@@ -199,6 +202,7 @@ def make_argmax_plan(
 
 def _argmax_plan(pointers: Any, bound: BoundLaunch, bounds: tuple[tuple[int, int], ...], empty: Any) -> Any:
     launch, function, shape, pack, tail = bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail
+    wait = launch.__self__.stream_synchronize
     (ca_from, ca_to), (cb_from, cb_to), (ka_from, ka_to), (kb_from, kb_to), (kc_from, kc_to) = bounds
 
     def plan(a: Any, b: Any, out: Any, k_out: Any) -> Any:
@@ -207,6 +211,7 @@ def _argmax_plan(pointers: Any, bound: BoundLaunch, bounds: tuple[tuple[int, int
         if out is None:  # both new: writable, sharing memory with nothing
             out, k_out = empty()
             launch(function, shape, 0, pack(pa, pb, pointers[id(out) >> 3], pointers[id(k_out) >> 3]) + tail)
+            wait(0)
             return out, k_out
         if not (out.flags.writeable and k_out.flags.writeable):
             return None
@@ -217,6 +222,7 @@ def _argmax_plan(pointers: Any, bound: BoundLaunch, bounds: tuple[tuple[int, int
         if ka_from < pk - pa < ka_to or kb_from < pk - pb < kb_to or kc_from < pk - pc < kc_to:
             return None
         launch(function, shape, 0, pack(pa, pb, pc, pk) + tail)
+        wait(0)
         return out, k_out
 
     return plan

@@ -104,6 +104,12 @@ def current_stream(torch: Any, device: Any) -> Callable[[], int] | None:
     return lambda: torch.cuda.current_stream(index).cuda_stream
 
 
+def _host_wait(launch: Any, stream: Any) -> Callable[[int], None] | None:
+    """For CPU tensors (no CUDA stream: the emulator's host memory), the backend's
+    stream synchronize, so results are complete when returned; None on a GPU."""
+    return launch.__self__.stream_synchronize if stream is None else None
+
+
 def make_tensor_plan(
     torch: Any, a: Any, b: Any, semiring: str, out: Any, c: Any, bound: BoundLaunch
 ) -> tuple[tuple[Any, ...], Plan] | None:
@@ -122,6 +128,7 @@ def _plan(
     bound: BoundLaunch, meets_a: tuple[int, int], meets_b: tuple[int, int], shape: tuple[int, ...], stream: Any
 ) -> Plan:
     launch, function, launch_shape, pack, tail = bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail
+    host_wait = _host_wait(launch, stream)
     a_from, a_to = meets_a
     b_from, b_to = meets_b
 
@@ -135,6 +142,8 @@ def _plan(
             if a_from < pc - pa < a_to or b_from < pc - pb < b_to:
                 return None  # maybe shared memory: the full path decides, exactly
         launch(function, launch_shape, stream() if stream is not None else 0, pack(pa, pb, pc) + tail)
+        if host_wait:
+            host_wait(0)
         return out
 
     return plan
@@ -149,10 +158,13 @@ def make_tensor_argmax_plan(torch: Any, a: Any, b: Any, semiring: str, c: Any, k
         return None
     launch, function, launch_shape, pack, tail = bound.launch, bound.function, bound.shape, bound.pack_head, bound.tail
     shape, k_shape, int32, stream = tuple(c.shape), tuple(k.shape), k.dtype, current_stream(torch, c.device)
+    host_wait = _host_wait(launch, stream)
 
     def plan(a: Any, b: Any) -> tuple[Any, Any]:
         c, k = a.new_empty(shape), a.new_empty(k_shape, dtype=int32)
         launch(function, launch_shape, stream() if stream is not None else 0, pack(a.data_ptr(), b.data_ptr(), c.data_ptr(), k.data_ptr()) + tail)
+        if host_wait:
+            host_wait(0)
         return c, k
 
     return tensor_key(semiring, a, b), plan
@@ -171,12 +183,15 @@ def make_tensor_backward_plan(
         (x.launch, x.function, x.shape, x.pack_head, x.tail) for x in bound
     )  # fmt: skip
     grad_a_shape, grad_b_shape, stream = tuple(grads[0].shape), tuple(grads[1].shape), current_stream(torch, a.device)
+    host_wait = _host_wait(launch_b, stream)
 
     def plan(grad_c: Any, k: Any, a: Any, b: Any) -> tuple[Any, Any]:
         grad_a, grad_b = a.new_zeros(grad_a_shape), b.new_zeros(grad_b_shape)  # b's dtype and device are a's: keyed
         pg, pk, on = grad_c.data_ptr(), k.data_ptr(), stream() if stream is not None else 0
         launch_a(function_a, shape_a, on, pack_a(pg, pk, b.data_ptr(), grad_a.data_ptr()) + tail_a)
         launch_b(function_b, shape_b, on, pack_b(pg, pk, a.data_ptr(), grad_b.data_ptr()) + tail_b)
+        if host_wait:
+            host_wait(0)
         return grad_a, grad_b
 
     return tensor_key(semiring, grad_c, k, a, b), plan

@@ -399,3 +399,120 @@ class FakeDriver:
 
     def cuGetErrorString(self, err: Any) -> tuple[Any, bytes]:  # noqa: N802
         return SUCCESS, ERROR_STRINGS.get(driver.CUresult(err).name, b"described")
+
+    # --- streams, events and queued copies --------------------------------------------
+    # Strict as the rest: a context must be current, a stream must be the legacy one or
+    # one of the current context's, an event one this fake made. Recorded in
+    # `stream_calls` as (name, plain ints...); `created_streams` keeps each stream's flags.
+
+    def _stream_call(self, *streams: Any) -> Any:
+        err = self._context_error()
+        if err != SUCCESS:
+            return err
+        for stream in streams:
+            err = self._stream_error(stream)
+            if err != SUCCESS:
+                return err
+        return SUCCESS
+
+    def _record(self, name: str, *args: Any) -> None:
+        self.__dict__.setdefault("stream_calls", []).append((name, *(int(a) for a in args)))
+
+    def cuStreamCreate(self, flags: int) -> tuple[Any, Any]:  # noqa: N802
+        flags = handle(flags, none=False)
+        err = self._context_error()
+        if err != SUCCESS:
+            return err, None
+        stream = 0x5000 + 0x10 * next(self._handles)
+        self.streams[stream] = self.current
+        self.__dict__.setdefault("created_streams", {})[stream] = flags  # 1 = CU_STREAM_NON_BLOCKING
+        self._record("cuStreamCreate", flags)
+        return SUCCESS, driver.CUstream(stream)
+
+    def cuStreamDestroy(self, stream: Any) -> tuple[Any]:  # noqa: N802
+        value = handle(stream)
+        err = self._stream_call(stream)
+        if err == SUCCESS and value in BUILTIN_STREAMS:
+            err = _ERR.CUDA_ERROR_INVALID_HANDLE
+        if err != SUCCESS:
+            return (err,)
+        del self.streams[value]
+        self.created_streams.pop(value, None)
+        self._record("cuStreamDestroy", stream)
+        return (SUCCESS,)
+
+    def cuStreamSynchronize(self, stream: Any) -> tuple[Any]:  # noqa: N802
+        err = self._stream_call(stream)
+        if err == SUCCESS:
+            self._record("cuStreamSynchronize", stream)
+        return (err,)
+
+    def cuEventCreate(self, flags: int) -> tuple[Any, Any]:  # noqa: N802
+        flags = handle(flags, none=False)
+        err = self._context_error()
+        if err != SUCCESS:
+            return err, None
+        event = 0x7000 + 0x10 * next(self._handles)
+        self.__dict__.setdefault("events", set()).add(event)
+        self._record("cuEventCreate", flags)
+        return SUCCESS, driver.CUevent(event)
+
+    def _event_call(self, name: str, event: Any, *streams: Any) -> tuple[Any]:
+        err = self._stream_call(*streams)
+        if err == SUCCESS and handle(event) not in self.__dict__.get("events", ()):
+            err = _ERR.CUDA_ERROR_INVALID_HANDLE
+        if err == SUCCESS:
+            self._record(name, event, *streams)
+        return (err,)
+
+    def cuEventDestroy(self, event: Any) -> tuple[Any]:  # noqa: N802
+        result = self._event_call("cuEventDestroy", event)
+        self.__dict__.get("events", set()).discard(handle(event))
+        return result
+
+    def cuEventRecord(self, event: Any, stream: Any) -> tuple[Any]:  # noqa: N802
+        return self._event_call("cuEventRecord", event, stream)
+
+    def cuEventSynchronize(self, event: Any) -> tuple[Any]:  # noqa: N802
+        return self._event_call("cuEventSynchronize", event)
+
+    def cuStreamWaitEvent(self, stream: Any, event: Any, flags: int) -> tuple[Any]:  # noqa: N802
+        if handle(flags, none=False) != 0:
+            return (_ERR.CUDA_ERROR_INVALID_VALUE,)
+        err = self._stream_call(stream)
+        if err == SUCCESS and handle(event) not in self.__dict__.get("events", ()):
+            err = _ERR.CUDA_ERROR_INVALID_HANDLE
+        if err == SUCCESS:
+            self._record("cuStreamWaitEvent", stream, event)
+        return (err,)
+
+    def _async_copy(self, name: str, pointer: Any, nbytes: int, stream: Any) -> tuple[Any]:
+        # The bindings take a CUdeviceptr or a plain int address alike.
+        value, size = handle(pointer), handle(nbytes, none=False)
+        err = self._stream_call(stream)
+        if err == SUCCESS and self._allocation(value, size) is None:
+            err = _ERR.CUDA_ERROR_INVALID_VALUE
+        if err == SUCCESS:
+            self._record(name, value, size, stream)
+        return (err,)
+
+    def cuMemcpyHtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        result = self._async_copy("cuMemcpyHtoDAsync", dst, nbytes, stream)
+        if result[0] == SUCCESS:  # the fake runs queued work at once
+            memory, offset = self._allocation(handle(dst), nbytes)
+            memory[offset : offset + nbytes] = memoryview(src).cast("B")[:nbytes]
+        return result
+
+    def cuMemcpyDtoHAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        result = self._async_copy("cuMemcpyDtoHAsync", src, nbytes, stream)
+        if result[0] == SUCCESS:
+            memory, offset = self._allocation(handle(src), nbytes)
+            memoryview(dst).cast("B")[:nbytes] = memory[offset : offset + nbytes]
+        return result
+
+    def cuMemsetD8Async(self, dst: Any, value: int, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        result = self._async_copy("cuMemsetD8Async", dst, nbytes, stream)
+        if result[0] == SUCCESS:
+            memory, offset = self._allocation(handle(dst), nbytes)
+            memory[offset : offset + nbytes] = bytes([handle(value, none=False) & 0xFF]) * nbytes
+        return result

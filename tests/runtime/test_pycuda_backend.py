@@ -177,7 +177,11 @@ class _Function:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDriver:
     """Two GPUs behind a fake libcuda, and ``pycuda.driver`` over it."""
-    fake = FakeDriver(capabilities=((9, 0), (9, 0)))
+    return _stand_in(monkeypatch, FakeDriver(capabilities=((9, 0), (9, 0))))
+
+
+def _stand_in(monkeypatch: pytest.MonkeyPatch, fake: FakeDriver) -> FakeDriver:
+    """``pycuda.driver`` over ``fake``, for this test."""
     package = types.ModuleType("pycuda")
     package.__path__ = []  # a package, for find_spec
     package.__spec__ = importlib.machinery.ModuleSpec("pycuda", None, is_package=True)
@@ -309,3 +313,21 @@ def test_a_kernels_fault_is_reported_naming_its_launch(fake: FakeDriver) -> None
         "k(grid=(4, 1, 1), block=(256, 1, 1), shared=0) on stream 0 (the default stream); "
         "the context is unusable now: restart the process"
     )
+
+
+def test_streams_events_and_the_legacy_capture_refusal_go_through_the_bindings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aotc.errors import CaptureError
+    from test_driver_streams import CapturingDriver
+
+    fake = _stand_in(monkeypatch, CapturingDriver(capabilities=((9, 0), (9, 0))))
+    backend = PyCudaBackend(bindings=fake)
+    backend.device()
+    stream = backend.stream_create(non_blocking=True)
+    backend.order_after(stream, 0)
+    backend.stream_synchronize(stream)
+    assert [call[0] for call in fake.stream_calls] == [
+        "cuStreamCreate", "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent", "cuEventDestroy", "cuStreamSynchronize",
+    ]  # fmt: skip
+    fake.capturing.add(backend.stream_create())  # a blocking stream
+    with pytest.raises(CaptureError, match=r"^cuStreamIsCapturing failed: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"):
+        backend.is_capturing(0)

@@ -11,6 +11,13 @@ Two kinds of backend exist, told apart by ``image_format``:
 - ``"source"``: ``load_module`` gets the kernel's shipped ``.cu`` bytes and
   compiles them itself (the CPU emulator). The loader skips ``select_image``.
 
+Streams and events are int handles (the driver's ``CUstream``/``CUevent``; 0
+is the legacy default stream of the backend's device). Launches, memsets and
+``*_async`` copies are queued on a stream and return at once; ``copy_to_device``
+and ``copy_to_host`` are ``cuMemcpyHtoD``/``DtoH``, on the legacy stream. A
+call that must order its work after another stream's records an event there
+and waits for it (``order_after``).
+
 ``launch`` receives the launch shape, ``(grid, block, shared_bytes)``, and one
 packed parameter block: the kernel's parameters laid out with native
 alignment, exactly as a C compiler lays them out for a kernel
@@ -31,9 +38,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from aotc.errors import BackendError, NoDeviceError
+from aotc.errors import BackendError, CaptureError, NoDeviceError
 
-__all__ = ["Backend", "BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "launch_error"]
+__all__ = [
+    "CAPTURE_ERRORS", "Backend", "BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "capture_error",
+    "launch_error",
+]  # fmt: skip
+
+# The driver's answers that mean "not while a CUDA graph is being captured".
+CAPTURE_ERRORS = frozenset({
+    "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+    "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+    "CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+})  # fmt: skip
 
 Dim3 = tuple[int, int, int]
 # (grid, block, dynamic shared bytes): what one launch needs besides the kernel and its arguments.
@@ -111,7 +128,52 @@ class Backend(Protocol):
         """Fill the writable buffer ``host`` from ``pointer``."""
         ...
 
-    def synchronize(self) -> None: ...
+    def synchronize(self) -> None:
+        """``cuCtxSynchronize``: wait for all the device's queued work."""
+        ...
+
+    # Streams and events (int handles), and work queued on a stream.
+    def stream_create(self, non_blocking: bool = False) -> int:
+        """``cuStreamCreate`` (``CU_STREAM_NON_BLOCKING`` where ``non_blocking``)."""
+        ...
+
+    def stream_destroy(self, stream: int) -> None: ...
+
+    def stream_synchronize(self, stream: int) -> None:
+        """``cuStreamSynchronize``: wait for the work queued on ``stream`` so far."""
+        ...
+
+    def event_create(self) -> int:
+        """``cuEventCreate(CU_EVENT_DISABLE_TIMING)``."""
+        ...
+
+    def event_destroy(self, event: int) -> None: ...
+
+    def event_record(self, event: int, stream: int) -> None:
+        """``cuEventRecord``: the event completes when ``stream``'s work so far has run."""
+        ...
+
+    def event_synchronize(self, event: int) -> None: ...
+
+    def stream_wait_event(self, stream: int, event: int) -> None:
+        """``cuStreamWaitEvent``: ``stream``'s later work waits for the event."""
+        ...
+
+    def copy_to_device_async(self, pointer: int, host: bytes | bytearray | memoryview, stream: int) -> None:
+        """``cuMemcpyHtoDAsync`` from pageable memory: ``host`` may be reused once this returns."""
+        ...
+
+    def copy_to_host_async(self, host: bytearray | memoryview, pointer: int, stream: int) -> None:
+        """``cuMemcpyDtoHAsync``: ``host`` holds the bytes once ``stream`` is synchronized."""
+        ...
+
+    def memset_async(self, pointer: int, value: int, nbytes: int, stream: int) -> None:
+        """``cuMemsetD8Async``: ``nbytes`` bytes of ``value`` (a byte)."""
+        ...
+
+    def order_after(self, stream: int, producer: int) -> None:
+        """Order ``stream``'s later work after ``producer``'s work so far (an event)."""
+        ...
 
 
 class BackendBase:
@@ -174,6 +236,18 @@ class BackendBase:
     def _leave(self, pushed: bool) -> None:
         return None
 
+    def order_after(self, stream: Any, producer: Any) -> None:
+        """Order ``stream``'s later work after ``producer``'s work so far: an event
+        recorded on ``producer`` that ``stream`` waits for (``cudaStreamWaitEvent``)."""
+        if producer == stream:
+            return
+        event = self.event_create()  # type: ignore[attr-defined]
+        try:
+            self.event_record(event, producer)  # type: ignore[attr-defined]
+            self.stream_wait_event(stream, event)  # type: ignore[attr-defined]
+        finally:
+            self.event_destroy(event)  # type: ignore[attr-defined] - released once it completes
+
     def _in_context(self, call: Callable[..., _T], *args: Any) -> _T:
         pushed = self._enter()
         try:
@@ -187,6 +261,14 @@ def launch_error(what: str, shape: LaunchShape, reason: str) -> BackendError:
     grid, block, shared_bytes = shape
     msg = f"{what}(grid={grid}, block={block}, shared={shared_bytes}) failed: {reason}"
     return BackendError(msg)
+
+
+def capture_error(what: str, error_name: str) -> CaptureError | None:
+    """A one-line CaptureError for a driver error that a CUDA graph capture caused, else None."""
+    if error_name.split(" ", 1)[0] not in CAPTURE_ERRORS:
+        return None
+    msg = f"{what} failed: {error_name}: not allowed while a CUDA graph is being captured; call preload() before capturing, and pass device arrays"
+    return CaptureError(msg)
 
 
 def byte_view(buffer: bytes | bytearray | memoryview) -> memoryview | None:

@@ -22,13 +22,15 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
-from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
+from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error, launch_error
+from aotc.runtime.backends.driver_streams import DriverStreams
 from aotc.runtime.backends.faults import LaunchLog, is_sticky
 from aotc.runtime.backends.packed_launch import launch_packed
 
 __all__ = ["CudaPythonBackend"]
 
-class CudaPythonBackend(BackendBase):
+
+class CudaPythonBackend(DriverStreams, BackendBase):
     """Device ``ordinal`` through cuda-python; nothing touches the driver until first use."""
 
     name: ClassVar[str] = "cuda-python"
@@ -109,7 +111,11 @@ class CudaPythonBackend(BackendBase):
 
     def is_capturing(self, stream: Any) -> bool:
         cu = self._driver
-        status = self._call("cuStreamIsCapturing", self._in_context(cu.cuStreamIsCapturing, stream))
+        result = self._in_context(cu.cuStreamIsCapturing, stream)
+        refusal = capture_error("cuStreamIsCapturing", getattr(result[0], "name", ""))  # the legacy stream: IMPLICIT
+        if refusal is not None:
+            raise refusal
+        status = self._call("cuStreamIsCapturing", result)
         return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
     def _init(self) -> None:
@@ -198,6 +204,14 @@ class CudaPythonBackend(BackendBase):
     def synchronize(self) -> None:
         self._call("cuCtxSynchronize", self._in_context(self._driver.cuCtxSynchronize))
         self._launches.settle()
+
+    # -- streams and events: DriverStreams, over this driver --------------------
+
+    def _streams_driver(self) -> Any:
+        return self._driver
+
+    def _streams_call(self, what: str, result: Any) -> Any:
+        return self._call(what, result)
 
     # -- errors ----------------------------------------------------------------
 

@@ -2,14 +2,17 @@
 
 The noop backend and the emulator share it: pointers are real host addresses
 (ctypes buffers kept alive until freed), so copies round-trip and NumPy arrays
-or CPU tensors can be passed in place.
+or CPU tensors can be passed in place. Here streams have nothing to order:
+queued work is done at once and every wait returns (the emulator overrides
+this with queues, ``aotc.runtime.emulator.streams``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from aotc.errors import BackendError
 from aotc.runtime.backends.base import BackendBase, byte_view
@@ -34,6 +37,11 @@ class HostMemory(BackendBase):
             self._buffers[pointer] = buffer
         return pointer
 
+    def buffer(self, pointer: int) -> ctypes.Array[ctypes.c_char]:
+        """The ctypes buffer ``alloc()`` returned ``pointer`` of: holding it keeps the memory."""
+        with self._buffers_lock:
+            return self._buffers[pointer]
+
     def free(self, pointer: int) -> None:
         with self._buffers_lock:
             if self._buffers.pop(pointer, None) is None:
@@ -52,3 +60,39 @@ class HostMemory(BackendBase):
 
     def synchronize(self) -> None:
         return None
+
+    # Streams and events: handles that order nothing, since nothing is queued.
+    _handles = itertools.count(0x5EA0_0000, 0x10)
+
+    def stream_create(self, non_blocking: bool = False) -> int:
+        return next(self._handles)
+
+    def stream_destroy(self, stream: int) -> None:
+        return None
+
+    def stream_synchronize(self, stream: Any) -> None:
+        return None
+
+    def event_create(self) -> int:
+        return next(self._handles)
+
+    def event_destroy(self, event: int) -> None:
+        return None
+
+    def event_record(self, event: int, stream: Any) -> None:
+        return None
+
+    def event_synchronize(self, event: int) -> None:
+        return None
+
+    def stream_wait_event(self, stream: Any, event: int) -> None:
+        return None
+
+    def copy_to_device_async(self, pointer: int, host: bytes | bytearray | memoryview, stream: Any) -> None:
+        HostMemory.copy_to_device(self, pointer, host)
+
+    def copy_to_host_async(self, host: bytearray | memoryview, pointer: int, stream: Any) -> None:
+        HostMemory.copy_to_host(self, host, pointer)
+
+    def memset_async(self, pointer: int, value: int, nbytes: int, stream: Any) -> None:
+        ctypes.memset(pointer, value, nbytes)

@@ -31,14 +31,15 @@ import threading
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
-from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
+from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error, launch_error
+from aotc.runtime.backends.driver_streams import DriverStreams
 from aotc.runtime.backends.faults import STICKY_ERRORS, LaunchLog, is_sticky
 from aotc.runtime.backends.packed_launch import launch_packed
 
 __all__ = ["PyCudaBackend"]
 
 
-class PyCudaBackend(BackendBase):
+class PyCudaBackend(DriverStreams, BackendBase):
     """Device ``ordinal`` through pycuda; nothing touches the driver until first use."""
 
     name: ClassVar[str] = "pycuda"
@@ -225,8 +226,20 @@ class PyCudaBackend(BackendBase):
 
     def is_capturing(self, stream: Any) -> bool:
         cu = self._driver()
-        status = self._check("cuStreamIsCapturing", self._in_context(cu.cuStreamIsCapturing, _stream_handle(stream)))
+        result = self._in_context(cu.cuStreamIsCapturing, _stream_handle(stream))
+        refusal = capture_error("cuStreamIsCapturing", getattr(result[0], "name", ""))  # the legacy stream: IMPLICIT
+        if refusal is not None:
+            raise refusal
+        status = self._check("cuStreamIsCapturing", result)
         return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+    # -- streams and events: DriverStreams, through cuda-bindings -------------------
+
+    def _streams_driver(self) -> Any:
+        return self._driver()
+
+    def _streams_call(self, what: str, result: Any) -> Any:
+        return self._check(what, result)
 
     def _driver(self) -> Any:
         """``cuda.bindings.driver``, which launches and answers what pycuda cannot."""

@@ -9,7 +9,10 @@ CUDA-graph paths run as they do on GPUs:
   as ``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)`` does;
 - ``set_device(i)`` makes ``i`` this thread's current device (``cudaSetDevice``);
 - ``capture(stream)`` marks a stream as being captured into a graph
-  (``cuStreamBeginCapture`` .. ``cuStreamEndCapture``).
+  (``cuStreamBeginCapture`` .. ``cuStreamEndCapture``), in global mode by
+  default, as ``torch.cuda.graph`` captures: while it lasts, the calls a GPU
+  forbids during a global capture (an allocation, a free, a synchronous copy,
+  a synchronize) fail and invalidate it (``capture_refusal``).
 """
 
 from __future__ import annotations
@@ -23,12 +26,16 @@ from typing import Any
 
 from aotc.errors import ConfigurationError, NoDeviceError, echo
 
-__all__ = ["capability", "capture", "count", "current", "is_capturing", "owner", "set_device", "tag", "untag"]
+__all__ = [
+    "capability", "capture", "capture_refusal", "captured", "count", "current", "invalidated", "is_capturing", "owner",
+    "set_device", "tag", "untag",
+]  # fmt: skip
 
 _lock = threading.Lock()
 _starts: list[int] = []  # sorted allocation starts
 _allocations: dict[int, tuple[int, int]] = {}  # start -> (end, ordinal)
-_capturing: set[int] = set()
+_capturing: dict[int, str] = {}  # stream -> capture mode ("global", "thread_local", "relaxed")
+_invalidated: set[int] = set()  # captured streams a forbidden call invalidated
 _local = threading.local()
 
 
@@ -93,16 +100,41 @@ def owner(pointer: int) -> int | None:
 
 
 @contextlib.contextmanager
-def capture(stream: int) -> Iterator[None]:
+def capture(stream: int, mode: str = "global") -> Iterator[None]:
     """While inside, ``stream`` reads as being captured into a CUDA graph."""
     with _lock:
-        _capturing.add(stream)
+        _capturing[stream] = mode
+        _invalidated.discard(stream)
     try:
         yield
     finally:
         with _lock:
-            _capturing.discard(stream)
+            _capturing.pop(stream, None)
 
 
 def is_capturing(stream: Any) -> bool:
     return type(stream) is int and stream in _capturing
+
+
+def captured() -> tuple[int, ...]:
+    """The streams being captured now."""
+    with _lock:
+        return tuple(_capturing)
+
+
+def invalidated(stream: int) -> bool:
+    """Whether a call the capture forbids has invalidated ``stream``'s capture."""
+    return stream in _invalidated
+
+
+def capture_refusal(what: str) -> str | None:
+    """The driver's error for ``what`` (an allocation, a synchronous copy, a
+    synchronize) while a global-mode capture runs, or None where none does; a
+    refused call invalidates the captures, as on a GPU."""
+    with _lock:
+        global_captures = [s for s, mode in _capturing.items() if mode == "global"]
+        if not global_captures:
+            return None
+        _invalidated.update(global_captures)
+    streams = ", ".join(f"{s:#x}" for s in global_captures)
+    return f"{what} during a global-mode capture of stream {streams}: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (the capture is invalidated)"

@@ -137,6 +137,24 @@ class EmulatorKernel:
         params = (ctypes.c_void_p * max(len(args), 1))(*map(ctypes.addressof, args))
         self.launch_params(grid, block, shared_bytes, params)
 
+    def check_geometry(self, grid: int | Sequence[int], block: int | Sequence[int], shared_bytes: int) -> None:
+        """Raise the ValueError a launch of this shape would (the checks
+        ``cuLaunchKernel`` makes before it queues anything); run nothing."""
+        grid3, block3 = tuple(_dim3(grid, "grid")), tuple(_dim3(block, "block"))
+        status = 0
+        if 0 in block3 or block3[0] > 1024 or block3[1] > 1024 or block3[2] > 64:
+            status = 1
+        elif 0 in grid3 or grid3[0] > 2**31 - 1 or grid3[1] > 65535 or grid3[2] > 65535:
+            status = 4
+        elif block3[0] * block3[1] * block3[2] > 1024:
+            status = 2
+        elif block3[0] * block3[1] * block3[2] > self.max_threads:
+            status = 3
+        elif not 0 <= shared_bytes <= self.library.max_dynamic_shared_bytes:
+            status = 5
+        if status:
+            raise self._launch_error(status, grid3, block3, shared_bytes)
+
     def launch_params(
         self,
         grid: int | Sequence[int],
