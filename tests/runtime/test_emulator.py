@@ -149,6 +149,32 @@ def test_static_shared_memory_starts_poisoned_at_every_launch(built: dict) -> No
         assert (out == 0xFFFFFFFF).all(), out
 
 
+def _mappings() -> int:
+    with open("/proc/self/maps") as maps:
+        return sum(1 for _ in maps)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="counts Linux's /proc/self/maps")
+def test_a_librarys_fiber_stacks_are_a_few_mappings(built: dict) -> None:
+    # A process may hold vm.max_map_count (65530) mappings. A guard page per
+    # fiber took 512 for a 256-thread block, per library: the full suite, which
+    # loads a few hundred kernel libraries, ran out (dlopen and malloc failed).
+    libraries = [load(built, "fiber_stacks.cu", ("touch", "overflow")) for _ in range(4)]
+    before = _mappings()
+    for library in libraries:
+        out = np.zeros(256, dtype=np.int32)
+        library.launch("touch", 1, 256, 0, [ptr(out)])
+        assert out.tolist() == list(range(256))
+    assert _mappings() - before <= 4 * 4, "each library's 256 fiber stacks should take a few mappings"
+
+
+def test_a_fiber_stack_overflow_is_reported(built: dict) -> None:
+    library = load(built, "fiber_stacks.cu", ("touch", "overflow"))
+    out = np.zeros(64, dtype=np.int32)
+    with pytest.raises(RuntimeError, match="overflowed its 256 KiB fiber stack"):
+        library.launch("overflow", 1, 64, 0, [ptr(out)])
+
+
 def test_too_much_dynamic_shared_memory_is_refused(built: dict) -> None:
     library = load(built, "dynamic_shared.cu", ("reverse_chunks", "carve_shared", "read_unwritten"))
     out = np.zeros(32, dtype=np.uint32)

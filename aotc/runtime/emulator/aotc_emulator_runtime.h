@@ -34,6 +34,7 @@ enum LaunchStatus : int {
   kTooManyBlocksToReorder = 10,
   kKernelFault = 11,           // a check of AOTC_EMULATOR_CHECK failed: aotc_emu_fault()
   kNoAddressSanitizer = 12,    // the memory check needs libasan loaded first
+  kFiberStackOverflow = 13,    // a fiber wrote below its stack: a red zone's canary changed
 };
 
 enum Threading : int { kFibers = 0, kOsThreads = 1 };
@@ -43,6 +44,8 @@ constexpr unsigned long long kMaxDynamicSharedBytes = 232448;
 constexpr int kMaxThreadsPerBlock = 1024;
 constexpr unsigned long kFiberStackBytes = 256 * 1024;
 constexpr unsigned long kFiberGuardBytes = 64 * 1024;  // a multiple of any page size
+constexpr unsigned long kFiberCanaryBytes = 1024;      // the top of each red zone, checked
+constexpr unsigned char kFiberCanary = 0xA5;  // every byte of the canary
 
 namespace detail {
 
@@ -182,18 +185,44 @@ inline const uint3& block_index() { return block_idx; }
 inline const dim3& block_dimension() { return block_dim; }
 inline const dim3& grid_dimension() { return grid_dim; }
 
+// All of a library's fiber stacks are one mapping: a process holds at most
+// vm.max_map_count mappings (65530 by default), and a guard page per stack
+// cost two mappings a fiber, 512 a library of 256-thread blocks, so a process
+// that loaded ~120 kernel libraries could map nothing more. Below each stack
+// lies a 64 KiB red zone: the lowest is PROT_NONE (an overflow faults), the
+// others hold a canary whose top 1 KiB is checked after every launch
+// (kFiberStackOverflow), since a stack grows down into the zone below it.
+static unsigned char* fiber_region = nullptr;
+static int fiber_region_stacks = 0;
+
 inline bool ensure_fiber_stacks(int count) {
-  for (int i = 0; i < count; ++i) {
-    if (fiber_stacks[i] != nullptr) continue;
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+  if (count <= fiber_region_stacks) return true;
+  const unsigned long slot = kFiberGuardBytes + kFiberStackBytes;
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #if defined(MAP_NORESERVE)
-    flags |= MAP_NORESERVE;
+  flags |= MAP_NORESERVE;
 #endif
-    void* base = mmap(nullptr, kFiberGuardBytes + kFiberStackBytes, PROT_READ | PROT_WRITE, flags, -1, 0);
-    if (base == MAP_FAILED) return false;
-    // An overflow hits the guard and faults instead of corrupting a neighbour.
-    mprotect(base, kFiberGuardBytes, PROT_NONE);
-    fiber_stacks[i] = static_cast<unsigned char*>(base) + kFiberGuardBytes;
+  // Between launches no fiber runs, so a larger region may replace the old one.
+  void* base = mmap(nullptr, slot * count, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (base == MAP_FAILED) return false;
+  if (fiber_region != nullptr) munmap(fiber_region, slot * fiber_region_stacks);
+  fiber_region = static_cast<unsigned char*>(base);
+  fiber_region_stacks = count;
+  mprotect(fiber_region, kFiberGuardBytes, PROT_NONE);
+  for (int i = 0; i < count; ++i) {
+    fiber_stacks[i] = fiber_region + i * slot + kFiberGuardBytes;
+    if (i > 0) __builtin_memset(fiber_stacks[i] - kFiberCanaryBytes, kFiberCanary, kFiberCanaryBytes);
+  }
+  return true;
+}
+
+// Whether every fiber of the last launch stayed within its stack.
+inline bool fiber_stacks_intact(int count) {
+  for (int i = 1; i < count; ++i) {
+    const uint64_t* zone = reinterpret_cast<const uint64_t*>(fiber_stacks[i] - kFiberCanaryBytes);
+    for (unsigned long w = 0; w < kFiberCanaryBytes / 8; ++w) {
+      if (zone[w] != 0xA5A5A5A5A5A5A5A5ull) return false;
+    }
   }
   return true;
 }
@@ -508,6 +537,7 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
     }
   }
   if (!team_complete.load()) return kThreadsUnavailable;
+  if (use_fibers && !fiber_stacks_intact(threads)) return kFiberStackOverflow;
 #if AOTC_EMU_CHECKS
   if (check::end_launch()) return kKernelFault;
 #endif

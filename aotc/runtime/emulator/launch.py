@@ -196,9 +196,10 @@ class EmulatorKernel:
                 f"got {echo(os.environ.get('AOTC_EMULATOR_BLOCK_ORDER', ''))}"
             ),
             10: f"grid {grid} has more blocks than AOTC_EMULATOR_BLOCK_ORDER can reorder (2**24)",
+            13: "a thread overflowed its 256 KiB fiber stack (deep recursion or a large local array)",
         }
         message = f"launching {self.symbol}: " + messages.get(status, f"status {status}")
-        return RuntimeError(message) if status in (6, 8) else ValueError(message)
+        return RuntimeError(message) if status in (6, 8, 13) else ValueError(message)
 
 
 class EmulatorLibrary:

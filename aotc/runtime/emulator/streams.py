@@ -52,7 +52,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from aotc.errors import BackendError, ConfigurationError, echo
+from aotc.errors import BackendError, ConfigurationError, KernelFaultError, echo
 
 __all__ = [
     "LEGACY_HANDLES",
@@ -318,7 +318,10 @@ def _run_until(target: Operation, *, raise_now: bool) -> None:
                 chosen.done, chosen.running = True, False
                 _running -= 1
                 if failure is not None and not raise_now:
-                    _faults.setdefault(chosen.stream.device, BackendError(f"{chosen.what} failed: {failure}"))
+                    # A check's fault names its kernel, block and thread already, and
+                    # callers catch it by its class: it is reported as raised.
+                    reported = failure if isinstance(failure, KernelFaultError) else BackendError(f"{chosen.what} failed: {failure}")
+                    _faults.setdefault(chosen.stream.device, reported)
                 _progress.notify_all()
         if failure is not None and raise_now:
             raise failure
