@@ -9,11 +9,12 @@ the schema constants and the checksum rule both sides use are in
 
 from __future__ import annotations
 
-import json
+
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aotc._version import __version__
+from aotc.index._lines import dumps as line_layout
 from aotc.index.schema import (
     CHECKSUM_KEY,
     KERNEL_SEALED,
@@ -91,4 +92,6 @@ def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], toolk
 
 
 def dumps(index: Mapping[str, Any]) -> bytes:
-    return (json.dumps(index, indent=1) + "\n").encode("utf-8")
+    """The index's bytes: the top level indented, then one kernel a line, so that
+    ``aotc.load`` reads a kernel's entry without parsing the others (``aotc.index._lines``)."""
+    return line_layout(dict(index))

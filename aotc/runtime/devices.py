@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
 
 from aotc.errors import ArgumentError, CaptureError, NoDeviceError, echo
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from aotc.runtime.backends import Backend
     from aotc.runtime.launcher import Launcher
     from aotc.runtime.select import Platform

@@ -20,10 +20,16 @@ import importlib
 import importlib.util
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
 
 from aotc.errors import ArgumentError, BackendError, ConfigurationError, NoDeviceError, echo
-from aotc.runtime.backends.base import Backend, DeviceInfo
+from aotc.runtime.backends.base import DeviceInfo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from aotc.runtime.backends.protocol import Backend
 
 __all__ = ["BACKENDS", "Backend", "BackendRegistry", "DeviceInfo", "backend_name_from_env", "get_backend", "registry"]
 
@@ -140,3 +146,12 @@ registry = BackendRegistry()
 def get_backend(name: str | None = None, ordinal: int = 0) -> Backend:
     """The process's backend called ``name`` for device ``ordinal``; None: ``AOTC_BACKEND`` or the automatic choice."""
     return registry.get(name, ordinal)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Backend":  # a typing.Protocol: loaded when asked for (see backends.protocol)
+        from aotc.runtime.backends.protocol import Backend
+
+        return Backend
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

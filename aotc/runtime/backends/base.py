@@ -27,30 +27,38 @@ hooks ``_enter``/``_leave``, ``driver_version`` and the memory helpers.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+from aotc._record import Record
 from aotc.errors import BackendError, NoDeviceError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, ClassVar, TypeVar
+
+    from aotc.runtime.backends.protocol import Backend
+
+    _T = TypeVar("_T")
 
 __all__ = ["Backend", "BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "launch_error"]
 
 Dim3 = tuple[int, int, int]
 # (grid, block, dynamic shared bytes): what one launch needs besides the kernel and its arguments.
 LaunchShape = tuple[Dim3, Dim3, int]
-_T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
-    """The GPU a backend launches on, as ``aotc doctor`` prints it."""
+class DeviceInfo(Record):
+    """The GPU a backend launches on, as ``aotc doctor`` prints it; ``driver_version``
+    is the CUDA version the driver supports."""
 
+    __slots__ = ("name", "capability", "driver_version", "sm_count", "clock_khz", "ordinal")
+    _defaults = {"ordinal": 0}
     name: str
     capability: tuple[int, int]
-    driver_version: tuple[int, int]  # the CUDA version the driver supports
+    driver_version: tuple[int, int]
     sm_count: int
     clock_khz: int
-    ordinal: int = 0
+    ordinal: int
 
     @property
     def arch(self) -> str:
@@ -63,55 +71,6 @@ class DeviceInfo:
             f"device {self.ordinal}: {self.name}, compute capability {major}.{minor} ({self.arch}), "
             f"{self.sm_count} SMs at {self.clock_khz / 1000:.0f} MHz; driver supports CUDA {driver}"
         )
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What the loader calls. Errors are ``aotc.errors.BackendError`` (one line);
-    ``device()`` raises ``NoDeviceError`` where there is no usable GPU."""
-
-    name: ClassVar[str]
-    image_format: ClassVar[str]  # "fatbin" or "source"
-    # "device": pointers are GPU memory; "host": host memory (emulator, noop),
-    # so host arrays are passed in place rather than copied.
-    memory: ClassVar[str]
-
-    def device(self) -> DeviceInfo: ...
-
-    def driver_version(self) -> int | None:
-        """``cuDriverGetVersion``: 1000 * major + 10 * minor of the CUDA version the
-        driver supports, or None where no NVIDIA driver is involved (emulator,
-        noop). Raises ``NoDeviceError`` where the driver cannot be loaded."""
-        ...
-
-    def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
-        """Load a fatbin/cubin (or, for a source backend, a ``.cu``).
-
-        ``name`` is the kernel's name, for messages; ``symbols`` are the
-        functions the caller will ask for (a source backend compiles them).
-        """
-        ...
-
-    def get_function(self, module: Any, symbol: str) -> Any: ...
-
-    def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
-        """Enqueue one launch of ``shape``; ``params`` is the packed parameter block."""
-        ...
-
-    # Memory helpers: enough for tests and simple ops, not an array library.
-    def alloc(self, nbytes: int) -> int: ...
-
-    def free(self, pointer: int) -> None: ...
-
-    def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
-        """Copy all of ``host`` (any buffer: bytes, a NumPy array) to ``pointer``."""
-        ...
-
-    def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
-        """Fill the writable buffer ``host`` from ``pointer``."""
-        ...
-
-    def synchronize(self) -> None: ...
 
 
 class BackendBase:
@@ -194,3 +153,13 @@ def byte_view(buffer: bytes | bytearray | memoryview) -> memoryview | None:
     nothing to copy, and a zero-sized view could not be cast."""
     view = memoryview(buffer)
     return view.cast("B") if view.nbytes else None
+
+
+def __getattr__(name: str) -> Any:
+    # The Protocol needs typing (some 2 ms); only type checks and isinstance() ask for it.
+    if name == "Backend":
+        from aotc.runtime.backends.protocol import Backend
+
+        return Backend
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
 from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, launch_error
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["CudaPythonBackend"]
 

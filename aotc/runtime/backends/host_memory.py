@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import ClassVar
 
 from aotc.errors import BackendError
 from aotc.runtime.backends.base import BackendBase, byte_view
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = ["HostMemory"]
 
