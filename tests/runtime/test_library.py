@@ -115,7 +115,7 @@ def test_load_by_folder_index_path_and_name(lib_dir: Path, monkeypatch: pytest.M
     assert by_folder.name == "rt"
     assert list(by_folder) == [FORWARD, BATCHED, MINPLUS]
     assert FORWARD in by_folder and "nope" not in by_folder
-    monkeypatch.setattr(library_module, "library_dir", lambda name: lib_dir if name == "rt" else Path("/nonexistent"))
+    monkeypatch.setattr(library_module, "library_folder", lambda name: str(lib_dir) if name == "rt" else "/nonexistent")
     assert load("rt", backend=RecordingBackend()).directory == lib_dir
 
 
@@ -170,16 +170,54 @@ def test_a_symlinked_fatbin_is_refused(lib_dir: Path, tmp_path: Path) -> None:
         lib.kernel(FORWARD)
 
 
-def test_malformed_entry_is_refused_at_load_naming_the_field(lib_dir: Path) -> None:
+def test_malformed_entry_is_refused_at_first_use_naming_the_field(lib_dir: Path) -> None:
     rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD]["params"][0].update(pack="i"))
+    lib = load(lib_dir, backend=RecordingBackend())  # only the library-wide fields are checked at load
     with pytest.raises(IndexFormatError, match=rf"kernels\.{FORWARD}\.params\[0\]\.pack: 'i' is not the pack code of kind 'ptr' \('Q'\)$"):
-        load(lib_dir, backend=RecordingBackend())
+        lib.kernel(FORWARD)
 
 
-def test_an_edited_block_size_is_refused_at_load(lib_dir: Path) -> None:
+def test_an_edited_block_size_is_refused_at_first_use(lib_dir: Path) -> None:
     rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD]["launch"].update(block=[32, 8, 1]), reseal=False)
-    with pytest.raises(IndexFormatError, match=rf"index\.json: kernels\.{FORWARD}\.launch: checksum mismatch"):
-        load(lib_dir, backend=RecordingBackend())
+    backend = RecordingBackend()
+    lib = load(lib_dir, backend=backend)
+    with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: kernels\.{FORWARD}\.launch: checksum mismatch: edited after the build \(rebuild or reinstall the library\)$"):
+        lib.find("maxplus", "f32")  # found by its kind: checked before it is used, too
+    assert backend.modules == []  # no image was read or loaded
+
+
+def test_a_tampered_unused_kernel_loads_and_fails_in_one_line_when_used(lib_dir: Path) -> None:
+    # The trust model (docs/design.md): no field of a kernel is used before its checksums are.
+    rewrite_index(lib_dir, lambda index: index["kernels"][MINPLUS]["launch"].update(block=[1024, 1, 1]), reseal=False)
+    lib = load(lib_dir, backend=RecordingBackend())
+    lib.kernel(FORWARD)(*forward_args())  # the untouched kernels work
+    assert MINPLUS in lib and len(lib) == len(json.loads((lib_dir / "index.json").read_text())["kernels"])
+    with pytest.raises(IndexFormatError) as info:
+        lib.kernel(MINPLUS)
+    assert str(info.value) == (
+        f"{lib_dir}/index.json: kernels.{MINPLUS}.launch: checksum mismatch: edited after the build (rebuild or reinstall the library)"
+    )
+    assert "\n" not in str(info.value) and lib.loaded == (FORWARD,)
+
+
+def test_a_broken_line_of_an_unused_kernel_fails_only_that_kernel(lib_dir: Path) -> None:
+    path = lib_dir / "index.json"
+    text = path.read_text()
+    start = text.index(f'\n"{MINPLUS}": ') + 1
+    end = text.index("\n", start)
+    path.write_text(text[:start] + text[start:end].replace('"launch": {', '"launch": {{', 1) + text[end:])
+    lib = load(lib_dir, backend=RecordingBackend())
+    lib.kernel(FORWARD)
+    with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: kernels\.{MINPLUS}: not a valid index \(Expecting property name"):
+        lib.kernel(MINPLUS)
+
+
+def test_aotc_inspect_still_checks_every_kernel(lib_dir: Path) -> None:
+    from aotc.inspect import inspect_target
+
+    rewrite_index(lib_dir, lambda index: index["kernels"][MINPLUS]["launch"].update(block=[1024, 1, 1]), reseal=False)
+    with pytest.raises(IndexFormatError, match=rf"kernels\.{MINPLUS}\.launch: checksum mismatch"):
+        inspect_target(str(lib_dir))
 
 
 # -- choosing the image --------------------------------------------------------
