@@ -4,14 +4,15 @@ What ``@dataclass(frozen=True)`` gives (construction by position or keyword,
 equality, hashing, a repr, no assignment) without importing ``dataclasses``,
 which brings ``inspect``, ``dis`` and ``ast`` into every process that loads a
 kernel (about 10 ms here). A subclass lists its fields in ``__slots__``, in
-order, and may set defaults in ``_defaults``.
+order, in ``_fields`` (and ``__slots__ = _fields``), and may set defaults in
+``_defaults``.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, ClassVar
 
 __all__ = ["Record"]
 
@@ -19,13 +20,14 @@ _set = object.__setattr__
 
 
 class Record:
-    """Fields in ``__slots__`` order; ``_defaults`` maps trailing fields to their default."""
+    """Fields in ``_fields`` order; ``_defaults`` maps trailing fields to their default."""
 
     __slots__ = ()
-    _defaults: dict[str, Any] = {}
+    _fields: ClassVar[tuple[str, ...]] = ()
+    _defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        fields = self.__slots__
+        fields = self._fields
         if len(args) > len(fields):
             msg = f"{type(self).__name__}() takes {len(fields)} arguments, got {len(args)}"
             raise TypeError(msg)
@@ -44,7 +46,7 @@ class Record:
             raise TypeError(msg)
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
+        return tuple(getattr(self, name) for name in self._fields)
 
     def __setattr__(self, name: str, value: Any) -> None:
         msg = f"{type(self).__name__} is immutable: cannot set {name!r}"
@@ -63,7 +65,7 @@ class Record:
         return hash(self._values())
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__name__}({shown})"
 
     def __reduce__(self) -> tuple[Any, ...]:

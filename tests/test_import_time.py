@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import aotc_env
 
 FORBIDDEN = ("aotc.runtime", "aotc.build.manifest", "aotc.build.codegen", "cuda", "pycuda", "numpy", "torch", "jinja2", "yaml", "ctypes")

@@ -1,26 +1,36 @@
 """The index's kernels a line each: one kernel's entry found and parsed without the others.
 
-The build writes ``index.json`` with the kernels table last, one kernel a
-line, each entry opening with the four fields it is found by::
+The build writes ``index.json`` with a directory of the kernels on one line
+and the kernels table last, one kernel a line, each entry opening with the
+four fields it is found by::
 
     {
      "schema": 2,
      ...the rest of the top level, indented...,
+     "kernel_lines": {"gemm_maxplus_f32_forward":[0,"maxplus","f32","forward","single"],...},
      "kernels": {
     "gemm_maxplus_f32_forward": {"semiring": "maxplus", "dtype": "f32", "pass": "forward", "variant": "single", ...},
     ...
      }
     }
 
+The directory gives each kernel's (semiring, dtype, pass, variant) and where
+its line starts, counted in bytes from the kernels table's opening brace.
 JSON strings hold no raw newline, so every newline is whitespace between
-values, and the lines of the table are its entries. ``split`` finds that
-layout in an index's bytes, or returns None (the reader then parses and
-validates the whole document, as for any index written otherwise). It parses
-the top level alone and reads each line's kernel name and four fields with
-one regular-expression scan, in C: they say where a kernel's entry is, not
-what the kernel does. ``KernelLines.entry`` parses one kernel's line when the
-kernel is first used; the reader validates it and verifies its checksums
-then, before any field of it is used.
+values, and each line of the table is one kernel's entry.
+
+``split`` finds that layout in an index's bytes, or returns None (the reader
+then parses and validates the whole document, as for any index written
+otherwise). It parses the top level but for the two tables, and reads the
+directory with one regular-expression scan, in C; it never touches the
+kernels' lines, so loading costs the same whatever the library's size. The
+directory is a locator, never trusted: ``KernelLines.entry`` checks that the
+line it points at opens with the kernel's name and the same four fields,
+and parses that line alone; the reader then validates the entry and
+verifies its checksums, before any field of it is used. ``aotc inspect``
+reads the whole document, and ``check`` holds the directory to it. The build
+writes the layout (``aotc.build.index_writer.dumps``); both take its markers
+from ``aotc.index.schema``.
 """
 
 from __future__ import annotations
@@ -30,52 +40,66 @@ from operator import itemgetter
 
 from aotc.errors import IndexFormatError
 from aotc.index._json import parse_json_text
-from aotc.index.schema import MAX_DEPTH
+from aotc.index.schema import (
+    DIRECTORY_KEY,
+    KINDS_FIRST,
+    LAYOUT_CLOSE,
+    LAYOUT_DIRECTORY,
+    LAYOUT_TABLE,
+    MAX_DEPTH,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["KINDS_FIRST", "KernelLines", "dumps", "split"]
+__all__ = ["KernelLines", "check", "split"]
 
-# The fields a kernel is found by, in the order each line opens with.
-KINDS_FIRST = ("semiring", "dtype", "pass", "variant")
-_OPEN = b',\n "kernels": {'
-_CLOSE = b"\n }\n}\n"
+_DIRECTORY = LAYOUT_DIRECTORY.encode()
+_TABLE = LAYOUT_TABLE.encode()
+_CLOSE = LAYOUT_CLOSE.encode()
 _NAME = rb"([A-Za-z_][A-Za-z0-9_]{0,63})"  # the validator's rule for names: no escapes, so raw text is the value
-# A line's opening: name, then the four fields. Only its first ~120 bytes are read.
+_ENTRY = re.compile(rb'"' + _NAME + rb'":\[(\d{1,10}),"' + rb'","'.join([_NAME] * 4) + rb'"\]')
+# A line's opening: the newline before it, its name, then the four fields.
 _LINE = re.compile(
     rb'\n"' + _NAME + rb'": \{"semiring": "' + _NAME + rb'", "dtype": "' + _NAME
     + rb'", "pass": "' + _NAME + rb'", "variant": "' + _NAME + rb'", '
 )  # fmt: skip
+_NAME_OF = itemgetter(0)
+_KIND = itemgetter(2, 3, 4, 5)
+
+
+def _one(name: str) -> list[str]:
+    return [name]
 
 
 class KernelLines:
-    """The kernels table of an index in the line layout: names, found-by fields
-    (unverified), and each kernel's line, parsed on request."""
+    """The kernels of an index in the line layout: names and found-by fields from
+    its directory (unverified), and each kernel's line, found and parsed on request."""
 
-    __slots__ = ("_by_kind", "found", "lines", "names", "where")
+    __slots__ = ("_by_kind", "_data", "_end", "_found", "_start", "names", "where")
 
-    def __init__(self, where: str, names: dict[str, int], found: list[tuple[bytes, ...]], lines: list[bytes]) -> None:
+    def __init__(self, where: str, data: bytes, start: int, end: int, found: list[tuple[bytes, ...]]) -> None:
         self.where = where
-        self.names = names  # name -> line number
-        self.found = found  # per line: (name, semiring, dtype, pass, variant), as bytes
-        self.lines = lines
+        self._data = data
+        self._start, self._end = start, end  # the kernels table: its lines lie between
+        self._found = found  # per kernel: (name, offset, semiring, dtype, pass, variant), as bytes
+        self.names = dict(zip(map(bytes.decode, map(_NAME_OF, found)), range(len(found))))  # name -> directory entry
         self._by_kind: dict[tuple[bytes, ...], list[str]] | None = None
 
     def kind(self, name: str) -> tuple[str, str, str, str]:
-        """The four fields ``name``'s line opens with: where to look, not yet verified."""
-        _, semiring, dtype, pass_, variant = self.found[self.names[name]]
+        """The four fields the directory gives ``name``: where to look, not yet verified."""
+        _, _, semiring, dtype, pass_, variant = self._found[self.names[name]]
         return semiring.decode(), dtype.decode(), pass_.decode(), variant.decode()
 
     def claimants(self, key: tuple[str, str, str, str]) -> list[str]:
-        """The names of the kernels whose lines open with ``key``'s four fields."""
+        """The names of the kernels the directory gives ``key``'s four fields."""
         by_kind = self._by_kind
         if by_kind is None:
-            kinds = list(map(_KIND, self.found))
+            kinds = list(map(_KIND, self._found))
             names = list(self.names)
-            by_kind = dict(zip(kinds, map(_one, names)))  # in C: a dict of 1,000 costs ~0.1 ms
-            if len(by_kind) != len(kinds):  # two lines claim one kind: list them all
+            by_kind = dict(zip(kinds, map(_one, names)))  # in C: 1,000 kernels cost ~0.1 ms
+            if len(by_kind) != len(kinds):  # two kernels claim one kind: list them all
                 by_kind = {}
                 for kind, name in zip(kinds, names):
                     by_kind.setdefault(kind, []).append(name)
@@ -83,71 +107,80 @@ class KernelLines:
         return by_kind.get(tuple(part.encode() for part in key), [])
 
     def entry(self, name: str) -> Any:
-        """The parsed entry of kernel ``name`` (strict JSON: no duplicate key, no NaN)."""
-        number = self.names[name]
-        line = self.lines[number]
-        head = b'"' + self.found[number][0] + b'": '
-        last = number == len(self.lines) - 1
-        body = line[len(head) :] if last else line[len(head) : -1]
-        if not last and not line.endswith(b","):
-            msg = f"{self.where}: kernels.{name}: its line does not end with ',' (not JSON)"
+        """The parsed entry of kernel ``name`` (strict JSON: no duplicate key, no NaN),
+        from the line its directory entry points at, which must open with its name
+        and the same four fields."""
+        found = self._found[self.names[name]]
+        where = f"{self.where}: kernels.{name}"
+        position = self._start + int(found[1])
+        opening = _LINE.match(self._data, position, self._end)
+        if opening is None or opening.groups() != (found[0], *found[2:]):
+            msg = f"{where}: the directory ({DIRECTORY_KEY}) points at no line of this kernel; rebuild or reinstall the library"
             raise IndexFormatError(msg)
+        end = self._data.find(b"\n", position + 1, self._end)
+        last = end < 0
+        line = self._data[position + 1 : self._end if last else end]
+        if not last and not line.endswith(b","):
+            msg = f"{where}: its line does not end with ',' (not JSON)"
+            raise IndexFormatError(msg)
+        body = line[len(found[0]) + 4 : None if last else -1]  # after '"name": '
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            msg = f"{self.where}: kernels.{name}: not UTF-8 at byte {exc.start} of its line"
+            msg = f"{where}: not UTF-8 at byte {exc.start} of its line"
             raise IndexFormatError(msg) from None
-        entry = parse_json_text(text, f"{self.where}: kernels.{name}", MAX_DEPTH - 2)
+        entry = parse_json_text(text, where, MAX_DEPTH - 2)
         if not isinstance(entry, dict):
-            msg = f"{self.where}: kernels.{name}: is not an object"
+            msg = f"{where}: is not an object"
             raise IndexFormatError(msg)
         return entry
 
 
-_NAME_OF = itemgetter(0)
-_KIND = itemgetter(1, 2, 3, 4)
-
-
-def _one(name: str) -> list[str]:
-    return [name]
-
-
 def split(data: bytes, where: str) -> tuple[Any, KernelLines] | None:
-    """The top level (parsed; its kernels table empty) and the kernel lines of
-    ``data``, or None where ``data`` is not in the line layout."""
-    start = data.find(_OPEN)
-    if start < 0 or not data.endswith(_CLOSE):
+    """The top level (parsed; its kernels table empty) and the kernels of ``data``,
+    or None where ``data`` is not in the line layout."""
+    table = data.find(_TABLE)
+    if table < 0 or not data.endswith(_CLOSE):
         return None
-    table_start, table_end = start + len(_OPEN), len(data) - len(_CLOSE)
-    found = _LINE.findall(data, table_start, table_end)
-    # Each match opens a line; as many as the table's lines means every line opens so.
-    if not found or len(found) != data.count(b"\n", table_start, table_end):
+    directory = data.rfind(_DIRECTORY, 0, table)
+    if directory < 0:
         return None
     try:
-        top = parse_json_text((data[:start] + b"\n}").decode("utf-8"), where, MAX_DEPTH)
+        top = parse_json_text((data[:directory] + b"\n}").decode("utf-8"), where, MAX_DEPTH)
     except (IndexFormatError, UnicodeDecodeError):
         return None  # the whole-document reader names the problem
-    if not isinstance(top, dict) or "kernels" in top:
+    if not isinstance(top, dict) or "kernels" in top or DIRECTORY_KEY in top:
         return None
-    top["kernels"] = {}
-    names = dict(zip(map(bytes.decode, map(_NAME_OF, found)), range(len(found))))
-    if len(names) != len(found):
+    found = _ENTRY.findall(data, directory + len(_DIRECTORY), table)
+    lines = KernelLines(where, data, table + len(_TABLE), len(data) - len(_CLOSE), found)
+    if not found or len(lines.names) != len(found):
         return None  # a name twice: the whole-document reader names it
-    return top, KernelLines(where, names, found, data[table_start + 1 : table_end].split(b"\n"))
+    top["kernels"] = {}
+    return top, lines
 
 
-def dumps(index: dict[str, Any]) -> bytes:
-    """``index`` in the line layout (the build's writer; ``json`` only)."""
-    import json
-
-    top = {key: value for key, value in index.items() if key != "kernels"}
-    kernels = index.get("kernels", {})
-    if not kernels:
-        return (json.dumps(index, indent=1) + "\n").encode("utf-8")
-    lines = []
+def check(data: bytes, document: dict[str, Any], where: str) -> None:
+    """Hold the directory of a whole, validated ``document`` (the bytes ``data``)
+    to its kernels: the same names in the same order, each with its four fields
+    and the start of its own line. IndexFormatError names the first that is not."""
+    directory = document.get(DIRECTORY_KEY)
+    if directory is None:
+        return
+    kernels = document["kernels"]
+    if not isinstance(directory, dict) or list(directory) != list(kernels):
+        msg = f"{where}: {DIRECTORY_KEY}: does not list the kernels of the kernels table, in its order"
+        raise IndexFormatError(msg)
+    split_at = split(data, where)
+    if split_at is None:
+        msg = f"{where}: {DIRECTORY_KEY}: the index is not laid out one kernel a line"
+        raise IndexFormatError(msg)
+    lines = split_at[1]
     for name, entry in kernels.items():
-        ordered = {key: entry[key] for key in KINDS_FIRST if key in entry}
-        ordered.update((key, value) for key, value in entry.items() if key not in ordered)
-        lines.append(f"{json.dumps(name)}: {json.dumps(ordered)}")
-    head = json.dumps(top, indent=1)[: -len("\n}")]
-    return (head + _OPEN.decode() + "\n" + ",\n".join(lines) + _CLOSE.decode()).encode("utf-8")
+        kind = [entry.get(key) for key in KINDS_FIRST]
+        given = directory[name]
+        if name not in lines.names or list(lines.kind(name)) != kind or not isinstance(given, list) or given[1:] != kind:
+            msg = f"{where}: {DIRECTORY_KEY}.{name}: does not give the kernel's semiring, dtype, pass and variant"
+            raise IndexFormatError(msg)
+        if lines.entry(name) != entry:
+            msg = f"{where}: {DIRECTORY_KEY}.{name}: does not point at the kernel's line"
+            raise IndexFormatError(msg)

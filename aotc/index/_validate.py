@@ -54,7 +54,9 @@ _MAX_THREADS = 1024
 _MAX_INT = 2**31 - 1
 
 _TOP_REQUIRED = frozenset({"schema", "library", "semirings", "kernels", CHECKSUM_KEY})
-_TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version"})
+# kernel_lines: the directory of the one-kernel-a-line layout (aotc.index._lines), held to
+# the kernels table by LibraryIndex: a locator, never read for what a kernel does.
+_TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_lines"})
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
 _KERNEL_OPTIONAL = frozenset({"resources"})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})

@@ -13,6 +13,7 @@ import os
 from aotc._untrusted_files import KERNEL_FILE_LIMIT, open_regular, read_capped
 from aotc.errors import DamagedLibraryError, UnreadableFileError
 from aotc.index.schema import INDEX_NAME, sha256_bytes
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -15,6 +15,8 @@ How much is checked when:
   and its checksums recomputed on the first use of that kernel, before any of
   its fields is used. That needs the build's one-kernel-a-line layout
   (``aotc.index._lines``); an index written otherwise is checked whole.
+  The layout's directory (``kernel_lines``) only says where a kernel's line
+  is; read whole, it is held to the kernels table.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
         split = _lines.split(data, where) if lazy else None
         if split is None:
             validated = validate(where, parse_index_bytes(data, where))
+            _lines.check(data, validated.document, where)
             self._document = validated.document
             self.toolkit: ToolkitEntry | None = validated.toolkit
             self.kernels = KernelTable(where, self._document["semirings"], validated.kernels)

@@ -11,6 +11,7 @@ from aotc._record import Record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any, ClassVar
 
 __all__ = ["FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
 
@@ -22,7 +23,8 @@ class FileEntry(Record):
     """One file of a kernel, as the index records it: ``file`` a plain name, or
     "src/<plain name>" for sources; ``sha256`` 64 lowercase hex digits; ``size``."""
 
-    __slots__ = ("file", "sha256", "size")
+    _fields = ("file", "sha256", "size")
+    __slots__ = _fields
     file: str
     sha256: str
     size: int
@@ -31,7 +33,8 @@ class FileEntry(Record):
 class Param(Record):
     """One kernel parameter: name, C type, kind ("ptr", "i32", "i64") and struct code."""
 
-    __slots__ = ("name", "ctype", "kind", "pack")
+    _fields = ("name", "ctype", "kind", "pack")
+    __slots__ = _fields
     name: str
     ctype: str
     kind: str
@@ -42,7 +45,8 @@ class Launch(Record):
     """Launch geometry: the grid is ceil(extent / tile) per axis; an extent is a
     size parameter's name or a decimal number."""
 
-    __slots__ = ("block", "grid", "shared_bytes_static", "shared_bytes_dynamic")
+    _fields = ("block", "grid", "shared_bytes_static", "shared_bytes_dynamic")
+    __slots__ = _fields
     block: tuple[int, int, int]
     grid: tuple[tuple[str, int], tuple[str, int], tuple[str, int]]
     shared_bytes_static: int
@@ -52,10 +56,11 @@ class Launch(Record):
 class IndexKernel(Record):
     """One kernel of the index."""
 
-    __slots__ = (
+    _fields = (
         "name", "symbol", "family", "semiring", "dtype", "pass_", "variant",
         "params", "launch", "fatbin", "source", "sass", "ptx", "resources",
     )  # fmt: skip
+    __slots__ = _fields
     name: str
     symbol: str
     family: str
@@ -97,8 +102,9 @@ class IndexKernel(Record):
 class ToolkitEntry(Record):
     """The index's ``toolkit`` table: what compiled the images, and the oldest driver they load on."""
 
-    __slots__ = ("version", "cuda_major", "min_driver", "wheel", "compiler", "compression")
-    _defaults = {"compiler": "", "compression": ""}
+    _fields = ("version", "cuda_major", "min_driver", "wheel", "compiler", "compression")
+    __slots__ = _fields
+    _defaults: ClassVar[dict[str, Any]] = {"compiler": "", "compression": ""}
     version: str  # e.g. "13.0.88"
     cuda_major: int
     min_driver: int  # cuDriverGetVersion units

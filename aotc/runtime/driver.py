@@ -44,7 +44,8 @@ _LANE_SUFFIX = re.compile(r"-cuda\d+x$")
 class Toolkit(Record):
     """What the index says about the CUDA toolkit a library was built with."""
 
-    __slots__ = ("version", "cuda_major", "min_driver", "wheel")
+    _fields = ("version", "cuda_major", "min_driver", "wheel")
+    __slots__ = _fields
     version: str  # nvcc's, e.g. "13.0.88"
     cuda_major: int
     min_driver: int  # cuDriverGetVersion units

@@ -33,7 +33,8 @@ __all__ = ["BoundLaunch", "KernelSignature", "Launcher"]
 class KernelSignature(Record):
     """A kernel's parameters and launch geometry, as the index describes them."""
 
-    __slots__ = ("name", "symbol", "params", "kinds", "format", "block", "grid", "shared_bytes_dynamic")
+    _fields = ("name", "symbol", "params", "kinds", "format", "block", "grid", "shared_bytes_dynamic")
+    __slots__ = _fields
     name: str
     symbol: str
     params: tuple[str, ...]

@@ -25,7 +25,7 @@ what it imports before its first kernel runs.
 from __future__ import annotations
 
 import os
-import threading
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc._locations import libraries_root, library_folder
 from aotc.errors import ArgumentError, DriverTooOldError, LibraryNotFoundError, echo
@@ -128,7 +128,7 @@ class Library:
         # None: each call runs on the current device (aotc.runtime.devices).
         self.device: int | None = None if device is None else check_ordinal(device)
         self._cache = cache
-        self._mutex = threading.Lock()
+        self._mutex = allocate_lock()
         self._devices: dict[int, DeviceState] = {}
         self._asks_current: Backend | None = None  # the backend kind's device 0, asked which device is current
         # Per-library state of the packages built over the runtime, keyed by their
@@ -306,7 +306,7 @@ class Library:
     def _load(self, name: str, state: DeviceState) -> Launcher:
         kernel = self.index.kernel(name)
         with self._mutex:
-            lock = state.kernel_locks.setdefault(name, threading.Lock())
+            lock = state.kernel_locks.setdefault(name, allocate_lock())
         with lock:
             launcher = state.launchers.get(name)
             if launcher is None:
@@ -346,7 +346,7 @@ class Library:
 
 
 _loaded: dict[tuple[str, int, int], Library] = {}
-_loaded_lock = threading.Lock()
+_loaded_lock = allocate_lock()
 
 
 def load(

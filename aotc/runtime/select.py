@@ -16,6 +16,7 @@ from aotc.index.schema import ARCH_TEXT
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
+    from typing import Any, ClassVar
 
 __all__ = [
     "INTEGRATED_ARCHS",
@@ -69,8 +70,9 @@ class Arch(Record):
     """One architecture from the index: ``"86"``, ``"90a"``, ``"100f"``; ``variant``
     is "" (plain, the default), "a" (arch-specific) or "f" (family-specific)."""
 
-    __slots__ = ("major", "minor", "variant")
-    _defaults = {"variant": ""}
+    _fields = ("major", "minor", "variant")
+    __slots__ = _fields
+    _defaults: ClassVar[dict[str, Any]] = {"variant": ""}
     major: int
     minor: int
     variant: str
@@ -102,7 +104,8 @@ class KernelImages(Record):
     """What the index says one kernel ships: SASS and PTX architectures, the CUDA
     version of the toolkit that wrote the PTX, and the kernel's name (for messages)."""
 
-    __slots__ = ("sass", "ptx", "ptx_toolkit", "name", "sass_archs", "ptx_archs")
+    _fields = ("sass", "ptx", "ptx_toolkit", "name", "sass_archs", "ptx_archs")
+    __slots__ = _fields
     sass: tuple[str, ...]
     ptx: tuple[str, ...]
     ptx_toolkit: tuple[int, int]
@@ -129,7 +132,8 @@ class Platform(Record):
     """The GPU in hand and the JIT tools beside it: its compute capability, the
     CUDA version its driver supports, and the archs NVRTC compiles for (None: no NVRTC)."""
 
-    __slots__ = ("capability", "driver_version", "nvrtc_archs")
+    _fields = ("capability", "driver_version", "nvrtc_archs")
+    __slots__ = _fields
     capability: tuple[int, int]
     driver_version: tuple[int, int]
     nvrtc_archs: frozenset[tuple[int, int]] | None
@@ -153,7 +157,8 @@ class ImageChoice(Record):
     it is empty when ``kind`` is UNAVAILABLE, and ``reason`` is then the error.
     """
 
-    __slots__ = ("kind", "arch", "reason")
+    _fields = ("kind", "arch", "reason")
+    __slots__ = _fields
     kind: ImageKind
     arch: str
     reason: str

@@ -17,9 +17,8 @@ crashes.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
-import threading
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc.errors import ArgumentError, BackendError, ConfigurationError, NoDeviceError, echo
 from aotc.runtime.backends.base import DeviceInfo
@@ -74,7 +73,7 @@ class BackendRegistry:
         self.specs = dict(specs)
         self.automatic = tuple(automatic)
         self._has_module = has_module or _has_module
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._instances: dict[tuple[str, int], Backend] = {}
 
     def get(self, name: str | None = None, ordinal: int = 0) -> Backend:
@@ -135,6 +134,8 @@ class BackendRegistry:
 
 def _has_module(name: str) -> bool:
     try:
+        import importlib.util  # only where a backend is chosen automatically
+
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:
         return False

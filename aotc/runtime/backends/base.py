@@ -26,7 +26,7 @@ hooks ``_enter``/``_leave``, ``driver_version`` and the memory helpers.
 
 from __future__ import annotations
 
-import threading
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc._record import Record
 from aotc.errors import BackendError, NoDeviceError
@@ -51,8 +51,9 @@ class DeviceInfo(Record):
     """The GPU a backend launches on, as ``aotc doctor`` prints it; ``driver_version``
     is the CUDA version the driver supports."""
 
-    __slots__ = ("name", "capability", "driver_version", "sm_count", "clock_khz", "ordinal")
-    _defaults = {"ordinal": 0}
+    _fields = ("name", "capability", "driver_version", "sm_count", "clock_khz", "ordinal")
+    __slots__ = _fields
+    _defaults: ClassVar[dict[str, Any]] = {"ordinal": 0}
     name: str
     capability: tuple[int, int]
     driver_version: tuple[int, int]
@@ -84,7 +85,7 @@ class BackendBase:
 
     def __init__(self, ordinal: int = 0) -> None:
         self.ordinal = ordinal  # the device this instance launches on: one instance per device
-        self._device_lock = threading.Lock()
+        self._device_lock = allocate_lock()
         self._device: DeviceInfo | None = None
         self._device_problem: NoDeviceError | None = None
 

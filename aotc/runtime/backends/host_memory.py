@@ -7,14 +7,14 @@ or CPU tensors can be passed in place.
 
 from __future__ import annotations
 
-import ctypes
-import threading
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc.errors import BackendError
 from aotc.runtime.backends.base import BackendBase, byte_view
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import ctypes
     from typing import ClassVar
 
 __all__ = ["HostMemory"]
@@ -28,9 +28,11 @@ class HostMemory(BackendBase):
     def __init__(self, ordinal: int = 0) -> None:
         super().__init__(ordinal)
         self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
-        self._buffers_lock = threading.Lock()
+        self._buffers_lock = allocate_lock()
 
     def alloc(self, nbytes: int) -> int:
+        import ctypes  # here, not at import: loading kernels needs no memory of its own
+
         buffer = ctypes.create_string_buffer(max(int(nbytes), 1))
         pointer = ctypes.addressof(buffer)
         with self._buffers_lock:
@@ -46,11 +48,15 @@ class HostMemory(BackendBase):
     def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
         view = byte_view(host)
         if view is not None:
+            import ctypes
+
             ctypes.memmove(pointer, bytes(view), view.nbytes)
 
     def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
         view = byte_view(host)
         if view is not None:
+            import ctypes
+
             view[:] = ctypes.string_at(pointer, view.nbytes)
 
     def synchronize(self) -> None:

@@ -30,7 +30,7 @@ class ParamLayout:
 
     __slots__ = ("_struct", "format")
 
-    def __init__(self, format: str) -> None:  # noqa: A002  # struct's own word
+    def __init__(self, format: str) -> None:  # struct's own word
         self.format = format
         self._struct = struct.Struct(format)
 
