@@ -159,7 +159,8 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
     @property
     def document(self) -> Mapping[str, Any]:
         """The validated document, read-only: objects as mapping proxies, lists as
-        tuples. Where the index was opened lazily, this checks every kernel."""
+        tuples. Where the index was opened lazily, this checks every kernel, and
+        leaves out the layout's directory (``kernel_lines``), which was never parsed."""
         if self._frozen is None:
             if not self._entries_checked:
                 self._document["kernels"] = {name: self.kernels.entry(name) for name in self.kernels}
