@@ -21,7 +21,8 @@ Rounds are interleaved (aotc, peer, size 86, size N), so drift in the load of
 a shared machine hits every case alike; medians are reported, with ``uptime``.
 
     python benchmarks/startup.py [--python VENV/bin/python] [--library DIR] [--peer-source tropical_gemm.cu]
-                                 [--arch 8.0] [--rounds 7] [--kernels 1032]
+                                 [--arch 8.0] [--rounds 7] [--peer-rounds N] [--kernels 1032]
+                                 [--baseline-python OLD_VENV/bin/python]
 
 ``--python`` runs the aotc children (an installed wheel's venv); the peer's
 and the generator run in this interpreter, which needs cuda-bindings' NVRTC.
@@ -140,6 +141,8 @@ def main() -> None:
     parser.add_argument("--peer-source", help="the peer's kernel source (.cu); omit to skip the peer")
     parser.add_argument("--arch", default="8.0", help="the device the peer compiles for, X.Y")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--peer-rounds", type=int, help="rounds that also time the peer (default: all)")
+    parser.add_argument("--baseline-python", help="another aotc (an older wheel's venv) timed the same way, beside")
     parser.add_argument("--kernels", type=int, default=1032, help="kernels in the generated library")
     args = parser.parse_args()
     library = _library_dir(args.python, args.library)
@@ -153,10 +156,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as scratch:
         big = generate_library(library, os.path.join(scratch, "big"), args.kernels, args.python)
-        for _ in range(args.rounds):
+        for round_ in range(args.rounds):
             for key, value in _child(args.python, _AOTC_START, library, names).items():
                 add(f"aotc start-up: {key}", value)
-            if args.peer_source:
+            if args.baseline_python:
+                baseline = _child(args.baseline_python, _AOTC_START, _library_dir(args.baseline_python, None), names)
+                add("baseline aotc start-up: total", baseline["total"])
+            if args.peer_source and round_ < (args.peer_rounds or args.rounds):
                 add("peer start-up: NVRTC compile of its kernels", _child(sys.executable, _PEER_START, args.peer_source, arch)["total"])
             small = _child(args.python, _AOTC_SIZE, library, names)
             large = _child(args.python, _AOTC_SIZE, big, names)

@@ -69,10 +69,6 @@ _NAME_OF = itemgetter(0)
 _KIND = itemgetter(2, 3, 4, 5)
 
 
-def _one(name: str) -> list[str]:
-    return [name]
-
-
 class KernelLines:
     """The kernels of an index in the line layout: names and found-by fields from
     its directory (unverified), and each kernel's line, found and parsed on request."""
@@ -85,7 +81,7 @@ class KernelLines:
         self._start, self._end = start, end  # the kernels table: its lines lie between
         self._found = found  # per kernel: (name, offset, semiring, dtype, pass, variant), as bytes
         self.names = dict(zip(map(bytes.decode, map(_NAME_OF, found)), range(len(found))))  # name -> directory entry
-        self._by_kind: dict[tuple[bytes, ...], list[str]] | None = None
+        self._by_kind: dict[tuple[bytes, ...], Any] | None = None  # a name, or a list where two claim a kind
 
     def kind(self, name: str) -> tuple[str, str, str, str]:
         """The four fields the directory gives ``name``: where to look, not yet verified."""
@@ -98,13 +94,14 @@ class KernelLines:
         if by_kind is None:
             kinds = list(map(_KIND, self._found))
             names = list(self.names)
-            by_kind = dict(zip(kinds, map(_one, names)))  # in C: 1,000 kernels cost ~0.1 ms
+            by_kind = dict(zip(kinds, names))  # all in C: 1,000 kernels cost ~0.1 ms
             if len(by_kind) != len(kinds):  # two kernels claim one kind: list them all
                 by_kind = {}
                 for kind, name in zip(kinds, names):
                     by_kind.setdefault(kind, []).append(name)
             self._by_kind = by_kind
-        return by_kind.get(tuple(part.encode() for part in key), [])
+        found = by_kind.get(tuple(part.encode() for part in key), [])
+        return [found] if isinstance(found, str) else found
 
     def entry(self, name: str) -> Any:
         """The parsed entry of kernel ``name`` (strict JSON: no duplicate key, no NaN),

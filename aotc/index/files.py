@@ -73,7 +73,7 @@ class FolderFiles:
                     msg = f"{label}: size {info.st_size} bytes, {INDEX_NAME} says {entry.size}; {_REINSTALL}"
                     raise DamagedLibraryError(msg)
                 # No more than the recorded size: read_capped refuses a file that grew since fstat.
-                data = read_capped(fd, label, entry.size)
+                data = read_capped(fd, label, entry.size, entry.size)
         except UnreadableFileError as exc:
             raise DamagedLibraryError(f"{exc}; {_REINSTALL}") from None
         return verify(data, entry, label)
