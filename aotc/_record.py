@@ -10,6 +10,8 @@ order, in ``_fields`` (and ``__slots__ = _fields``), and may set defaults in
 
 from __future__ import annotations
 
+from aotc.errors import ArgumentTypeError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
@@ -30,7 +32,7 @@ class Record:
         fields = self._fields
         if len(args) > len(fields):
             msg = f"{type(self).__name__}() takes {len(fields)} arguments, got {len(args)}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg)
         for name, value in zip(fields, args):
             _set(self, name, value)
         for name in fields[len(args) :]:
@@ -40,10 +42,10 @@ class Record:
                 _set(self, name, self._defaults[name])
             else:
                 msg = f"{type(self).__name__}() missing argument {name!r}"
-                raise TypeError(msg)
+                raise ArgumentTypeError(msg)
         if kwargs:
             msg = f"{type(self).__name__}() got unexpected arguments {', '.join(map(repr, kwargs))}"
-            raise TypeError(msg)
+            raise ArgumentTypeError(msg)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self._fields)

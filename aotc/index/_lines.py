@@ -35,9 +35,11 @@ from ``aotc.index.schema``.
 
 from __future__ import annotations
 
+import os
 import re
 from operator import itemgetter
 
+from aotc._untrusted_files import open_regular
 from aotc.errors import IndexFormatError
 from aotc.index._json import parse_json_text
 from aotc.index.schema import (
@@ -47,13 +49,14 @@ from aotc.index.schema import (
     LAYOUT_DIRECTORY,
     LAYOUT_TABLE,
     MAX_DEPTH,
+    MAX_INDEX_BYTES,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["KernelLines", "check", "split"]
+__all__ = ["KernelLines", "check", "open_lines", "split"]
 
 _DIRECTORY = LAYOUT_DIRECTORY.encode()
 _TABLE = LAYOUT_TABLE.encode()
@@ -71,13 +74,15 @@ _KIND = itemgetter(2, 3, 4, 5)
 
 class KernelLines:
     """The kernels of an index in the line layout: names and found-by fields from
-    its directory (unverified), and each kernel's line, found and parsed on request."""
+    its directory (unverified), and each kernel's line, found and parsed on request.
+    ``fetch(position, end)`` returns the bytes from ``position`` (a newline) to the
+    next newline, or to ``end``: a slice of the bytes in hand, or a read of the file."""
 
-    __slots__ = ("_by_kind", "_data", "_end", "_found", "_start", "names", "where")
+    __slots__ = ("_by_kind", "_end", "_fetch", "_found", "_start", "names", "where")
 
-    def __init__(self, where: str, data: bytes, start: int, end: int, found: list[tuple[bytes, ...]]) -> None:
+    def __init__(self, where: str, fetch: Any, start: int, end: int, found: list[tuple[bytes, ...]]) -> None:
         self.where = where
-        self._data = data
+        self._fetch = fetch
         self._start, self._end = start, end  # the kernels table: its lines lie between
         self._found = found  # per kernel: (name, offset, semiring, dtype, pass, variant), as bytes
         self.names = dict(zip(map(bytes.decode, map(_NAME_OF, found)), range(len(found))))  # name -> directory entry
@@ -110,17 +115,16 @@ class KernelLines:
         found = self._found[self.names[name]]
         where = f"{self.where}: kernels.{name}"
         position = self._start + int(found[1])
-        opening = _LINE.match(self._data, position, self._end)
+        line = self._fetch(position, self._end) if position < self._end else b""
+        opening = _LINE.match(line)
         if opening is None or opening.groups() != (found[0], *found[2:]):
             msg = f"{where}: the directory ({DIRECTORY_KEY}) points at no line of this kernel; rebuild or reinstall the library"
             raise IndexFormatError(msg)
-        end = self._data.find(b"\n", position + 1, self._end)
-        last = end < 0
-        line = self._data[position + 1 : self._end if last else end]
+        last = position + len(line) >= self._end
         if not last and not line.endswith(b","):
             msg = f"{where}: its line does not end with ',' (not JSON)"
             raise IndexFormatError(msg)
-        body = line[len(found[0]) + 4 : None if last else -1]  # after '"name": '
+        body = line[len(found[0]) + 5 : None if last else -1]  # after '\n"name": '
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -136,8 +140,69 @@ class KernelLines:
 def split(data: bytes, where: str) -> tuple[Any, KernelLines] | None:
     """The top level (parsed; its kernels table empty) and the kernels of ``data``,
     or None where ``data`` is not in the line layout."""
+    if not data.endswith(_CLOSE):
+        return None
+
+    def fetch(position: int, end: int) -> bytes:
+        stop = data.find(b"\n", position + 1, end)
+        return data[position : end if stop < 0 else stop]
+
+    return _split(data, where, len(data), fetch)
+
+
+def open_lines(path: str, where: str) -> tuple[Any, KernelLines] | None:
+    """``split`` for the file ``path``, reading only its top level and directory
+    (some 90 bytes a kernel) now, and each kernel's line when it is asked for;
+    None where the file is not in the line layout (then read it whole)."""
+    with open_regular(path, MAX_INDEX_BYTES) as (fd, st):
+        head = _read_head(fd, st.st_size)
+        tail = os.pread(fd, len(_CLOSE), max(0, st.st_size - len(_CLOSE)))
+    if head is None or tail != _CLOSE:
+        return None
+    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def fetch(position: int, end: int) -> bytes:
+        with open_regular(path, MAX_INDEX_BYTES) as (line_fd, now):
+            if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != identity:
+                msg = f"{where}: changed since it was loaded; load the library again"
+                raise IndexFormatError(msg)
+            return _read_line(line_fd, position, end)
+
+    return _split(head, where, st.st_size, fetch)
+
+
+def _read_head(fd: int, size: int) -> bytes | None:
+    """The file's bytes up to and including the kernels table's opening, or None."""
+    head, want = b"", 1 << 16
+    while True:
+        chunk = os.pread(fd, min(want, size) - len(head), len(head))
+        head += chunk
+        table = head.find(_TABLE)
+        if table >= 0:
+            return head[: table + len(_TABLE)]
+        if not chunk or len(head) >= size:  # the end (or a file that shrank while read)
+            return None
+        want *= 4
+
+
+def _read_line(fd: int, position: int, end: int) -> bytes:
+    """From ``position`` (a newline) to the next newline, or to ``end``."""
+    line, want = b"", 1 << 13
+    while True:
+        chunk = os.pread(fd, min(want, end - position) - len(line), position + len(line))
+        line += chunk
+        stop = line.find(b"\n", 1)
+        if stop >= 0:
+            return line[:stop]
+        if not chunk or position + len(line) >= end:
+            return line
+        want *= 4
+
+
+def _split(data: bytes, where: str, size: int, fetch: Any) -> tuple[Any, KernelLines] | None:
+    """``split``, given the bytes through the kernels table's opening (or all of them)."""
     table = data.find(_TABLE)
-    if table < 0 or not data.endswith(_CLOSE):
+    if table < 0:
         return None
     directory = data.rfind(_DIRECTORY, 0, table)
     if directory < 0:
@@ -149,7 +214,7 @@ def split(data: bytes, where: str) -> tuple[Any, KernelLines] | None:
     if not isinstance(top, dict) or "kernels" in top or DIRECTORY_KEY in top:
         return None
     found = _ENTRY.findall(data, directory + len(_DIRECTORY), table)
-    lines = KernelLines(where, data, table + len(_TABLE), len(data) - len(_CLOSE), found)
+    lines = KernelLines(where, fetch, table + len(_TABLE), size - len(_CLOSE), found)
     if not found or len(lines.names) != len(found):
         return None  # a name twice: the whole-document reader names it
     top["kernels"] = {}

@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from aotc.errors import IndexFormatError, UnknownKernelError
+from aotc.errors import IndexFormatError, UnknownKernelError, UnreadableFileError
 from aotc.index import _lines
 from aotc.index._json import parse_index_bytes, read_index_file
 from aotc.index._validate import duplicate_kind, freeze, kernel, validate, validate_top
@@ -62,7 +62,8 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
         found = self._checked.get(name)
         if found is None:
             if self._lines is None or name not in self._lines.names:
-                raise KeyError(name)
+                msg = f"{self._where}: no kernel {name!r}"
+                raise UnknownKernelError(msg)  # a KeyError, as a Mapping's must be
             found = self._check(name)
         return found
 
@@ -125,12 +126,15 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
     (``index["semirings"]``); the typed views are its attributes."""
 
     def __init__(
-        self, data: bytes, where: str, files: FolderFiles | MemberFiles | None = None, *, lazy: bool = False
+        self, data: bytes | None, where: str, files: FolderFiles | MemberFiles | None = None, *, lazy: bool = False,
+        split: Any = None,
     ) -> None:
         """Validate ``data``, the bytes of the index at ``where`` (a path or a label
         for messages); ``files`` reads the kernels' files (None: no files to read).
-        ``lazy``: check each kernel at its first use (see the module docstring)."""
-        split = _lines.split(data, where) if lazy else None
+        ``lazy``: check each kernel at its first use (see the module docstring);
+        ``split``: what ``_lines`` read of the file itself (``open``), in place of ``data``."""
+        if split is None and lazy:
+            split = _lines.split(data, where)
         if split is None:
             validated = validate(where, parse_index_bytes(data, where))
             _lines.check(data, validated.document, where)
@@ -154,6 +158,13 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
     def open(cls, directory: str | os.PathLike[str], *, lazy: bool = False) -> LibraryIndex:
         """The index of the library folder ``directory``; LibraryNotFoundError if it has none."""
         path = os.path.join(os.fspath(directory), INDEX_NAME)
+        if lazy and os.path.isfile(path):
+            try:
+                split = _lines.open_lines(path, path)  # the top level and directory only: no kernel's line
+            except UnreadableFileError:
+                split = None  # read_index_file says why, in its own words
+            if split is not None:
+                return cls(None, path, FolderFiles(directory), lazy=True, split=split)
         return cls(read_index_file(path), path, FolderFiles(directory), lazy=lazy)
 
     @property

@@ -85,11 +85,13 @@ def test_loading_one_kernel_opens_only_the_index_and_its_fatbin(lib_dir: Path) -
         [sys.executable, "-c", _OPENS_SCRIPT, str(lib_dir)], capture_output=True, text=True, env=aotc_env(), timeout=120
     )
     assert result.returncode == 0, result.stderr
+    # Load reads the index's top level and directory; a first use reads that
+    # kernel's own line of index.json (aotc.index._lines), then its fatbin.
     assert json.loads(result.stdout) == {
         "load": ["index.json"],
-        "first use": ["gemm_maxplus_f32_forward.fatbin"],
+        "first use": ["index.json", "gemm_maxplus_f32_forward.fatbin"],
         "second use": [],
-        "other kernel": ["gemm_minplus_f32_forward.fatbin"],
+        "other kernel": ["index.json", "gemm_minplus_f32_forward.fatbin"],
     }
 
 
@@ -433,3 +435,10 @@ def test_a_library_built_with_nvcc_loads_its_fatbins_and_jits_its_sources(
     assert jitted.choice is not None and jitted.choice.kind is ImageKind.NVRTC_JIT
     (entry,) = list((tmp_path / "cache").glob("*.entry"))
     assert b"\x7fELF" in entry.read_bytes()[:128]
+
+
+def test_an_index_replaced_after_load_is_refused_at_first_use(lib_dir: Path) -> None:
+    lib = load(lib_dir, backend=RecordingBackend())
+    rewrite_index(lib_dir, lambda index: index.update(aotc_version="0.0.0+reinstalled"))
+    with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: changed since it was loaded; load the library again$"):
+        lib.kernel(FORWARD)  # its line is read now: from the file that was loaded, or not at all
