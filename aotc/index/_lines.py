@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import os
 import re
-from operator import itemgetter
 
 from aotc._untrusted_files import open_regular
 from aotc.errors import IndexFormatError
@@ -68,51 +67,78 @@ _LINE = re.compile(
     rb'\n"' + _NAME + rb'": \{"semiring": "' + _NAME + rb'", "dtype": "' + _NAME
     + rb'", "pass": "' + _NAME + rb'", "variant": "' + _NAME + rb'", '
 )  # fmt: skip
-_NAME_OF = itemgetter(0)
-_KIND = itemgetter(2, 3, 4, 5)
+# A directory entry's name: what loading reads of each kernel.
+_NAMES = re.compile(rb'"' + _NAME + rb'":\[')  # a literal first: the scan runs in C's fast search
 
 
 class KernelLines:
     """The kernels of an index in the line layout: names and found-by fields from
     its directory (unverified), and each kernel's line, found and parsed on request.
     ``fetch(position, end)`` returns the bytes from ``position`` (a newline) to the
-    next newline, or to ``end``: a slice of the bytes in hand, or a read of the file."""
+    next newline, or to ``end``: a slice of the bytes in hand, or a read of the file.
 
-    __slots__ = ("_by_kind", "_end", "_fetch", "_found", "_start", "names", "where")
+    Only the names are taken from the directory at once (one scan, one bytes
+    object a kernel); a kernel's entry there is found by its name, and the
+    kernels of a kind by the kind's text, each a ``bytes.find`` in C."""
 
-    def __init__(self, where: str, fetch: Any, start: int, end: int, found: list[tuple[bytes, ...]]) -> None:
+    __slots__ = ("_dir_end", "_dir_start", "_end", "_entries", "_fetch", "_head", "_start", "complete", "names", "where")
+
+    def __init__(self, where: str, fetch: Any, table: tuple[int, int], head: bytes, directory: tuple[int, int]) -> None:
         self.where = where
         self._fetch = fetch
-        self._start, self._end = start, end  # the kernels table: its lines lie between
-        self._found = found  # per kernel: (name, offset, semiring, dtype, pass, variant), as bytes
-        self.names = dict(zip(map(bytes.decode, map(_NAME_OF, found)), range(len(found))))  # name -> directory entry
-        self._by_kind: dict[tuple[bytes, ...], Any] | None = None  # a name, or a list where two claim a kind
+        self._start, self._end = table  # the kernels table: its lines lie between
+        self._head = head  # the bytes through the table's opening: the directory among them
+        self._dir_start, self._dir_end = directory
+        found = _NAMES.findall(head, *directory)
+        self.names = dict.fromkeys(map(bytes.decode, found))  # in directory order
+        self._entries: dict[str, tuple[bytes, ...]] = {}  # name -> (name, offset, semiring, dtype, pass, variant)
+        self.complete = len(self.names) == len(found) > 0  # no name twice
+
+    def _entry_of(self, name: str) -> tuple[bytes, ...]:
+        entry = self._entries.get(name)
+        if entry is None:
+            at = self._head.find(b'"' + name.encode() + b'":[', self._dir_start, self._dir_end)
+            match = _ENTRY.match(self._head, at, self._dir_end) if at > self._dir_start else None
+            if match is None or self._head[at - 1 : at] not in (b"{", b","):
+                msg = f"{self.where}: {DIRECTORY_KEY}.{name}: not an entry like [offset, semiring, dtype, pass, variant]"
+                raise IndexFormatError(msg)
+            entry = self._entries[name] = match.groups()
+        return entry
 
     def kind(self, name: str) -> tuple[str, str, str, str]:
         """The four fields the directory gives ``name``: where to look, not yet verified."""
-        _, _, semiring, dtype, pass_, variant = self._found[self.names[name]]
+        _, _, semiring, dtype, pass_, variant = self._entry_of(name)
         return semiring.decode(), dtype.decode(), pass_.decode(), variant.decode()
+
+    def kinds(self) -> dict[str, tuple[str, str, str, str]]:
+        """``kind`` of every kernel, in one scan of the directory."""
+        return {
+            name.decode(): (semiring.decode(), dtype.decode(), pass_.decode(), variant.decode())
+            for name, _, semiring, dtype, pass_, variant in _ENTRY.findall(self._head, self._dir_start, self._dir_end)
+        }
 
     def claimants(self, key: tuple[str, str, str, str]) -> list[str]:
         """The names of the kernels the directory gives ``key``'s four fields."""
-        by_kind = self._by_kind
-        if by_kind is None:
-            kinds = list(map(_KIND, self._found))
-            names = list(self.names)
-            by_kind = dict(zip(kinds, names))  # all in C: 1,000 kernels cost ~0.1 ms
-            if len(by_kind) != len(kinds):  # two kernels claim one kind: list them all
-                by_kind = {}
-                for kind, name in zip(kinds, names):
-                    by_kind.setdefault(kind, []).append(name)
-            self._by_kind = by_kind
-        found = by_kind.get(tuple(part.encode() for part in key), [])
-        return [found] if isinstance(found, str) else found
+        if not all(isinstance(part, str) and part.isidentifier() and part.isascii() for part in key):
+            return []
+        needle = (',"' + '","'.join(key) + '"]').encode()
+        head, names, at = self._head, [], self._dir_start
+        while True:
+            at = head.find(needle, at, self._dir_end)
+            if at < 0:
+                return names
+            entry_start = head.rfind(b'],"', self._dir_start, at)
+            entry_start = self._dir_start + 1 if entry_start < 0 else entry_start + 2
+            match = _ENTRY.match(head, entry_start, self._dir_end)
+            if match is not None and match.end() == at + len(needle):
+                names.append(match.group(1).decode())
+            at += len(needle)
 
     def entry(self, name: str) -> Any:
         """The parsed entry of kernel ``name`` (strict JSON: no duplicate key, no NaN),
         from the line its directory entry points at, which must open with its name
         and the same four fields."""
-        found = self._found[self.names[name]]
+        found = self._entry_of(name)
         where = f"{self.where}: kernels.{name}"
         position = self._start + int(found[1])
         line = self._fetch(position, self._end) if position < self._end else b""
@@ -173,7 +199,7 @@ def open_lines(path: str, where: str) -> tuple[Any, KernelLines] | None:
 
 def _read_head(fd: int, size: int) -> bytes | None:
     """The file's bytes up to and including the kernels table's opening, or None."""
-    head, want = b"", 1 << 16
+    head, want = b"", 1 << 17  # a directory of 1,000 kernels is ~90 KB
     while True:
         chunk = os.pread(fd, min(want, size) - len(head), len(head))
         head += chunk
@@ -213,10 +239,9 @@ def _split(data: bytes, where: str, size: int, fetch: Any) -> tuple[Any, KernelL
         return None  # the whole-document reader names the problem
     if not isinstance(top, dict) or "kernels" in top or DIRECTORY_KEY in top:
         return None
-    found = _ENTRY.findall(data, directory + len(_DIRECTORY), table)
-    lines = KernelLines(where, fetch, table + len(_TABLE), size - len(_CLOSE), found)
-    if not found or len(lines.names) != len(found):
-        return None  # a name twice: the whole-document reader names it
+    lines = KernelLines(where, fetch, (table + len(_TABLE), size - len(_CLOSE)), data, (directory + len(_DIRECTORY), table))
+    if not lines.complete:
+        return None  # no kernel, or a name twice: the whole-document reader names it
     top["kernels"] = {}
     return top, lines
 

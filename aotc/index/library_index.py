@@ -98,7 +98,7 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
         checked when it is looked up (``by_kind``, ``[]``), before it is used."""
         if self._lines is None:
             return {name: k.key for name, k in self._checked.items()}
-        return {name: self._lines.kind(name) for name in self._lines.names}
+        return self._lines.kinds()
 
     def entry(self, name: str) -> Any:
         """The validated JSON entry of kernel ``name``, checking it if not yet
