@@ -248,3 +248,14 @@ def test_a_directory_pointing_at_another_kernels_line_is_refused() -> None:
         lazy.kernel("gemm_maxplus_forward")
     with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: the directory \(kernel_lines\) points at no line"):
         LibraryIndex(data, "index.json")  # read whole (aotc inspect): the directory is held to the table
+
+
+def test_two_kernels_of_one_kind_are_refused_when_that_kind_is_used() -> None:
+    doc = document()
+    doc["kernels"]["gemm_maxplus_argmax"]["pass"] = "forward"
+    index = LibraryIndex(dumps(seal(doc)), "index.json", lazy=True)
+    assert index.kernel("gemm_minplus_forward").name == "gemm_minplus_forward"  # another kind: unaffected
+    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: has the semiring, dtype, pass and variant of kernel 'gemm_maxplus_argmax'$"):
+        index.find("maxplus", "f32", "forward")  # the first it checks, named beside the other
+    with pytest.raises(IndexFormatError, match=r"has the semiring, dtype, pass and variant of kernel"):
+        LibraryIndex(dumps(seal(doc)), "index.json")  # read whole: refused at once
