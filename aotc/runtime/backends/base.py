@@ -36,11 +36,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, ClassVar, TypeVar
 
-    from aotc.runtime.backends.protocol import Backend
-
     _T = TypeVar("_T")
 
-__all__ = ["Backend", "BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "launch_error"]
+__all__ = ["BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "launch_error"]
 
 Dim3 = tuple[int, int, int]
 # (grid, block, dynamic shared bytes): what one launch needs besides the kernel and its arguments.
@@ -154,13 +152,3 @@ def byte_view(buffer: bytes | bytearray | memoryview) -> memoryview | None:
     nothing to copy, and a zero-sized view could not be cast."""
     view = memoryview(buffer)
     return view.cast("B") if view.nbytes else None
-
-
-def __getattr__(name: str) -> Any:
-    # The Protocol needs typing (some 2 ms); only type checks and isinstance() ask for it.
-    if name == "Backend":
-        from aotc.runtime.backends.protocol import Backend
-
-        return Backend
-    msg = f"module {__name__!r} has no attribute {name!r}"
-    raise AttributeError(msg)
