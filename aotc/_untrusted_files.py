@@ -69,16 +69,19 @@ def open_regular(path: str | os.PathLike[str], max_bytes: int) -> Iterator[tuple
 def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     """The bytes of the regular file ``path``, at most ``max_bytes`` of them; else
     ``UnreadableFileError`` naming the path (also when it grows while read)."""
-    with open_regular(path, max_bytes) as (fd, _):
-        return read_capped(fd, path, max_bytes)
+    with open_regular(path, max_bytes) as (fd, st):
+        return read_capped(fd, path, max_bytes, st.st_size)
 
 
-def read_capped(fd: int, path: str | os.PathLike[str], max_bytes: int) -> bytes:
-    """Read ``fd`` to its end, refusing more than ``max_bytes``: the file may have grown since fstat."""
-    chunks, total = [], 0
+def read_capped(fd: int, path: str | os.PathLike[str], max_bytes: int, expected: int = 0) -> bytes:
+    """Read ``fd`` to its end, refusing more than ``max_bytes``: the file may have grown since fstat.
+    ``expected`` (fstat's size): read that much at once, so that a large index
+    is one read and no join (a few MB in 1 MiB chunks cost ~1 ms more)."""
+    chunks, total, first = [], 0, expected + 1
     try:
         while True:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            chunk = os.read(fd, min(max(first, 1 << 20), max_bytes + 1 - total))
+            first = 0
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)

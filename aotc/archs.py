@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-import shutil
-import subprocess
 
 from aotc.errors import ArchError, echo
 
@@ -41,6 +39,10 @@ def arch_sort_key(arch: str) -> tuple[int, str]:
 
 @functools.cache
 def _nvcc_known() -> frozenset[int]:
+    # Imported here: the runtime reads MIN_ARCH from this module, and must not pay for subprocess.
+    import shutil
+    import subprocess
+
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         return frozenset()

@@ -1,8 +1,9 @@
 """Host time of one tropical product on PyTorch tensors through the aotc::
 custom ops, against torch.mm on the same shapes, through the noop backend.
 
-The noop backend launches nothing, so an aotc row is the op dispatch plus
-aotc's own call path; torch.mm on CPU tensors this small is mostly its own
+The noop backend launches nothing, so an aotc row is aotc's own call path
+(plus the op dispatch, where the call needs the dispatcher: an eager call on
+plain tensors that autograd does not record skips it, ``_torch_direct``); torch.mm on CPU tensors this small is mostly its own
 dispatch too (a 16x16 f32 product is ~4k flops). "call path, no op" is the
 same product with stream=0, which skips the op: the difference is what the
 op costs. Cases run interleaved, batch by batch, so drift in machine load
@@ -85,8 +86,8 @@ def main() -> None:
         "calibration: torch.empty(n, n)": lambda: torch.empty(n, n),
         "torch.mm(a, b)": lambda: torch.mm(a, b),
         "torch.mm(a, b, out=c)": lambda: torch.mm(a, b, out=out),
-        "tropical.matmul(a, b): the op": lambda: tropical.matmul(a, b),
-        "tropical.matmul(a, b, out=c): the _out op": lambda: tropical.matmul(a, b, out=out),
+        "tropical.matmul(a, b): eager, past the dispatcher": lambda: tropical.matmul(a, b),
+        "tropical.matmul(a, b, out=c): eager, past the dispatcher": lambda: tropical.matmul(a, b, out=out),
         "torch.ops.aotc.tropical_matmul, called directly": lambda: torch.ops.aotc.tropical_matmul(a, b, "maxplus", key),
         "call path, no op: matmul(a, b, stream=0)": lambda: tropical.matmul(a, b, stream=0),
         "call path, no op, out=c": lambda: tropical.matmul(a, b, out=out, stream=0),
@@ -102,6 +103,9 @@ def main() -> None:
     print(f"median of {args.batches} interleaved batches of {args.calls} calls")
     for name, value in medians.items():
         print(f"  {name:52} {value / 1000:7.2f} us")
+    matmul = medians["tropical.matmul(a, b): eager, past the dispatcher"] / medians["torch.mm(a, b)"]
+    step = medians["training step: tropical.matmul(ga, gb).backward(g)"] / medians["training step: torch.mm(ga, gb).backward(g)"]
+    print(f"  ratio tropical.matmul / torch.mm: {matmul:.2f}x (target <= 2.5x); training step: {step:.2f}x (target <= 2x)")
 
 
 if __name__ == "__main__":

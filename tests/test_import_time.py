@@ -5,17 +5,19 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from conftest import aotc_env
 
 FORBIDDEN = ("aotc.runtime", "aotc.build.manifest", "aotc.build.codegen", "cuda", "pycuda", "numpy", "torch", "jinja2", "yaml", "ctypes")
 
 
-def imported_by(code: str) -> list[str]:
-    """Every module ``code`` imports, from ``-X importtime`` (``-S``: no site-packages noise)."""
-    result = subprocess.run(
-        [sys.executable, "-S", "-X", "importtime", "-c", code], capture_output=True, text=True, env=aotc_env(), timeout=60
-    )
+def imported_by(code: str, *, site: bool = False) -> list[str]:
+    """Every module ``code`` imports, from ``-X importtime`` (``-S``: no site-packages
+    noise, unless ``site``: NumPy lives there)."""
+    flags = ["-X", "importtime"] if site else ["-S", "-X", "importtime"]
+    result = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, env=aotc_env(), timeout=60)
     assert result.returncode == 0, result.stderr
     return re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s+(\S+)", result.stderr, re.MULTILINE)
 
@@ -50,3 +52,35 @@ def test_import_aotc_tropical_imports_only_its_own_modules() -> None:
     # the ops themselves and the autograd glue load with the first tensor.
     later = ("aotc.runtime", "aotc.build", "aotc.tropical._torch_ops", "aotc.tropical._packed")
     assert [m for m in modules if m.startswith(later) or m == "aotc.tropical._torch"] == []
+
+
+# What a process imports on its way to its first launch must leave these out:
+# with what they pull in (inspect brings dis, ast and tokenize; pathlib
+# fnmatch, urllib.parse and ipaddress), they cost more than the rest of the
+# start-up together (benchmarks/RESULTS.md, issue 21).
+FIRST_LAUNCH_MUST_NOT_IMPORT = ("dataclasses", "inspect", "typing", "subprocess", "pathlib", "urllib")
+
+_FIRST_LAUNCH = """
+import sys
+import numpy
+import aotc, aotc.tropical
+library = aotc.load(sys.argv[1], backend="noop")
+for name in list(library)[:5]:
+    library.kernel(name)
+a = numpy.ones((4, 4), numpy.float32)
+aotc.tropical.over(library).matmul(a, a)
+aotc.tropical.over(library).matmul(a, a, out=numpy.empty((4, 4), numpy.float32))
+"""
+
+
+def test_the_first_launch_imports_no_dataclasses_inspect_typing_subprocess_pathlib_or_urllib(tmp_path: Path) -> None:
+    from runtime.runtime_support import make_library
+
+    library = make_library(tmp_path)
+    pytest.importorskip("numpy", reason="NumPy is not installed (the test extra has it)")
+    before = set(imported_by("import numpy", site=True))  # NumPy's and site's own imports are not aotc's to hold
+    code = f"import sys; sys.argv[1:] = [{str(library)!r}]\n{_FIRST_LAUNCH}"
+    modules = [m for m in imported_by(code, site=True) if m not in before]
+    assert {"aotc.runtime.library", "aotc.index.library_index", "aotc.runtime.launcher", "aotc.tropical._call"} <= set(modules)
+    banned = [m for m in modules if m.split(".")[0] in FIRST_LAUNCH_MUST_NOT_IMPORT]
+    assert banned == []

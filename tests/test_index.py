@@ -4,7 +4,6 @@ tests/build/test_index_writer.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import zipfile
 from pathlib import Path
@@ -128,7 +127,7 @@ def test_the_document_and_the_views_are_read_only() -> None:
         index["semirings"]["maxplus"]["zero"] = "+inf"  # type: ignore[index]
     with pytest.raises(TypeError):
         index.kernels["new"] = index.kernel("gemm_maxplus_forward")  # type: ignore[index]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="^Launch is immutable: cannot set 'block'$"):
         index.kernel("gemm_maxplus_forward").launch.block = (1, 1, 1)  # type: ignore[misc]
 
 
@@ -203,3 +202,60 @@ def test_key_order_and_whitespace_do_not_change_the_checksums() -> None:
     shuffled["kernels"]["gemm_maxplus_forward"]["launch"] = dict(reversed(list(launch.items())))
     data = json.dumps(shuffled, indent=4, sort_keys=True).encode()
     assert LibraryIndex(data, "index.json").kernel("gemm_maxplus_forward").launch.block == (8, 4, 1)
+
+
+# -- lazy: the library-wide fields at open, each kernel at its first use --------
+
+
+def test_a_lazy_index_checks_each_kernel_at_its_first_use() -> None:
+    index = LibraryIndex(dumps(document()), "index.json", lazy=True)
+    assert (len(index.kernels), list(index.kernels)) == (3, ["gemm_maxplus_forward", "gemm_maxplus_argmax", "gemm_minplus_forward"])
+    assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 0 checked>"
+    assert index.find("maxplus", "f32", "argmax") == LibraryIndex(dumps(document()), "index.json").kernel("gemm_maxplus_argmax")
+    assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 1 checked>"
+    assert index["semirings"]["maxplus"]["zero"] == "-inf"  # the top level checks no kernel
+    assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 1 checked>"
+    whole = LibraryIndex(dumps(document()), "index.json").document
+    assert dict(index.document) == {k: v for k, v in whole.items() if k != "kernel_lines"}  # every kernel
+    assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 3 checked>"
+
+
+def test_a_lazy_index_refuses_a_bad_library_wide_field_at_open() -> None:
+    doc = document()
+    doc["semirings"]["maxplus"]["zero"] = "+inf"  # sealed: the library seal no longer holds
+    with pytest.raises(IndexFormatError, match=r"^index\.json: semirings: checksum mismatch"):
+        LibraryIndex(dumps(doc), "index.json", lazy=True)
+
+
+def test_an_index_in_another_layout_is_checked_whole_even_when_lazy() -> None:
+    doc = document()
+    doc["kernels"]["gemm_minplus_forward"]["launch"]["block"] = [64, 1, 1]  # not resealed
+    with pytest.raises(IndexFormatError, match=r"kernels\.gemm_minplus_forward\.launch: checksum mismatch"):
+        LibraryIndex(json.dumps(doc, indent=2).encode(), "index.json", lazy=True)
+    index = LibraryIndex(dumps(doc), "index.json", lazy=True)  # the build's layout: only that kernel fails
+    assert index.kernel("gemm_maxplus_forward").name == "gemm_maxplus_forward"
+    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_minplus_forward\.launch: checksum mismatch"):
+        index.kernel("gemm_minplus_forward")
+
+
+def test_a_directory_pointing_at_another_kernels_line_is_refused() -> None:
+    data = dumps(document())
+    first, second = b'"gemm_maxplus_forward":[0,', b'"gemm_maxplus_argmax":['
+    offset = data[data.index(second) + len(second) :].split(b",", 1)[0]
+    data = data.replace(first, b'"gemm_maxplus_forward":[' + offset + b",", 1)
+    lazy = LibraryIndex(data, "index.json", lazy=True)
+    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: the directory \(kernel_lines\) points at no line of this kernel"):
+        lazy.kernel("gemm_maxplus_forward")
+    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: the directory \(kernel_lines\) points at no line"):
+        LibraryIndex(data, "index.json")  # read whole (aotc inspect): the directory is held to the table
+
+
+def test_two_kernels_of_one_kind_are_refused_when_that_kind_is_used() -> None:
+    doc = document()
+    doc["kernels"]["gemm_maxplus_argmax"]["pass"] = "forward"
+    index = LibraryIndex(dumps(seal(doc)), "index.json", lazy=True)
+    assert index.kernel("gemm_minplus_forward").name == "gemm_minplus_forward"  # another kind: unaffected
+    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: has the semiring, dtype, pass and variant of kernel 'gemm_maxplus_argmax'$"):
+        index.find("maxplus", "f32", "forward")  # the first it checks, named beside the other
+    with pytest.raises(IndexFormatError, match=r"has the semiring, dtype, pass and variant of kernel"):
+        LibraryIndex(dumps(seal(doc)), "index.json")  # read whole: refused at once

@@ -14,11 +14,13 @@ must not count as one.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from aotc.index.schema import INDEX_NAME, MAX_INDEX_BYTES, SCHEMA, SOURCE_DIR, sha256_bytes
 
+TYPE_CHECKING = False  # no typing at run time: a kernel's first use must not pay for it
 if TYPE_CHECKING:
+    from typing import Any
+
     from aotc.index._validate import toolkit_entry as parse_toolkit
     from aotc.index.library_index import LibraryIndex
     from aotc.index.views import FileEntry, IndexKernel, KernelKey, Launch, Param, ToolkitEntry

@@ -13,17 +13,19 @@ import json
 import os
 import re
 from itertools import accumulate
-from pathlib import Path
-from typing import Any
 
 from aotc._untrusted_files import read_regular
 from aotc.errors import IndexFormatError, LibraryNotFoundError, UnreadableFileError, echo
 from aotc.index.schema import MAX_DEPTH, MAX_INDEX_BYTES
 
-__all__ = ["parse_index_bytes", "read_index_file"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["parse_index_bytes", "parse_json_text", "read_index_file"]
 
 
-def read_index_file(path: Path) -> bytes:
+def read_index_file(path: str | os.PathLike[str]) -> bytes:
     """The bytes of ``path``, a regular file of at most MAX_INDEX_BYTES."""
     try:
         return read_regular(path, MAX_INDEX_BYTES)
@@ -79,8 +81,14 @@ def parse_index_bytes(data: bytes, where: str) -> Any:
     except UnicodeDecodeError as exc:
         msg = f"{where}: not a valid index (not UTF-8 at byte {exc.start})"
         raise IndexFormatError(msg) from None
+    return parse_json_text(text, where, MAX_DEPTH)
+
+
+def parse_json_text(text: str, where: str, max_depth: int) -> Any:
+    """The JSON value of ``text``, nested at most ``max_depth`` deep, with no
+    duplicate key and no NaN; one-line IndexFormatError otherwise."""
     depth = _depth(text)
-    if depth > MAX_DEPTH:
+    if depth > max_depth:
         msg = f"{where}: not a valid index (nested {depth} deep; an index nests at most {MAX_DEPTH})"
         raise IndexFormatError(msg)
     try:

@@ -1,19 +1,20 @@
-"""Validating a parsed index completely, once, into typed views.
+"""Validating a parsed index into typed views: the top level, and each kernel.
 
 Every key is known, every value has its type and range, every file name is a
 plain name inside the library folder, and every checksum the build wrote is
 recomputed. The first problem raises IndexFormatError naming the file and
 the field path (``kernels.k.launch.block[0]``), with any value from the file
 echoed through ``aotc.errors.echo``.
+
+``validate`` checks a whole document; ``validate_top`` what the whole library
+needs (everything but the kernels' entries) and ``kernel`` one kernel's
+entry, for a reader that checks each kernel on its first use.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NoReturn
 
 from aotc.errors import IndexFormatError, echo
 from aotc.index.schema import (
@@ -29,7 +30,12 @@ from aotc.index.schema import (
 )
 from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 
-__all__ = ["Validated", "freeze", "toolkit_entry", "validate"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, NoReturn
+
+__all__ = ["Validated", "duplicate_kind", "freeze", "kernel", "toolkit_entry", "validate", "validate_top"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
@@ -48,7 +54,9 @@ _MAX_THREADS = 1024
 _MAX_INT = 2**31 - 1
 
 _TOP_REQUIRED = frozenset({"schema", "library", "semirings", "kernels", CHECKSUM_KEY})
-_TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version"})
+# kernel_lines: the directory of the one-kernel-a-line layout (aotc.index._lines), held to
+# the kernels table by LibraryIndex: a locator, never read for what a kernel does.
+_TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_lines"})
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
 _KERNEL_OPTIONAL = frozenset({"resources"})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
@@ -56,14 +64,16 @@ _TOOLKIT_REQUIRED = frozenset({"version", "cuda_major", "min_driver", "wheel"})
 _TOOLKIT_OPTIONAL = frozenset({"compiler", "compression"})
 
 
-@dataclass(frozen=True)
 class Validated:
     """What ``validate`` found: the checked document (mutable: freeze() it before
     handing it out) and its typed views."""
 
-    document: dict[str, Any]
-    kernels: dict[str, IndexKernel]
-    toolkit: ToolkitEntry | None
+    __slots__ = ("document", "kernels", "toolkit")
+
+    def __init__(self, document: dict[str, Any], kernels: dict[str, IndexKernel], toolkit: ToolkitEntry | None) -> None:
+        self.document = document
+        self.kernels = kernels
+        self.toolkit = toolkit
 
 
 def _fail(where: str, path: str, problem: str) -> NoReturn:
@@ -273,8 +283,10 @@ def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any]) -> 
     )  # fmt: skip
 
 
-def validate(where: str, document: Any) -> Validated:
-    """Check the whole parsed document; raises IndexFormatError naming the first bad field."""
+def validate_top(where: str, document: Any) -> ToolkitEntry | None:
+    """Check everything but the kernels' entries: the schema, the top-level keys,
+    the library's seal (its name and semirings), the toolkit table, and that the
+    kernels table is a table. Returns the toolkit (None where the index has none)."""
     if not isinstance(document, dict):
         _fail(where, "", f"not an aotc index (the top level is {_type(document)}, not an object)")
     schema = document.get("schema")
@@ -288,14 +300,30 @@ def validate(where: str, document: Any) -> Validated:
             _text(where, key, document[key], _WORD, "a version")
     _semirings(where, document["semirings"])
     toolkit = toolkit_entry(where, document["toolkit"]) if "toolkit" in document else None
-    table = _table(where, "kernels", document["kernels"], _MAX_KERNELS)
+    _table(where, "kernels", document["kernels"], _MAX_KERNELS)
     _checksums(where, "", document, TOP_SEALED)
+    return toolkit
+
+
+def kernel(where: str, name: str, entry: Any, semirings: Mapping[str, Any]) -> IndexKernel:
+    """One kernel's entry, checked and its checksums recomputed; ``semirings`` is
+    the (checked) semirings table its semiring must be in."""
+    return _kernel(where, _key(where, "kernels", name), entry, semirings)
+
+
+def duplicate_kind(where: str, name: str, other: str) -> NoReturn:
+    _fail(where, f"kernels.{name}", f"has the semiring, dtype, pass and variant of kernel {other!r}")
+
+
+def validate(where: str, document: Any) -> Validated:
+    """Check the whole parsed document; raises IndexFormatError naming the first bad field."""
+    toolkit = validate_top(where, document)
     kernels: dict[str, IndexKernel] = {}
     owners: dict[tuple[str, str, str, str], str] = {}
-    for name, entry in table.items():
-        kernel = _kernel(where, _key(where, "kernels", name), entry, document["semirings"])
-        other = owners.setdefault(kernel.key, name)
+    for name, entry in document["kernels"].items():
+        checked = kernel(where, name, entry, document["semirings"])
+        other = owners.setdefault(checked.key, name)
         if other != name:
-            _fail(where, f"kernels.{name}", f"has the semiring, dtype, pass and variant of kernel {other!r}")
-        kernels[name] = kernel
+            duplicate_kind(where, name, other)
+        kernels[name] = checked
     return Validated(document, kernels, toolkit)

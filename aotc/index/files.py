@@ -9,13 +9,17 @@ members come through a callable, with the same size and sha256 checks.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from pathlib import Path
 
 from aotc._untrusted_files import KERNEL_FILE_LIMIT, open_regular, read_capped
 from aotc.errors import DamagedLibraryError, UnreadableFileError
 from aotc.index.schema import INDEX_NAME, sha256_bytes
-from aotc.index.views import FileEntry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from aotc.index.views import FileEntry
 
 __all__ = ["FolderFiles", "MemberFiles", "verify"]
 
@@ -37,11 +41,17 @@ def verify(data: bytes, entry: FileEntry, label: str) -> bytes:
 class FolderFiles:
     """The files of a library folder."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.folder = os.fspath(directory)  # a string: loading a kernel imports no pathlib
+
+    @property
+    def directory(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.folder)
 
     def label(self, entry: FileEntry) -> str:
-        return str(self.directory / entry.file)
+        return os.path.join(self.folder, entry.file)
 
     def read(self, entry: FileEntry) -> bytes:
         """The verified bytes of ``entry``."""
@@ -50,8 +60,8 @@ class FolderFiles:
         # subfolder must be a real folder, not a symlink out of the library;
         # open_regular refuses a symlink, FIFO or device as the file itself.
         head, _, _ = entry.file.rpartition("/")
-        folder = self.directory / head
-        if head and (folder.is_symlink() or not folder.is_dir()):
+        folder = os.path.join(self.folder, head)
+        if head and (os.path.islink(folder) or not os.path.isdir(folder)):
             msg = f"{folder}: not a folder (a symlink?); library files must be regular files in the library folder"
             raise DamagedLibraryError(msg)
         if not os.path.lexists(label):
@@ -63,7 +73,7 @@ class FolderFiles:
                     msg = f"{label}: size {info.st_size} bytes, {INDEX_NAME} says {entry.size}; {_REINSTALL}"
                     raise DamagedLibraryError(msg)
                 # No more than the recorded size: read_capped refuses a file that grew since fstat.
-                data = read_capped(fd, label, entry.size)
+                data = read_capped(fd, label, entry.size, entry.size)
         except UnreadableFileError as exc:
             raise DamagedLibraryError(f"{exc}; {_REINSTALL}") from None
         return verify(data, entry, label)

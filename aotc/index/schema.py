@@ -11,14 +11,22 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 __all__ = [
     "ARCH_TEXT",
     "CHECKSUM_KEY",
+    "DIRECTORY_KEY",
     "INDEX_NAME",
     "KERNEL_SEALED",
+    "KINDS_FIRST",
+    "LAYOUT_CLOSE",
+    "LAYOUT_DIRECTORY",
+    "LAYOUT_TABLE",
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MAX_INDEX_BYTES",
@@ -59,6 +67,16 @@ KERNEL_SEALED = (
 # The semirings table gives results their zero and one. The toolkit table only
 # gates the driver check, and older-style fixtures drop it, so it is not sealed.
 TOP_SEALED = ("library", "semirings")
+
+# The layout the build writes (aotc.build.index_writer) and aotc.load reads
+# (aotc.index._lines): the top level indented, then a directory of the kernels
+# on one line, then the kernels table, one kernel a line, each opening with
+# the four fields it is found by.
+DIRECTORY_KEY = "kernel_lines"
+KINDS_FIRST = ("semiring", "dtype", "pass", "variant")
+LAYOUT_DIRECTORY = ',\n "kernel_lines": '
+LAYOUT_TABLE = ',\n "kernels": {'
+LAYOUT_CLOSE = "\n }\n}\n"
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -6,8 +6,12 @@ so users of these views never re-check types or catch ``KeyError``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from aotc._record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, ClassVar
 
 __all__ = ["FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
 
@@ -15,40 +19,48 @@ __all__ = ["FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitE
 KernelKey = tuple[str, str, str, str]
 
 
-@dataclass(frozen=True)
-class FileEntry:
-    """One file of a kernel, as the index records it."""
+class FileEntry(Record):
+    """One file of a kernel, as the index records it: ``file`` a plain name, or
+    "src/<plain name>" for sources; ``sha256`` 64 lowercase hex digits; ``size``."""
 
-    file: str  # a plain name, or "src/<plain name>" for sources
-    sha256: str  # 64 lowercase hex digits
+    _fields = ("file", "sha256", "size")
+    __slots__ = _fields
+    file: str
+    sha256: str
     size: int
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(Record):
     """One kernel parameter: name, C type, kind ("ptr", "i32", "i64") and struct code."""
 
+    _fields = ("name", "ctype", "kind", "pack")
+    __slots__ = _fields
     name: str
     ctype: str
     kind: str
     pack: str
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(Record):
     """Launch geometry: the grid is ceil(extent / tile) per axis; an extent is a
     size parameter's name or a decimal number."""
 
+    _fields = ("block", "grid", "shared_bytes_static", "shared_bytes_dynamic")
+    __slots__ = _fields
     block: tuple[int, int, int]
     grid: tuple[tuple[str, int], tuple[str, int], tuple[str, int]]
     shared_bytes_static: int
     shared_bytes_dynamic: int
 
 
-@dataclass(frozen=True)
-class IndexKernel:
+class IndexKernel(Record):
     """One kernel of the index."""
 
+    _fields = (
+        "name", "symbol", "family", "semiring", "dtype", "pass_", "variant",
+        "params", "launch", "fatbin", "source", "sass", "ptx", "resources",
+    )  # fmt: skip
+    __slots__ = _fields
     name: str
     symbol: str
     family: str
@@ -87,13 +99,15 @@ class IndexKernel:
         return self.fatbin if part == "fatbin" else self.source
 
 
-@dataclass(frozen=True)
-class ToolkitEntry:
+class ToolkitEntry(Record):
     """The index's ``toolkit`` table: what compiled the images, and the oldest driver they load on."""
 
+    _fields = ("version", "cuda_major", "min_driver", "wheel", "compiler", "compression")
+    __slots__ = _fields
+    _defaults: ClassVar[dict[str, Any]] = {"compiler": "", "compression": ""}
     version: str  # e.g. "13.0.88"
     cuda_major: int
     min_driver: int  # cuDriverGetVersion units
     wheel: str
-    compiler: str = ""
-    compression: str = ""
+    compiler: str
+    compression: str

@@ -15,12 +15,14 @@ device whose context the calling thread has current (``cudaSetDevice``,
 from __future__ import annotations
 
 import sys
-import threading
-from typing import TYPE_CHECKING, Any
 
 from aotc.errors import ArgumentError, CaptureError, NoDeviceError, echo
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from _thread import LockType
+    from typing import Any
+
     from aotc.runtime.backends import Backend
     from aotc.runtime.launcher import Launcher
     from aotc.runtime.select import Platform
@@ -62,7 +64,7 @@ class DeviceState:
     def __init__(self, ordinal: int, backend: Backend) -> None:
         self.ordinal = ordinal
         self.backend = backend
-        self.kernel_locks: dict[str, threading.Lock] = {}
+        self.kernel_locks: dict[str, LockType] = {}
         self.launchers: dict[str, Launcher] = {}
         self.launchers_by_kind: dict[tuple[str, str, str, str], Launcher] = {}
         self.platforms: dict[bool, Platform] = {}

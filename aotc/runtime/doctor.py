@@ -21,7 +21,8 @@ from aotc._version import __version__
 from aotc.errors import AotcError, DriverTooOldError, NoDeviceError
 from aotc.index import INDEX_NAME, IndexKernel, LibraryIndex
 from aotc.runtime.backends import backend_name_from_env, get_backend
-from aotc.runtime.backends.base import Backend, DeviceInfo
+from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.protocol import Backend
 from aotc.runtime.cache import DiskCache, default_cache
 from aotc.runtime.driver import Toolkit, check_driver, cuda_text, toolkit_of
 from aotc.runtime.library import installed_libraries, kernel_images, resolve_library

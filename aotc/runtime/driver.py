@@ -20,14 +20,16 @@ are ``cuDriverGetVersion`` units, 1000 * major + 10 * minor (12040 is CUDA 12.4)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+from aotc._record import Record
 from aotc.errors import DriverTooOldError
 from aotc.index import parse_toolkit
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
     from aotc.index import LibraryIndex
 
 __all__ = ["OLDEST_SUPPORTED", "Toolkit", "check_driver", "cuda_text", "toolkit_from_index", "toolkit_of"]
@@ -39,10 +41,11 @@ _BRANCHES = {12000: "R525", 13000: "R580"}
 _LANE_SUFFIX = re.compile(r"-cuda\d+x$")
 
 
-@dataclass(frozen=True)
-class Toolkit:
+class Toolkit(Record):
     """What the index says about the CUDA toolkit a library was built with."""
 
+    _fields = ("version", "cuda_major", "min_driver", "wheel")
+    __slots__ = _fields
     version: str  # nvcc's, e.g. "13.0.88"
     cuda_major: int
     min_driver: int  # cuDriverGetVersion units

@@ -14,24 +14,27 @@ only the pointers (``BoundLaunch``).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+from aotc._record import Record
 from aotc.errors import ArgumentError
 from aotc.runtime.backends.params import ParamLayout
-from aotc.runtime.select import ImageChoice
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from aotc.index import IndexKernel
+    from aotc.runtime.select import ImageChoice
 
 __all__ = ["BoundLaunch", "KernelSignature", "Launcher"]
 
 
-@dataclass(frozen=True)
-class KernelSignature:
+class KernelSignature(Record):
     """A kernel's parameters and launch geometry, as the index describes them."""
 
+    _fields = ("name", "symbol", "params", "kinds", "format", "block", "grid", "shared_bytes_dynamic")
+    __slots__ = _fields
     name: str
     symbol: str
     params: tuple[str, ...]

@@ -1,7 +1,10 @@
 """``aotc.load()``: a kernel library that reads its index at load and each kernel at first use.
 
-Loading reads ``index.json`` and nothing else, and validates it whole,
-checksums included (``aotc.index``). The first kernel loaded
+Loading reads ``index.json`` and nothing else, and checks what the whole
+library needs: its schema, its seal (the library's name and semirings) and
+its toolkit. Each kernel's entry is validated, and its checksums recomputed,
+at the first use of that kernel (``aotc.index.LibraryIndex``, ``lazy=True``),
+so loading costs the same for 86 kernels or 1,000. The first kernel loaded
 checks, once per library, that the backend's driver is new enough for the
 toolkit the index names (``aotc.runtime.driver``). The first use of a kernel
 chooses its image (``select_image`` against the device), opens only that
@@ -13,23 +16,24 @@ All of that is per device (``aotc.runtime.devices``): a kernel used on two
 GPUs is loaded twice, once in each device's primary context, with the image
 chosen for each device's arch. ``preload()`` does the loading up front, so a
 call captured into a CUDA graph never has to.
+
+Nothing here imports ``typing``, ``pathlib`` or ``dataclasses`` on the way to
+a launch (``tests/test_import_time.py`` holds the list): a process pays for
+what it imports before its first kernel runs.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
-from aotc._locations import libraries_root, library_dir
+from aotc._locations import libraries_root, library_folder
 from aotc.errors import ArgumentError, DriverTooOldError, LibraryNotFoundError, echo
-from aotc.index import INDEX_NAME, IndexKernel, LibraryIndex
-from aotc.runtime.backends import Backend, get_backend
-from aotc.runtime.cache import DiskCache
+from aotc.index import INDEX_NAME
+from aotc.index.library_index import LibraryIndex
+from aotc.runtime.backends import get_backend
 from aotc.runtime.devices import DeviceState, check_ordinal, current_device, refuse_while_capturing
-from aotc.runtime.driver import Toolkit, check_driver, toolkit_of
+from aotc.runtime.driver import check_driver, toolkit_of
 from aotc.runtime.launcher import KernelSignature, Launcher
 from aotc.runtime.select import (
     ImageChoice,
@@ -42,17 +46,36 @@ from aotc.runtime.select import (
     select_image,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+    from typing import Any
+
+    from aotc.index import IndexKernel
+    from aotc.runtime.backends import Backend
+    from aotc.runtime.cache import DiskCache
+    from aotc.runtime.driver import Toolkit
+
 __all__ = ["Library", "installed_libraries", "kernel_images", "load", "resolve_library"]
 
 
 def resolve_library(library: str | os.PathLike[str]) -> Path:
     """The folder of ``library``: an installed library's name, a folder, or an index.json path."""
+    from pathlib import Path
+
+    return Path(_library_folder(library))
+
+
+def _library_folder(library: str | os.PathLike[str]) -> str:
+    """``resolve_library``, as an absolute path string (no pathlib on the way to a launch)."""
     text = os.fspath(library)
     looks_like_path = isinstance(library, os.PathLike) or os.sep in text or "/" in text or text.startswith(".")
-    if looks_like_path or (Path(text) / INDEX_NAME).is_file():
-        path = Path(text).expanduser().resolve()
-        return path.parent if path.name == INDEX_NAME and path.is_file() else path
-    return library_dir(text)
+    if looks_like_path or os.path.isfile(os.path.join(text, INDEX_NAME)):
+        path = os.path.realpath(os.path.expanduser(text))
+        is_index = os.path.basename(path) == INDEX_NAME and os.path.isfile(path)
+        return os.path.dirname(path) if is_index else path
+    return library_folder(text)
 
 
 def installed_libraries() -> list[str]:
@@ -80,14 +103,14 @@ class Library:
         cache: DiskCache | None = None,
         device: Any = None,
     ) -> None:
-        self.directory = Path(directory)
-        index_path = self.directory / INDEX_NAME
-        if not index_path.is_file():
+        self.folder = os.fspath(directory)
+        if not os.path.isfile(os.path.join(self.folder, INDEX_NAME)):
             known = ", ".join(installed_libraries()) or "none"
-            msg = f"no kernel library at {self.directory} ({INDEX_NAME} not found; installed libraries: {known})"
+            msg = f"no kernel library at {self.folder} ({INDEX_NAME} not found; installed libraries: {known})"
             raise LibraryNotFoundError(msg)
-        # Read, validated and checksummed once; kernels' files are read at first use.
-        self.index = LibraryIndex.open(self.directory)
+        # The library-wide fields checked now; each kernel's entry at its first use,
+        # its files then too (aotc.index.LibraryIndex, lazy).
+        self.index = LibraryIndex.open(self.folder, lazy=True)
         self.name: str = self.index.name
         # None for indexes written before the build recorded its toolkit: no driver check.
         self.toolkit: Toolkit | None = toolkit_of(self.index)
@@ -105,7 +128,7 @@ class Library:
         # None: each call runs on the current device (aotc.runtime.devices).
         self.device: int | None = None if device is None else check_ordinal(device)
         self._cache = cache
-        self._mutex = threading.Lock()
+        self._mutex = allocate_lock()
         self._devices: dict[int, DeviceState] = {}
         self._asks_current: Backend | None = None  # the backend kind's device 0, asked which device is current
         # Per-library state of the packages built over the runtime, keyed by their
@@ -113,7 +136,14 @@ class Library:
         self.extensions: dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        return f"<aotc.Library {self.name!r} at {self.directory}: {len(self)} kernels, {len(self.loaded)} loaded>"
+        return f"<aotc.Library {self.name!r} at {self.folder}: {len(self)} kernels, {len(self.loaded)} loaded>"
+
+    @property
+    def directory(self) -> Path:
+        """The library folder."""
+        from pathlib import Path
+
+        return Path(self.folder)
 
     def __len__(self) -> int:
         return len(self.index.kernels)
@@ -276,7 +306,7 @@ class Library:
     def _load(self, name: str, state: DeviceState) -> Launcher:
         kernel = self.index.kernel(name)
         with self._mutex:
-            lock = state.kernel_locks.setdefault(name, threading.Lock())
+            lock = state.kernel_locks.setdefault(name, allocate_lock())
         with lock:
             launcher = state.launchers.get(name)
             if launcher is None:
@@ -315,8 +345,8 @@ class Library:
         return Launcher(signature, backend, module, function, choice=choice, image=image)
 
 
-_loaded: dict[tuple[Path, int, int], Library] = {}
-_loaded_lock = threading.Lock()
+_loaded: dict[tuple[str, int, int], Library] = {}
+_loaded_lock = allocate_lock()
 
 
 def load(
@@ -333,11 +363,11 @@ def load(
     backend, cache and device, loading the same unchanged library again returns
     the same Library, with its kernels already loaded.
     """
-    directory = resolve_library(library)
+    directory = _library_folder(library)
     if backend is not None or cache is not None or device is not None:
         return Library(directory, backend=backend, cache=cache, device=device)
     try:
-        st = (directory / INDEX_NAME).stat()
+        st = os.stat(os.path.join(directory, INDEX_NAME))
     except OSError:
         return Library(directory)  # raises the one-line error
     key = (directory, st.st_mtime_ns, st.st_size)

@@ -6,13 +6,17 @@ rule in DESIGN.md ("Choosing an image") is tested on a machine without a GPU.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 
+from aotc._record import Record
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12
 from aotc.errors import ArgumentError, ConfigurationError, IndexFormatError, NoKernelImageError
 from aotc.index.schema import ARCH_TEXT
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any, ClassVar
 
 __all__ = [
     "INTEGRATED_ARCHS",
@@ -59,13 +63,19 @@ class ImageKind(str, Enum):
     UNAVAILABLE = "unavailable"
 
 
-@dataclass(frozen=True)
-class Arch:
-    """One architecture from the index: ``"86"``, ``"90a"``, ``"100f"``."""
+_set = object.__setattr__
 
+
+class Arch(Record):
+    """One architecture from the index: ``"86"``, ``"90a"``, ``"100f"``; ``variant``
+    is "" (plain, the default), "a" (arch-specific) or "f" (family-specific)."""
+
+    _fields = ("major", "minor", "variant")
+    __slots__ = _fields
+    _defaults: ClassVar[dict[str, Any]] = {"variant": ""}
     major: int
     minor: int
-    variant: str = ""  # "" plain, "a" arch-specific, "f" family-specific
+    variant: str
 
     @classmethod
     def parse(cls, text: str, *, what: str = "arch") -> Arch:
@@ -90,56 +100,65 @@ def _parse_archs(archs: Iterable[str], what: str, kernel: str) -> tuple[Arch, ..
         raise IndexFormatError(f"{kernel}{error}") from None
 
 
-@dataclass(frozen=True)
-class KernelImages:
-    """What the index says one kernel ships: SASS and PTX architectures."""
+class KernelImages(Record):
+    """What the index says one kernel ships: SASS and PTX architectures, the CUDA
+    version of the toolkit that wrote the PTX, and the kernel's name (for messages)."""
 
+    _fields = ("sass", "ptx", "ptx_toolkit", "name", "sass_archs", "ptx_archs")
+    __slots__ = _fields
     sass: tuple[str, ...]
     ptx: tuple[str, ...]
-    ptx_toolkit: tuple[int, int]  # CUDA version of the toolkit that wrote the PTX
-    name: str = ""  # only for messages
-    sass_archs: tuple[Arch, ...] = field(init=False, repr=False, compare=False)
-    ptx_archs: tuple[Arch, ...] = field(init=False, repr=False, compare=False)
+    ptx_toolkit: tuple[int, int]
+    name: str
+    sass_archs: tuple[Arch, ...]  # parsed from sass: not an argument
+    ptx_archs: tuple[Arch, ...]
 
-    def __post_init__(self) -> None:
-        prefix = f"kernel {self.name!r}: " if self.name else ""
-        sass_archs = _parse_archs(self.sass, "SASS", prefix)
-        ptx_archs = _parse_archs(self.ptx, "PTX", prefix)
-        object.__setattr__(self, "sass", tuple(self.sass))
-        object.__setattr__(self, "ptx", tuple(self.ptx))
-        object.__setattr__(self, "ptx_toolkit", tuple(self.ptx_toolkit))
-        object.__setattr__(self, "sass_archs", sass_archs)
-        object.__setattr__(self, "ptx_archs", ptx_archs)
+    def __init__(self, sass: Iterable[str], ptx: Iterable[str], ptx_toolkit: Iterable[int], name: str = "") -> None:
+        prefix = f"kernel {name!r}: " if name else ""
+        sass_archs = _parse_archs(sass, "SASS", prefix)
+        ptx_archs = _parse_archs(ptx, "PTX", prefix)
+        _set(self, "sass", tuple(sass))
+        _set(self, "ptx", tuple(ptx))
+        _set(self, "ptx_toolkit", tuple(ptx_toolkit))
+        _set(self, "name", name)
+        _set(self, "sass_archs", sass_archs)
+        _set(self, "ptx_archs", ptx_archs)
+
+    def __repr__(self) -> str:
+        return f"KernelImages(sass={self.sass!r}, ptx={self.ptx!r}, ptx_toolkit={self.ptx_toolkit!r}, name={self.name!r})"
 
 
-@dataclass(frozen=True)
-class Platform:
-    """The GPU in hand and the JIT tools beside it."""
+class Platform(Record):
+    """The GPU in hand and the JIT tools beside it: its compute capability, the
+    CUDA version its driver supports, and the archs NVRTC compiles for (None: no NVRTC)."""
 
+    _fields = ("capability", "driver_version", "nvrtc_archs")
+    __slots__ = _fields
     capability: tuple[int, int]
-    driver_version: tuple[int, int]  # CUDA version the driver supports
-    nvrtc_archs: frozenset[tuple[int, int]] | None = None  # None: no NVRTC
+    driver_version: tuple[int, int]
+    nvrtc_archs: frozenset[tuple[int, int]] | None
 
-    def __post_init__(self) -> None:
-        major, minor = self.capability
+    def __init__(
+        self, capability: tuple[int, int], driver_version: Iterable[int], nvrtc_archs: Iterable[Iterable[int]] | None = None
+    ) -> None:
+        major, minor = capability
         if major < 1 or not 0 <= minor <= 9:
-            msg = f"impossible compute capability {self.capability!r}"
+            msg = f"impossible compute capability {capability!r}"
             raise ArgumentError(msg)
-        object.__setattr__(self, "capability", (major, minor))
-        object.__setattr__(self, "driver_version", tuple(self.driver_version))
-        if self.nvrtc_archs is not None:
-            nvrtc_archs = frozenset(tuple(arch) for arch in self.nvrtc_archs)
-            object.__setattr__(self, "nvrtc_archs", nvrtc_archs)
+        _set(self, "capability", (major, minor))
+        _set(self, "driver_version", tuple(driver_version))
+        _set(self, "nvrtc_archs", None if nvrtc_archs is None else frozenset(tuple(arch) for arch in nvrtc_archs))
 
 
-@dataclass(frozen=True)
-class ImageChoice:
+class ImageChoice(Record):
     """The decision: which image, and a short reason that ``aotc doctor`` prints.
 
     ``arch`` is the SASS or PTX arch loaded, or the arch NVRTC compiles for;
     it is empty when ``kind`` is UNAVAILABLE, and ``reason`` is then the error.
     """
 
+    _fields = ("kind", "arch", "reason")
+    __slots__ = _fields
     kind: ImageKind
     arch: str
     reason: str

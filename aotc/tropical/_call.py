@@ -224,9 +224,9 @@ class Tropical:
                 msg = f"{what}: unknown {', '.join(unknown)} (known: {', '.join(known)})"
                 raise ArgumentError(msg)
         names = [
-            name for name, e in self.library.index["kernels"].items()
-            if (wanted_semirings is None or e["semiring"] in wanted_semirings)
-            and (wanted_dtypes is None or e["dtype"] in wanted_dtypes)
+            name for name, (semiring, dtype, _, _) in self.library.index.kinds().items()
+            if (wanted_semirings is None or semiring in wanted_semirings)
+            and (wanted_dtypes is None or dtype in wanted_dtypes)
         ]  # fmt: skip
         return self.library.preload(names, device)
 
@@ -250,8 +250,8 @@ class Tropical:
         try:
             return self.library.find(semiring, dtype, pass_name, variant, device=device, stream=stream)
         except KeyError:
-            kernels = self.library.index["kernels"].values()
-            have = sorted({e["dtype"] for e in kernels if e["semiring"] == semiring and e["pass"] == pass_name})
+            kinds = self.library.index.kinds().values()
+            have = sorted({d for s, d, p, _ in kinds if s == semiring and p == pass_name})
             msg = f"a: no {pass_name} kernel for semiring {semiring!r} and dtype {dtype} (dtypes with one: {', '.join(have) or 'none'})"
             raise ArgumentError(msg) from None
 
@@ -334,9 +334,9 @@ class Tropical:
         # Cheapest first: this runs on every matmul() call.
         packable = self._packable.get(semiring) if type(semiring) is str else False
         if packable is None:
-            kernels = self.library.index["kernels"].values()
+            kinds = self.library.index.kinds().values()  # what the index's lines say; find() checks the kernel
             packable = self._packable[semiring] = any(
-                e["semiring"] == semiring and e["variant"] == "packed" and e["pass"] == "forward" for e in kernels
+                s == semiring and v == "packed" and p == "forward" for s, _, p, v in kinds
             )
         if not packable:
             return False

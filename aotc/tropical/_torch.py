@@ -12,7 +12,17 @@ The ops launch on torch's current stream. A call that names its own
 ``stream=`` runs the call path directly instead, outside the ops (and so
 without autograd, which is refused rather than silently dropped).
 
-In eager mode, a call that autograd does not record enters the ops below the
+In eager mode, a call that nothing but aotc itself would see skips the
+dispatcher and runs the op's kernel (the call plan) directly (``_direct``):
+plain ``torch.Tensor`` operands (no subclass, no functorch wrapper, not on the
+meta device), no TorchDispatchMode or TorchFunctionMode, no torch.func
+transform, no tracing or compiling, autocast off, not in inference mode, and
+autograd not recording. Each of those is a case where the dispatcher does
+something (a mode, a transform, a fake or traced tensor, an inference tensor,
+autograd): those calls go through the ops as before. An ``out=`` still has
+its version counter bumped, as the ``_out`` op does.
+
+Otherwise, in eager mode, a call that autograd does not record enters the ops below the
 autograd key (``_torch_ops.call_unrecorded``): that is where the ops' own
 autograd kernel would send it, and skipping that Python layer saves about
 3.5 us a call. A call that autograd records runs the argmax op inside
@@ -32,7 +42,8 @@ import torch
 
 from aotc.errors import ArgumentError
 from aotc.tropical import _torch_ops
-from aotc.tropical._torch_route import library_key
+from aotc.tropical._torch_direct import direct as _direct
+from aotc.tropical._torch_route import handle, library_key
 
 __all__ = ["matmul", "matmul_argmax", "matmul_backward"]
 
@@ -43,6 +54,7 @@ _argmax = _ops.tropical_matmul_argmax.default
 _unrecorded = _torch_ops.call_unrecorded
 _below_autograd = _torch_ops.BELOW_AUTOGRAD
 _compiling = torch.compiler.is_compiling
+_bump_version = torch.autograd.graph.increment_version
 
 
 class _ArgmaxProduct(torch.autograd.Function):
@@ -52,7 +64,11 @@ class _ArgmaxProduct(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, library: str) -> tuple[torch.Tensor, torch.Tensor]:
-        c, k = _unrecorded(_argmax, a, b, semiring, library)  # this Function is the autograd
+        # This Function is the autograd: inside it, autograd records nothing.
+        if _direct(a, b):
+            c, k = handle(library).op_matmul_argmax(a, b, semiring)
+        else:
+            c, k = _unrecorded(_argmax, a, b, semiring, library)
         _torch_ops.keep_k(ctx, (a, b, semiring, library), (c, k))
         ctx.mark_non_differentiable(k)
         return c, k
@@ -90,6 +106,12 @@ def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, 
     if stream is not None:
         _refuse("stream", records)
         return _torch_ops.call_back(api.matmul, a, b, semiring, out=out, stream=stream)
+    if not records and _direct(a, b, out):
+        if out is None:
+            return api.op_matmul(a, b, semiring, None)
+        api.op_matmul(a, b, semiring, out)
+        _bump_version(out)  # what the _out op does: autograd sees out changed
+        return out
     library = library_key(api)
     if records:
         _refuse("out", out is not None)
@@ -114,6 +136,8 @@ def matmul_argmax(
     if stream is not None:
         _refuse("stream", records)
         return _torch_ops.call_back(api.matmul_argmax, a, b, semiring, out=out, k_out=k_out, stream=stream)
+    if out is None and k_out is None and not records and _direct(a, b):
+        return api.op_matmul_argmax(a, b, semiring)
     library = library_key(api)
     if out is None and k_out is None:
         if records:

@@ -76,12 +76,12 @@ def make_library(
 def rewrite_index(lib: Path, change: Any, *, reseal: bool = True) -> None:
     """Apply ``change(index)`` to ``lib``'s index.json in place, then rewrite its
     checksums as a build would (``reseal=False`` leaves them: a tampered index)."""
-    from aotc.build.index_writer import seal
+    from aotc.build.index_writer import dumps, seal
 
     path = lib / "index.json"
     index = json.loads(path.read_text())
     change(index)
-    path.write_text(json.dumps(seal(index) if reseal else index, indent=1))
+    path.write_bytes(dumps(seal(index) if reseal else index))  # the build's layout: one kernel a line
 
 
 def build_library(root: Path, arch: str = "80") -> Path:

@@ -18,7 +18,8 @@ import pytest
 from aotc.errors import BackendError, ConfigurationError, NoDeviceError
 from aotc.runtime import backends
 from aotc.runtime.backends import BACKENDS, BackendRegistry, backend_name_from_env, get_backend
-from aotc.runtime.backends.base import Backend, DeviceInfo
+from aotc.runtime.backends.base import DeviceInfo
+from aotc.runtime.backends.protocol import Backend
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
 from aotc.runtime.backends.noop import NoopBackend
 from fake_driver import FakeDriver, context_of, driver

@@ -85,11 +85,13 @@ def test_loading_one_kernel_opens_only_the_index_and_its_fatbin(lib_dir: Path) -
         [sys.executable, "-c", _OPENS_SCRIPT, str(lib_dir)], capture_output=True, text=True, env=aotc_env(), timeout=120
     )
     assert result.returncode == 0, result.stderr
+    # Load reads the index's top level and directory; a first use reads that
+    # kernel's own line of index.json (aotc.index._lines), then its fatbin.
     assert json.loads(result.stdout) == {
         "load": ["index.json"],
-        "first use": ["gemm_maxplus_f32_forward.fatbin"],
+        "first use": ["index.json", "gemm_maxplus_f32_forward.fatbin"],
         "second use": [],
-        "other kernel": ["gemm_minplus_f32_forward.fatbin"],
+        "other kernel": ["index.json", "gemm_minplus_f32_forward.fatbin"],
     }
 
 
@@ -115,7 +117,7 @@ def test_load_by_folder_index_path_and_name(lib_dir: Path, monkeypatch: pytest.M
     assert by_folder.name == "rt"
     assert list(by_folder) == [FORWARD, BATCHED, MINPLUS]
     assert FORWARD in by_folder and "nope" not in by_folder
-    monkeypatch.setattr(library_module, "library_dir", lambda name: lib_dir if name == "rt" else Path("/nonexistent"))
+    monkeypatch.setattr(library_module, "library_folder", lambda name: str(lib_dir) if name == "rt" else "/nonexistent")
     assert load("rt", backend=RecordingBackend()).directory == lib_dir
 
 
@@ -170,16 +172,54 @@ def test_a_symlinked_fatbin_is_refused(lib_dir: Path, tmp_path: Path) -> None:
         lib.kernel(FORWARD)
 
 
-def test_malformed_entry_is_refused_at_load_naming_the_field(lib_dir: Path) -> None:
+def test_malformed_entry_is_refused_at_first_use_naming_the_field(lib_dir: Path) -> None:
     rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD]["params"][0].update(pack="i"))
+    lib = load(lib_dir, backend=RecordingBackend())  # only the library-wide fields are checked at load
     with pytest.raises(IndexFormatError, match=rf"kernels\.{FORWARD}\.params\[0\]\.pack: 'i' is not the pack code of kind 'ptr' \('Q'\)$"):
-        load(lib_dir, backend=RecordingBackend())
+        lib.kernel(FORWARD)
 
 
-def test_an_edited_block_size_is_refused_at_load(lib_dir: Path) -> None:
+def test_an_edited_block_size_is_refused_at_first_use(lib_dir: Path) -> None:
     rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD]["launch"].update(block=[32, 8, 1]), reseal=False)
-    with pytest.raises(IndexFormatError, match=rf"index\.json: kernels\.{FORWARD}\.launch: checksum mismatch"):
-        load(lib_dir, backend=RecordingBackend())
+    backend = RecordingBackend()
+    lib = load(lib_dir, backend=backend)
+    with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: kernels\.{FORWARD}\.launch: checksum mismatch: edited after the build \(rebuild or reinstall the library\)$"):
+        lib.find("maxplus", "f32")  # found by its kind: checked before it is used, too
+    assert backend.modules == []  # no image was read or loaded
+
+
+def test_a_tampered_unused_kernel_loads_and_fails_in_one_line_when_used(lib_dir: Path) -> None:
+    # The trust model (docs/design.md): no field of a kernel is used before its checksums are.
+    rewrite_index(lib_dir, lambda index: index["kernels"][MINPLUS]["launch"].update(block=[1024, 1, 1]), reseal=False)
+    lib = load(lib_dir, backend=RecordingBackend())
+    lib.kernel(FORWARD)(*forward_args())  # the untouched kernels work
+    assert MINPLUS in lib and len(lib) == len(json.loads((lib_dir / "index.json").read_text())["kernels"])
+    with pytest.raises(IndexFormatError) as info:
+        lib.kernel(MINPLUS)
+    assert str(info.value) == (
+        f"{lib_dir}/index.json: kernels.{MINPLUS}.launch: checksum mismatch: edited after the build (rebuild or reinstall the library)"
+    )
+    assert "\n" not in str(info.value) and lib.loaded == (FORWARD,)
+
+
+def test_a_broken_line_of_an_unused_kernel_fails_only_that_kernel(lib_dir: Path) -> None:
+    path = lib_dir / "index.json"
+    text = path.read_text()
+    start = text.index(f'\n"{MINPLUS}": ') + 1
+    end = text.index("\n", start)
+    path.write_text(text[:start] + text[start:end].replace('"launch": {', '"launch": {{', 1) + text[end:])
+    lib = load(lib_dir, backend=RecordingBackend())
+    lib.kernel(FORWARD)
+    with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: kernels\.{MINPLUS}: not a valid index \(Expecting property name"):
+        lib.kernel(MINPLUS)
+
+
+def test_aotc_inspect_still_checks_every_kernel(lib_dir: Path) -> None:
+    from aotc.inspect import inspect_target
+
+    rewrite_index(lib_dir, lambda index: index["kernels"][MINPLUS]["launch"].update(block=[1024, 1, 1]), reseal=False)
+    with pytest.raises(IndexFormatError, match=rf"kernels\.{MINPLUS}\.launch: checksum mismatch"):
+        inspect_target(str(lib_dir))
 
 
 # -- choosing the image --------------------------------------------------------
@@ -395,3 +435,10 @@ def test_a_library_built_with_nvcc_loads_its_fatbins_and_jits_its_sources(
     assert jitted.choice is not None and jitted.choice.kind is ImageKind.NVRTC_JIT
     (entry,) = list((tmp_path / "cache").glob("*.entry"))
     assert b"\x7fELF" in entry.read_bytes()[:128]
+
+
+def test_an_index_replaced_after_load_is_refused_at_first_use(lib_dir: Path) -> None:
+    lib = load(lib_dir, backend=RecordingBackend())
+    rewrite_index(lib_dir, lambda index: index.update(aotc_version="0.0.0+reinstalled"))
+    with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: changed since it was loaded; load the library again$"):
+        lib.kernel(FORWARD)  # its line is read now: from the file that was loaded, or not at all

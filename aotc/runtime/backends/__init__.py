@@ -17,13 +17,18 @@ crashes.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc.errors import ArgumentError, BackendError, ConfigurationError, NoDeviceError, echo
-from aotc.runtime.backends.base import Backend, DeviceInfo
+from aotc.runtime.backends.base import DeviceInfo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any
+
+    from aotc.runtime.backends.protocol import Backend
 
 __all__ = ["BACKENDS", "Backend", "BackendRegistry", "DeviceInfo", "backend_name_from_env", "get_backend", "registry"]
 
@@ -68,7 +73,7 @@ class BackendRegistry:
         self.specs = dict(specs)
         self.automatic = tuple(automatic)
         self._has_module = has_module or _has_module
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._instances: dict[tuple[str, int], Backend] = {}
 
     def get(self, name: str | None = None, ordinal: int = 0) -> Backend:
@@ -129,6 +134,8 @@ class BackendRegistry:
 
 def _has_module(name: str) -> bool:
     try:
+        import importlib.util  # only where a backend is chosen automatically
+
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:
         return False
@@ -140,3 +147,12 @@ registry = BackendRegistry()
 def get_backend(name: str | None = None, ordinal: int = 0) -> Backend:
     """The process's backend called ``name`` for device ``ordinal``; None: ``AOTC_BACKEND`` or the automatic choice."""
     return registry.get(name, ordinal)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Backend":  # a typing.Protocol: loaded when asked for (see backends.protocol)
+        from aotc.runtime.backends.protocol import Backend
+
+        return Backend
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -33,16 +33,20 @@ hooks ``_enter``/``_leave``, ``driver_version`` and the memory helpers.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
+from aotc._record import Record
 from aotc.errors import BackendError, CaptureError, NoDeviceError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, ClassVar, TypeVar
+
+    _T = TypeVar("_T")
+
 __all__ = [
-    "CAPTURE_ERRORS", "Backend", "BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "capture_error",
-    "launch_error",
+    "CAPTURE_ERRORS", "BackendBase", "DeviceInfo", "Dim3", "LaunchShape", "byte_view", "capture_error", "launch_error",
 ]  # fmt: skip
 
 # The driver's answers that mean "not while a CUDA graph is being captured".
@@ -55,19 +59,21 @@ CAPTURE_ERRORS = frozenset({
 Dim3 = tuple[int, int, int]
 # (grid, block, dynamic shared bytes): what one launch needs besides the kernel and its arguments.
 LaunchShape = tuple[Dim3, Dim3, int]
-_T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
-    """The GPU a backend launches on, as ``aotc doctor`` prints it."""
+class DeviceInfo(Record):
+    """The GPU a backend launches on, as ``aotc doctor`` prints it; ``driver_version``
+    is the CUDA version the driver supports."""
 
+    _fields = ("name", "capability", "driver_version", "sm_count", "clock_khz", "ordinal")
+    __slots__ = _fields
+    _defaults: ClassVar[dict[str, Any]] = {"ordinal": 0}
     name: str
     capability: tuple[int, int]
-    driver_version: tuple[int, int]  # the CUDA version the driver supports
+    driver_version: tuple[int, int]
     sm_count: int
     clock_khz: int
-    ordinal: int = 0
+    ordinal: int
 
     @property
     def arch(self) -> str:
@@ -82,100 +88,6 @@ class DeviceInfo:
         )
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """What the loader calls. Errors are ``aotc.errors.BackendError`` (one line);
-    ``device()`` raises ``NoDeviceError`` where there is no usable GPU."""
-
-    name: ClassVar[str]
-    image_format: ClassVar[str]  # "fatbin" or "source"
-    # "device": pointers are GPU memory; "host": host memory (emulator, noop),
-    # so host arrays are passed in place rather than copied.
-    memory: ClassVar[str]
-
-    def device(self) -> DeviceInfo: ...
-
-    def driver_version(self) -> int | None:
-        """``cuDriverGetVersion``: 1000 * major + 10 * minor of the CUDA version the
-        driver supports, or None where no NVIDIA driver is involved (emulator,
-        noop). Raises ``NoDeviceError`` where the driver cannot be loaded."""
-        ...
-
-    def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:
-        """Load a fatbin/cubin (or, for a source backend, a ``.cu``).
-
-        ``name`` is the kernel's name, for messages; ``symbols`` are the
-        functions the caller will ask for (a source backend compiles them).
-        """
-        ...
-
-    def get_function(self, module: Any, symbol: str) -> Any: ...
-
-    def launch(self, function: Any, shape: LaunchShape, stream: Any, params: bytes) -> None:
-        """Enqueue one launch of ``shape``; ``params`` is the packed parameter block."""
-        ...
-
-    # Memory helpers: enough for tests and simple ops, not an array library.
-    def alloc(self, nbytes: int) -> int: ...
-
-    def free(self, pointer: int) -> None: ...
-
-    def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
-        """Copy all of ``host`` (any buffer: bytes, a NumPy array) to ``pointer``."""
-        ...
-
-    def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
-        """Fill the writable buffer ``host`` from ``pointer``."""
-        ...
-
-    def synchronize(self) -> None:
-        """``cuCtxSynchronize``: wait for all the device's queued work."""
-        ...
-
-    # Streams and events (int handles), and work queued on a stream.
-    def stream_create(self, non_blocking: bool = False) -> int:
-        """``cuStreamCreate`` (``CU_STREAM_NON_BLOCKING`` where ``non_blocking``)."""
-        ...
-
-    def stream_destroy(self, stream: int) -> None: ...
-
-    def stream_synchronize(self, stream: int) -> None:
-        """``cuStreamSynchronize``: wait for the work queued on ``stream`` so far."""
-        ...
-
-    def event_create(self) -> int:
-        """``cuEventCreate(CU_EVENT_DISABLE_TIMING)``."""
-        ...
-
-    def event_destroy(self, event: int) -> None: ...
-
-    def event_record(self, event: int, stream: int) -> None:
-        """``cuEventRecord``: the event completes when ``stream``'s work so far has run."""
-        ...
-
-    def event_synchronize(self, event: int) -> None: ...
-
-    def stream_wait_event(self, stream: int, event: int) -> None:
-        """``cuStreamWaitEvent``: ``stream``'s later work waits for the event."""
-        ...
-
-    def copy_to_device_async(self, pointer: int, host: bytes | bytearray | memoryview, stream: int) -> None:
-        """``cuMemcpyHtoDAsync`` from pageable memory: ``host`` may be reused once this returns."""
-        ...
-
-    def copy_to_host_async(self, host: bytearray | memoryview, pointer: int, stream: int) -> None:
-        """``cuMemcpyDtoHAsync``: ``host`` holds the bytes once ``stream`` is synchronized."""
-        ...
-
-    def memset_async(self, pointer: int, value: int, nbytes: int, stream: int) -> None:
-        """``cuMemsetD8Async``: ``nbytes`` bytes of ``value`` (a byte)."""
-        ...
-
-    def order_after(self, stream: int, producer: int) -> None:
-        """Order ``stream``'s later work after ``producer``'s work so far (an event)."""
-        ...
-
-
 class BackendBase:
     """The part of a backend that is the same for all: the device asked once (a
     failure is kept, so asking again gives the same answer), calls run inside
@@ -187,7 +99,7 @@ class BackendBase:
 
     def __init__(self, ordinal: int = 0) -> None:
         self.ordinal = ordinal  # the device this instance launches on: one instance per device
-        self._device_lock = threading.Lock()
+        self._device_lock = allocate_lock()
         self._device: DeviceInfo | None = None
         self._device_problem: NoDeviceError | None = None
 

@@ -19,13 +19,15 @@ The parameter block goes to ``cuLaunchKernel`` as one packed buffer
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from aotc.errors import BackendError, NoDeviceError
 from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error, launch_error
 from aotc.runtime.backends.driver_streams import DriverStreams
 from aotc.runtime.backends.faults import LaunchLog, is_sticky
 from aotc.runtime.backends.packed_launch import launch_packed
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["CudaPythonBackend"]
 

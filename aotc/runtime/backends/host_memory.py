@@ -9,13 +9,16 @@ this with queues, ``aotc.runtime.emulator.streams``).
 
 from __future__ import annotations
 
-import ctypes
 import itertools
-import threading
-from typing import Any, ClassVar
+from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc.errors import BackendError
 from aotc.runtime.backends.base import BackendBase, byte_view
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ctypes
+    from typing import Any, ClassVar
 
 __all__ = ["HostMemory"]
 
@@ -28,9 +31,11 @@ class HostMemory(BackendBase):
     def __init__(self, ordinal: int = 0) -> None:
         super().__init__(ordinal)
         self._buffers: dict[int, ctypes.Array[ctypes.c_char]] = {}
-        self._buffers_lock = threading.Lock()
+        self._buffers_lock = allocate_lock()
 
     def alloc(self, nbytes: int) -> int:
+        import ctypes  # here, not at import: loading kernels needs no memory of its own
+
         buffer = ctypes.create_string_buffer(max(int(nbytes), 1))
         pointer = ctypes.addressof(buffer)
         with self._buffers_lock:
@@ -51,11 +56,15 @@ class HostMemory(BackendBase):
     def copy_to_device(self, pointer: int, host: bytes | bytearray | memoryview) -> None:
         view = byte_view(host)
         if view is not None:
+            import ctypes
+
             ctypes.memmove(pointer, bytes(view), view.nbytes)
 
     def copy_to_host(self, host: bytearray | memoryview, pointer: int) -> None:
         view = byte_view(host)
         if view is not None:
+            import ctypes
+
             view[:] = ctypes.string_at(pointer, view.nbytes)
 
     def synchronize(self) -> None:
@@ -95,4 +104,6 @@ class HostMemory(BackendBase):
         HostMemory.copy_to_host(self, host, pointer)
 
     def memset_async(self, pointer: int, value: int, nbytes: int, stream: Any) -> None:
+        import ctypes
+
         ctypes.memset(pointer, value, nbytes)

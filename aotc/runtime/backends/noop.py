@@ -8,10 +8,12 @@ pointers are real addresses and copies round-trip.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from aotc.runtime.backends.base import DeviceInfo, LaunchShape
 from aotc.runtime.backends.host_memory import HostMemory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 __all__ = ["NoopBackend"]
 

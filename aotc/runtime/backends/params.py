@@ -10,11 +10,13 @@ same struct's. Neither side computes alignment itself, so they cannot drift.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from aotc.errors import AotcError, ArgumentError, ArgumentTypeError, BackendError, echo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["ParamLayout"]
 
@@ -23,15 +25,23 @@ _CODE_FOR_SIZE = {1: "B", 2: "H", 4: "I", 8: "Q"}
 _WHAT = {"ptr": "a device pointer (int)"}
 
 
-@dataclass(frozen=True)
 class ParamLayout:
     """``format`` is a ``struct`` format with native alignment (``"@QQi..."``)."""
 
-    format: str
-    _struct: struct.Struct = field(init=False, repr=False, compare=False)
+    __slots__ = ("_struct", "format")
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_struct", struct.Struct(self.format))
+    def __init__(self, format: str) -> None:  # struct's own word
+        self.format = format
+        self._struct = struct.Struct(format)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is ParamLayout and other.format == self.format  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self.format)
+
+    def __repr__(self) -> str:
+        return f"ParamLayout(format={self.format!r})"
 
     @classmethod
     def for_sizes(cls, sizes: Sequence[int]) -> ParamLayout:

@@ -1,0 +1,55 @@
+"""Whether an eager tensor call may skip PyTorch's dispatcher and run the op's kernel itself.
+
+The ``aotc::`` ops (``_torch_ops``) are what torch.compile, FakeTensorMode,
+torch.func, autocast, subclasses and autograd see. In a plain eager call none
+of them is there, and the dispatcher only hands the call to the op's kernel,
+a Python function, at some 3 us a call (RESULTS.md). ``direct`` says when
+that is so: every operand a plain ``torch.Tensor`` (no subclass, FakeTensor
+included; no functorch wrapper; not on the meta device), no TorchDispatchMode
+or TorchFunctionMode active, no torch.func transform, not traced
+(torch.jit.trace) or compiled (dynamo), autocast off, and not in inference
+mode. The caller checks the last condition, that autograd does not record.
+Anything else goes through the ops as before.
+"""
+
+from __future__ import annotations
+
+import torch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["direct"]
+
+_C = torch._C  # the dispatcher's own state
+_functorch = _C._functorch
+_Tensor = torch.Tensor
+_compiling = torch.compiler.is_compiling
+_inference = torch.is_inference_mode_enabled
+_dispatch_modes = _C._len_torch_dispatch_stack  # FakeTensorMode, make_fx's proxy mode, ...
+_function_modes = _C._is_torch_function_mode_enabled
+_transforms = _C._are_functorch_transforms_active  # vmap, grad, functionalize
+_autocast = _C._is_any_autocast_enabled
+_tracing = _C._get_tracing_state  # torch.jit.trace
+_wrapped = _functorch.is_functorch_wrapped_tensor
+
+
+def direct(a: Any, b: Any, c: Any = None, d: Any = None) -> bool:
+    """Whether an eager call on tensors ``a``, ``b`` (and ``c``, ``d`` where not
+    None) that autograd does not record may run the op's kernel directly; about
+    0.5 us of checks."""
+    if _compiling():  # first: dynamo traces this function, and can only fold this one
+        return False
+    if type(a) is not _Tensor or type(b) is not _Tensor:
+        return False
+    if (c is not None and type(c) is not _Tensor) or (d is not None and type(d) is not _Tensor):
+        return False
+    if _dispatch_modes() or _function_modes() or _transforms() or _autocast() or _inference():
+        return False
+    if _tracing() is not None:
+        return False
+    for t in (a, b, c, d):
+        if t is not None and (t.is_meta or _wrapped(t)):
+            return False
+    return True

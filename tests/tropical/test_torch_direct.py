@@ -1,0 +1,130 @@
+"""``aotc.tropical._torch_direct``: which eager tensor calls skip the dispatcher.
+
+A call that skips it never shows an ``aotc::`` op to PyTorch's profiler; a
+call the dispatcher must see (a mode, a transform, a subclass, autocast,
+inference mode, tracing) still runs the op, and the profiler records it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aotc import reference, tropical
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
+
+pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
+
+
+def _ops_run(call: Any) -> tuple[list[str], Any]:
+    """The ``aotc::`` ops the dispatcher ran during ``call()``, and its result."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        result = call()
+    return sorted({e.name for e in profile.events() if e.name.startswith("aotc::")}), result
+
+
+def _operands() -> tuple[Any, Any]:
+    generator = torch.Generator().manual_seed(3)
+    return torch.randn(5, 4, generator=generator), torch.randn(4, 6, generator=generator)
+
+
+def _expected(a: Any, b: Any) -> Any:
+    return reference.matmul(a.detach().numpy(), b.detach().numpy(), "maxplus")
+
+
+def test_a_plain_eager_call_skips_the_dispatcher() -> None:
+    a, b = _operands()
+    ran, c = _ops_run(lambda: tropical.matmul(a, b))
+    assert ran == []
+    np.testing.assert_array_equal(c.numpy(), _expected(a, b))
+    ran, (c, k) = _ops_run(lambda: tropical.matmul_argmax(a, b))
+    assert ran == [] and k.dtype == torch.int32
+    np.testing.assert_array_equal(c.numpy(), _expected(a, b))
+
+
+def test_out_skips_the_dispatcher_and_still_bumps_its_version() -> None:
+    a, b = _operands()
+    out = torch.empty(5, 6)
+    before = out._version
+    ran, result = _ops_run(lambda: tropical.matmul(a, b, out=out))
+    assert ran == [] and result is out
+    assert out._version > before  # autograd sees that out changed, as with the _out op
+    np.testing.assert_array_equal(out.numpy(), _expected(a, b))
+
+
+def test_a_training_step_runs_forward_and_backward_without_the_ops() -> None:
+    a, b = _operands()
+    a.requires_grad_()
+
+    def step() -> Any:
+        tropical.matmul(a, b).sum().backward()
+        return a.grad
+
+    ran, grad = _ops_run(step)
+    assert ran == []  # the autograd.Function records; inside it, nothing does
+    assert grad.sum().item() == 5 * 6  # each output element sends 1 to its one winner
+
+
+def test_inference_mode_runs_the_op() -> None:
+    a, b = _operands()
+    with torch.inference_mode():
+        ran, c = _ops_run(lambda: tropical.matmul(a, b))
+    assert ran == ["aotc::tropical_matmul"]
+    np.testing.assert_array_equal(c.numpy(), _expected(a, b))
+
+
+def test_autocast_runs_the_op() -> None:
+    a, b = _operands()
+    with torch.autocast("cpu"):
+        ran, _ = _ops_run(lambda: tropical.matmul(a, b))
+    assert ran == ["aotc::tropical_matmul"]
+
+
+def test_a_subclass_runs_the_op() -> None:
+    class Tagged(torch.Tensor):
+        pass
+
+    a, b = _operands()
+    ran, c = _ops_run(lambda: tropical.matmul(a.as_subclass(Tagged), b))
+    assert ran == ["aotc::tropical_matmul"]
+    np.testing.assert_array_equal(torch.Tensor(c).numpy(), _expected(a, b))
+
+
+def test_a_torch_function_mode_runs_the_op() -> None:
+    class Passing(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    a, b = _operands()
+    with Passing():
+        ran, _ = _ops_run(lambda: tropical.matmul(a, b))
+    assert ran == ["aotc::tropical_matmul"]
+
+
+def test_fake_tensor_mode_runs_the_ops_fake_implementation() -> None:
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    a, b = _operands()
+    with FakeTensorMode() as mode:
+        c = tropical.matmul(mode.from_tensor(a), mode.from_tensor(b))
+    assert isinstance(c, FakeTensor) and tuple(c.shape) == (5, 6)
+
+
+def test_vmap_runs_the_op() -> None:
+    a, b = _operands()
+    batch = torch.stack([a, a + 1])
+    # PyTorch runs the op once per batch entry (its fallback, which says so on stderr).
+    ran, c = _ops_run(lambda: torch.func.vmap(lambda x: tropical.matmul(x, b))(batch))
+    assert ran == ["aotc::tropical_matmul"]
+    np.testing.assert_array_equal(c[1].numpy(), _expected(a + 1, b))
+
+
+def test_torch_compile_traces_the_op_whole() -> None:
+    a, b = _operands()
+    compiled = torch.compile(lambda x, y: tropical.matmul(x, y), fullgraph=True, backend="eager")
+    ran, c = _ops_run(lambda: compiled(a, b))
+    assert ran == ["aotc::tropical_matmul"]
+    np.testing.assert_array_equal(c.numpy(), _expected(a, b))
