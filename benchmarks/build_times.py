@@ -100,6 +100,8 @@ def main() -> int:
         subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
         python = str(work / "venv" / "bin" / "python")
         env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", AOTC_BUILD_CACHE_DIR=str(work / "fatbin-cache"))
+        # Zip entries carry file times: without a fixed epoch no two wheels are byte-identical.
+        env.setdefault("SOURCE_DATE_EPOCH", "1700000000")
         for name in ("AOTC_BUILD_CACHE", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN", "AOTC_COMPILER_LAUNCHER"):
             env.pop(name, None)
         if args.archs:
