@@ -196,12 +196,6 @@ def _run_nvrtc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int
     return nvrtc_fatbin.main([*argv, args.source])
 
 
-class _CompileFailed(Exception):
-    def __init__(self, returncode: int) -> None:
-        super().__init__(returncode)
-        self.returncode = returncode
-
-
 def _step_options(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], fingerprint: str) -> list[str] | None:
     """Everything of this step's that its fatbin depends on, beside the source and the
     compiler's fingerprint; None if some of it cannot be known (then nothing is cached)."""
@@ -243,7 +237,7 @@ def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str]
     import warnings
 
     from aotc.build import fatbin_cache
-    from aotc.errors import AotcError, CacheWarning
+    from aotc.errors import AotcError, BuildError, CacheWarning
 
     library = args.library or Path(args.source).parent.parent.name
     kernel = Path(args.source).stem
@@ -267,9 +261,13 @@ def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str]
         return compile_step()
     key = fatbin_cache.fatbin_key(source, fingerprint=fingerprint, options=options)
 
+    failed = 0  # the compiler's exit status, when it failed inside the fill
+
     def build() -> bytes:
-        if returncode := compile_step():
-            raise _CompileFailed(returncode)
+        nonlocal failed
+        if failed := compile_step():
+            msg = f"{args.source}: the compiler exited with {failed}"
+            raise BuildError(msg)  # stores nothing, and releases the fill lock
         report = Path(args.resources).read_bytes() if args.resources else b""
         return fatbin_cache.pack(Path(args.out).read_bytes(), report)
 
@@ -278,8 +276,10 @@ def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str]
         hits = cache.stats.hits
         try:
             payload = cache.get_or_create(key, build)
-        except _CompileFailed as failed:
-            return failed.returncode
+        except BuildError:
+            if failed:
+                return failed  # the compiler has said why
+            raise
     for warning in caught:
         print(f"aotc: warning: {str(warning.message).removeprefix('aotc: ')}", file=sys.stderr)
     if cache.stats.hits == hits:
