@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FakeToolchain", "REPO_ROOT"]
+__all__ = ["REPO_ROOT", "FakeToolchain"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,15 @@ from pathlib import Path
 
 from aotc._cache._entry import ENTRY_SCHEMA
 from aotc._cache._key import KEY_SCHEMA, CacheKey
-from aotc._cache._store import DEFAULT_MAX_BYTES, STATE_OK, STATE_READ_ONLY, STATE_REFUSED, CacheInfo, CacheStats, DiskCache
+from aotc._cache._store import (
+    DEFAULT_MAX_BYTES,
+    STATE_OK,
+    STATE_READ_ONLY,
+    STATE_REFUSED,
+    CacheInfo,
+    CacheStats,
+    DiskCache,
+)
 from aotc.errors import CacheError
 
 __all__ = [

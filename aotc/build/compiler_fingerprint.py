@@ -92,9 +92,8 @@ def toolkit_of(nvcc: str) -> Toolkit | None:
     if not here or not Path(here, "ptxas").is_file():
         return None
     top = values.get("TOP", str(Path(here).parent))
-    expand = lambda v: v.replace("$TOP", top).replace("${TOP}", top)  # noqa: E731 - a one-line helper
-    cicc = expand(values.get("CICC_PATH", str(Path(top) / "nvvm" / "bin")))
-    libdevice = expand(values.get("NVVMIR_LIBRARY_DIR", str(Path(top) / "nvvm" / "libdevice")))
+    cicc = values.get("CICC_PATH", str(Path(top) / "nvvm" / "bin")).replace("$TOP", top)
+    libdevice = values.get("NVVMIR_LIBRARY_DIR", str(Path(top) / "nvvm" / "libdevice")).replace("$TOP", top)
     resolved = shutil.which(host, path=values.get("PATH") or None) if host else None
     return Toolkit(str(Path(here).resolve()), str(Path(cicc).resolve()), str(Path(libdevice).resolve()), resolved or host)
 

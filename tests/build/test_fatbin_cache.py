@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 
 import pytest
+from fake_nvcc import FakeToolchain
 
 from aotc.build import fatbin_cache
 from aotc.errors import BuildError
-from fake_nvcc import FakeToolchain
 
 __all__: list[str] = []
 
@@ -98,7 +98,7 @@ def test_a_source_that_reaches_outside_itself_is_never_cached(fake: FakeToolchai
 
 
 def test_a_failed_compile_stores_nothing(fake: FakeToolchain, private_build_cache: Path) -> None:
-    rc, out, err = fake.compile(fake.build_dir("a"), env={"FAKE_NVCC_FAIL": "1"})
+    rc, _, err = fake.compile(fake.build_dir("a"), env={"FAKE_NVCC_FAIL": "1"})
     assert rc == 2 and "fake failure" in err
     assert not list(private_build_cache.glob("*.entry"))
     assert fake.compile(fake.build_dir("b"))[0] == 0

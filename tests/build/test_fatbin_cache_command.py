@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aotc._cache import CacheKey, DiskCache
 from conftest import RunAotc
+
+from aotc._cache import CacheKey, DiskCache
 
 __all__: list[str] = []
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_nvcc import FakeToolchain
 
 from aotc._cache import _store
 from aotc.build import compile as compile_step
-from fake_nvcc import FakeToolchain
 
 __all__: list[str] = []
 
