@@ -142,22 +142,33 @@ def _cmd_warm(args: argparse.Namespace) -> int:
 def _cmd_cache(args: argparse.Namespace) -> int:
     import warnings
 
-    from aotc.runtime.cache import answers_cache, default_cache
-
     from aotc.errors import CacheWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CacheWarning)  # info prints the state and its reason itself
-        cache = default_cache()
+        if args.build:
+            from aotc._cache import DiskCache
+            from aotc.build.fatbin_cache import ENV_MAX_BYTES, build_cache, build_cache_dir
+
+            # Off (AOTC_BUILD_CACHE=0) for builds, but still there to look at and clear.
+            cache, cap_setting = build_cache() or DiskCache(build_cache_dir()), ENV_MAX_BYTES
+        else:
+            from aotc.runtime.cache import default_cache
+
+            cache, cap_setting = default_cache(), "AOTC_CACHE_MAX_BYTES"
         if args.action == "info":
             info = cache.info()
             print(f"directory: {info.directory}")
             print(f"state:     {info.state}" + (f" ({info.reason})" if info.reason else ""))
-            print(f"entries:   {info.entries}, {_size(info.total_bytes)} of {_size(info.max_bytes)} (AOTC_CACHE_MAX_BYTES)")
+            print(f"entries:   {info.entries}, {_size(info.total_bytes)} of {_size(info.max_bytes)} ({cap_setting})")
         elif args.action == "clear":
             removed = cache.clear()
-            answers = answers_cache()  # NVRTC's answers, in a folder of the cache's own
-            extra = f" (and {answers.clear()} NVRTC answers)" if answers.directory.is_dir() else ""
+            extra = ""
+            if not args.build:
+                from aotc.runtime.cache import answers_cache
+
+                answers = answers_cache()  # NVRTC's answers, in a folder of the cache's own
+                extra = f" (and {answers.clear()} NVRTC answers)" if answers.directory.is_dir() else ""
             print(f"{cache.directory}: removed {removed} entries{extra}")
         else:
             removed = cache.prune(args.max_bytes)
@@ -205,12 +216,25 @@ def _parser() -> argparse.ArgumentParser:
     warm_cmd.add_argument("-j", "--jobs", type=int, default=None, help="compiler processes (default: one per CPU)")
     warm_cmd.set_defaults(func=_cmd_warm)
 
-    cache_cmd = commands.add_parser("cache", help="the disk cache of JIT products (AOTC_CACHE_DIR)")
+    cache_cmd = commands.add_parser(
+        "cache", help="the disk cache of JIT products (AOTC_CACHE_DIR), or with --build the build's fatbin cache"
+    )
+    which = argparse.ArgumentParser(add_help=False)
+    which.add_argument(
+        "--build", action="store_true", default=argparse.SUPPRESS,
+        help="the build's fatbin cache (AOTC_BUILD_CACHE_DIR) instead of the JIT cache",
+    )  # fmt: skip
+    cache_cmd.add_argument("--build", action="store_true", help="the build's fatbin cache (AOTC_BUILD_CACHE_DIR)")
     cache_actions = cache_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
-    cache_actions.add_parser("info", help="where it is, its state, entries and size")
-    cache_actions.add_parser("clear", help="remove every entry")
-    prune_cmd = cache_actions.add_parser("prune", help="evict least recently used entries down to the size cap")
-    prune_cmd.add_argument("--max-bytes", type=int, default=None, help="the cap to prune to (default: AOTC_CACHE_MAX_BYTES)")
+    cache_actions.add_parser("info", parents=[which], help="where it is, its state, entries and size")
+    cache_actions.add_parser("clear", parents=[which], help="remove every entry")
+    prune_cmd = cache_actions.add_parser(
+        "prune", parents=[which], help="evict least recently used entries down to the size cap"
+    )
+    prune_cmd.add_argument(
+        "--max-bytes", type=int, default=None,
+        help="the cap to prune to (default: AOTC_CACHE_MAX_BYTES, or AOTC_BUILD_CACHE_MAX_BYTES with --build)",
+    )  # fmt: skip
     cache_cmd.set_defaults(func=_cmd_cache)
     return parser
 

@@ -15,19 +15,27 @@ trap 'rm -rf "$work"' EXIT
 trap 'echo "install-check: FAILED: line $LINENO: $BASH_COMMAND" >&2' ERR
 archs=${AOTC_CHECK_ARCHS:-80}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
+# The fatbin cache, shared by every clone here and by nothing else; nvcc's own flags unset.
+export AOTC_BUILD_CACHE_DIR="$work/fatbin-cache"
+unset AOTC_BUILD_CACHE NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS NVCC_CCBIN
 
 say() { echo "install-check: $*"; }
 fail() { echo "install-check: FAILED: $*" >&2; exit 1; }
-# Kernels the last build compiled, from pip's verbose log.
-compiled() { grep -o 'aotc: tropical: compiling [a-z0-9_]*' "$1" | awk '{print $4}' | sort || true; }
+# Kernels the last build compiled, from pip's verbose log: the compile steps
+# ninja ran, less those the fatbin cache answered ("aotc: tropical: cached k").
+steps() { grep -o 'aotc: tropical: compiling [a-z0-9_]*' "$1" | awk '{print $4}' | sort || true; }
+cached() { grep -o 'aotc: tropical: cached [a-z0-9_]*' "$1" | awk '{print $4}' | sort || true; }
+compiled() { comm -23 <(steps "$1") <(cached "$1"); }
 
 git clone --quiet "$repo" "$work/clone"
 python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
 
 # 1. The README's first command, in a venv with nothing but pip.
+start=$SECONDS
 ( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip install -v . >"$work/install.log" 2>&1 ) ||
   { tail -40 "$work/install.log"; fail "pip install . in a fresh venv"; }
+cold_s=$((SECONDS - start))
 n=$(compiled "$work/install.log" | wc -l)
 # Every kernel of the manifest, as the installed aotc counts them ("library tropical: N kernels").
 want=$("$work/venv/bin/aotc" list "$work/clone/kernels/manifest.yaml" | awk 'NR == 1 {print $3}')
@@ -64,12 +72,46 @@ git -C "$work/clone" checkout --quiet -- aotc/build/templates
 
 # 4. Byte-reproducible: a second clone, built later in another folder, gives the same wheel.
 ( cd "$work/clone" && AOTC_ARCHS=$archs "$py" -m pip wheel --no-deps -w "$work/wheels" . >"$work/wheel1.log" 2>&1 ) || fail "pip wheel"
+# The second clone compiles nothing: the first filled the fatbin cache.
 git clone --quiet "$repo" "$work/clone2"
-( cd "$work/clone2" && AOTC_ARCHS=$archs "$py" -m pip wheel --no-deps -w "$work/wheels2" . >"$work/wheel2.log" 2>&1 ) || fail "pip wheel in a second clone"
+start=$SECONDS
+( cd "$work/clone2" && AOTC_ARCHS=$archs "$py" -m pip wheel -v --no-deps -w "$work/wheels2" . >"$work/wheel2.log" 2>&1 ) || fail "pip wheel in a second clone"
+warm_s=$((SECONDS - start))
 a=$(sha256sum "$work"/wheels/aotc-*.whl | cut -d' ' -f1)
 b=$(sha256sum "$work"/wheels2/aotc-*.whl | cut -d' ' -f1)
 [ "$a" = "$b" ] || fail "two builds of one commit differ: $a vs $b"
 say "two clones built byte-identical wheels (sha256 ${a:0:16}...)"
+n=$(compiled "$work/wheel2.log" | wc -l); hits=$(cached "$work/wheel2.log" | wc -l)
+[ "$n" -eq 0 ] && [ "$hits" -eq "$want" ] || fail "a new clone after a full build compiled $n kernels and hit $hits, expected 0 and $want"
+say "fatbin cache: a new clone compiled 0 kernels, $hits from the cache (${warm_s} s; the first clone's cold install took ${cold_s} s)"
+
+# Each real change misses the fatbin cache, in a fresh build directory as a new
+# clone has, and recompiles exactly the kernels it changes.
+miss() {  # miss <what> <expected compiled> <expected cached> [env...]
+  local what=$1 want_n=$2 want_hits=$3 log="$work/miss-${1// /-}.log"; shift 3
+  rm -rf "$work/clone2/build"
+  ( cd "$work/clone2" && env AOTC_ARCHS=$archs "$@" "$py" -m pip wheel -v --no-deps -w "$work/wheels-miss" . >"$log" 2>&1 ) ||
+    { tail -30 "$log"; fail "pip wheel with $what"; }
+  local n hits
+  n=$(compiled "$log" | wc -l); hits=$(cached "$log" | wc -l)
+  [ "$n" -eq "$want_n" ] && [ "$hits" -eq "$want_hits" ] || fail "$what: compiled $n kernels and hit $hits, expected $want_n and $want_hits"
+  say "fatbin cache: $what: compiled $n kernels, $hits from the cache"
+}
+miss "another compression mode" "$want" 0 AOTC_FATBIN_COMPRESSION=default
+miss "another arch list" "$want" 0 AOTC_ARCHS=86
+miss "NVCC_APPEND_FLAGS set" "$want" 0 NVCC_APPEND_FLAGS=-DAOTC_INSTALL_CHECK=1
+mkdir -p "$work/stub"
+printf '#!/bin/sh\nif [ "$1" = --version ]; then "%s" --version | sed "s/^Built on/Built (a stub) on/"; exit 0; fi\nexec "%s" "$@"\n' \
+  "$(command -v nvcc)" "$(command -v nvcc)" >"$work/stub/nvcc"
+chmod +x "$work/stub/nvcc"
+miss "another nvcc (a stub that changes its version text)" "$want" 0 PATH="$work/stub:$PATH"
+# Another edit than step 3's, whose kernels the cache already holds.
+echo "// edited again by install-checks, in the second clone" >>"$work/clone2/aotc/build/templates/tropical/gemm/backward.cuh.j2"
+miss "an edited template (backward.cuh.j2)" 24 $((want - 24))
+others=$(compiled "$work/miss-an-edited-template-(backward.cuh.j2).log" | grep -vc backward || true)
+[ "$others" -eq 0 ] || fail "the template edit recompiled $others kernels that are not backward kernels"
+git -C "$work/clone2" checkout --quiet -- aotc/build/templates
+rm -rf "$work/clone2/build"
 "$py" -m pip install --quiet twine check-wheel-contents >/dev/null 2>&1 || fail "pip install twine check-wheel-contents"
 "$work/venv/bin/twine" check --strict "$work"/wheels/aotc-*.whl >"$work/twine.log" 2>&1 || { cat "$work/twine.log"; fail "twine check"; }
 "$work/venv/bin/check-wheel-contents" "$work"/wheels/aotc-*.whl >"$work/cwc.log" 2>&1 || { cat "$work/cwc.log"; fail "check-wheel-contents"; }

@@ -139,3 +139,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("hypothesis fuzzers (fixed seed and budget)")
         for name, text in sorted(FUZZ_COUNTS.items()):
             terminalreporter.write_line(f"fuzz {name}: {text}")
+
+
+@pytest.fixture(autouse=True)
+def private_build_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fatbin cache of this test's own (``aotc.build.fatbin_cache``): no test reads
+    another's entries or the user's, and builds a test starts compile for real."""
+    directory = tmp_path_factory.mktemp("fatbin-cache") / "cache"
+    monkeypatch.setenv("AOTC_BUILD_CACHE_DIR", str(directory))
+    monkeypatch.delenv("AOTC_BUILD_CACHE", raising=False)
+    for name in ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_CCBIN"):
+        monkeypatch.delenv(name, raising=False)
+    return directory

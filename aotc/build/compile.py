@@ -10,6 +10,10 @@ launcher (ccache, sccache), comes from the wrapper's environment:
 - ``AOTC_TOOLCHAIN_NVCC``: nvcc's path (``nvcc`` only)
 - ``AOTC_TOOLCHAIN_CUDA``: the CUDA major, for NVRTC's libraries
 - ``AOTC_COMPILER_LAUNCHER``: a compiler launcher, ``;``-separated, or empty
+- ``AOTC_TOOLKIT_BIN``: the toolkit's own bin folder (``nvcc -dryrun``'s
+  ``_HERE_``), where ptxas and fatbinary are taken from
+- ``AOTC_TOOLCHAIN_FINGERPRINT``: the compiler's fingerprint file, the fatbin
+  cache's compiler key (``aotc.build.compiler_fingerprint``)
 
 Without a launcher, one ``nvcc -fatbin`` builds every architecture. With one
 (sccache), nvcc's own steps run as separate calls, because sccache 0.16 fails
@@ -28,6 +32,11 @@ working directory:
 One cache entry per architecture also lets a build for fewer architectures
 reuse a full build's entries.
 
+Before any of this, the fatbin cache (``aotc.build.fatbin_cache``) is asked
+for the whole step: a hit writes the fatbin and ptxas' report a compile would
+have written, and prints ``aotc: <library>: cached <kernel>``. A compiler
+cache is the second level, for the kernels the fatbin cache misses.
+
 Imports only the standard library on the nvcc path: it runs for every kernel
 of every build, so its start-up is paid a thousand times.
 """
@@ -41,6 +50,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["fatbinary_command", "main", "nvcc_command", "ptx_command", "ptxas_command"]
@@ -97,9 +107,15 @@ def fatbinary_command(fatbinary: str, out: str, images: list[tuple[str, str, str
 
 
 def _beside(nvcc: str, tool: str) -> str:
-    """A toolkit program next to ``nvcc`` (ptxas, fatbinary), else the one on PATH."""
-    beside = Path(nvcc).parent / Path(nvcc).name.replace("nvcc", tool)
-    return str(beside) if beside.is_file() else (shutil.which(tool) or tool)
+    """A toolkit program (ptxas, fatbinary): in the toolkit's own bin folder, else next to
+    ``nvcc``, else the one on PATH. The own folder first, because an nvcc on PATH may be a
+    wrapper script beside wrapper scripts, and sccache-dist cannot package a script."""
+    toolkit = os.environ.get("AOTC_TOOLKIT_BIN", "")
+    for folder in filter(None, (toolkit, str(Path(nvcc).parent))):
+        candidate = Path(folder) / Path(nvcc).name.replace("nvcc", tool)
+        if candidate.is_file():
+            return str(candidate)
+    return shutil.which(tool) or tool
 
 
 def _run_nvcc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int:
@@ -180,9 +196,106 @@ def _run_nvrtc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int
     return nvrtc_fatbin.main([*argv, args.source])
 
 
+def _step_options(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], fingerprint: str) -> list[str] | None:
+    """Everything of this step's that its fatbin depends on, beside the source and the
+    compiler's fingerprint; None if some of it cannot be known (then nothing is cached)."""
+    from aotc.build.compiler_fingerprint import env_flags, headers_digest
+    from aotc.build.fatbin_cache import digest_text
+
+    options = [f"kind={kind}", f"sass={','.join(sass)}", f"ptx={','.join(ptx)}", f"compress={args.compress}"]
+    options.append(f"werror={int(args.werror)}")
+    if kind == "nvrtc":
+        return [*options, f"cuda={os.environ.get('AOTC_TOOLCHAIN_CUDA', '13')}"]
+    launcher = os.environ.get("AOTC_COMPILER_LAUNCHER", "").strip(";")
+    options.append("pipeline=" + ("per-arch" if launcher else "one-call"))
+    flags = env_flags()
+    options += flags
+    nvcc = os.environ.get("AOTC_TOOLCHAIN_NVCC") or "nvcc"
+    fingerprint_file = Path(os.environ["AOTC_TOOLCHAIN_FINGERPRINT"])
+    memo = fingerprint_file.parent / "headers" / digest_text(fingerprint + "\n".join(flags))[:16]
+    for arch in sorted(set(sass) | set(ptx), key=lambda a: (len(a), a)):
+        digest = headers_digest(nvcc, arch, memo)
+        if digest is None:
+            return None
+        options.append(f"headers compute_{arch} {digest}")
+    return options
+
+
+def _write_hit(args: argparse.Namespace, fatbin: bytes, report: bytes) -> None:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    temp.write_bytes(fatbin)
+    os.replace(temp, out)
+    if args.resources:
+        Path(args.resources).write_bytes(report)
+    sys.stderr.buffer.write(report)
+
+
+def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], compile_step: Callable[[], int]) -> int:
+    """Run ``compile_step`` through the fatbin cache: a hit writes its outputs instead."""
+    import warnings
+
+    from aotc.build import fatbin_cache
+    from aotc.errors import AotcError, BuildError, CacheWarning
+
+    library = args.library or Path(args.source).parent.parent.name
+    kernel = Path(args.source).stem
+    fingerprint_file = os.environ.get("AOTC_TOOLCHAIN_FINGERPRINT", "")
+    try:
+        cache = fatbin_cache.build_cache()
+        source = Path(args.source).read_bytes()
+        fingerprint = Path(fingerprint_file).read_text() if fingerprint_file else ""
+    except AotcError as exc:
+        print(f"aotc: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError:
+        cache = None  # the compiler reports a missing source; without a fingerprint, never guess
+    if cache is None or not fingerprint:
+        return compile_step()
+    if reason := fatbin_cache.uncacheable_reason(source):
+        print(f"aotc: {library}: not cached {kernel}: {reason}")
+        return compile_step()
+    options = _step_options(args, kind, sass, ptx, fingerprint)
+    if options is None:
+        return compile_step()
+    key = fatbin_cache.fatbin_key(source, fingerprint=fingerprint, options=options)
+
+    failed = 0  # the compiler's exit status, when it failed inside the fill
+
+    def build() -> bytes:
+        nonlocal failed
+        if failed := compile_step():
+            msg = f"{args.source}: the compiler exited with {failed}"
+            raise BuildError(msg)  # stores nothing, and releases the fill lock
+        report = Path(args.resources).read_bytes() if args.resources else b""
+        return fatbin_cache.pack(Path(args.out).read_bytes(), report)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        hits = cache.stats.hits
+        try:
+            payload = cache.get_or_create(key, build)
+        except BuildError:
+            if failed:
+                return failed  # the compiler has said why
+            raise
+    for warning in caught:
+        print(f"aotc: warning: {str(warning.message).removeprefix('aotc: ')}", file=sys.stderr)
+    if cache.stats.hits == hits:
+        return 0  # compiled here: the outputs are written and the report shown
+    parts = fatbin_cache.unpack(payload)
+    if parts is None:
+        return compile_step()
+    _write_hit(args, *parts)
+    print(f"aotc: {library}: cached {kernel}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aotc-compile")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--library", default="", help="the library's name, for the log")
     parser.add_argument("--resources", default="")
     parser.add_argument("--sass", default="")
     parser.add_argument("--ptx", default="")
@@ -192,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sass, ptx = _arch_list(args.sass), _arch_list(args.ptx)
     kind = os.environ.get("AOTC_TOOLCHAIN_KIND", "nvcc")
-    return _run_nvrtc(args, sass, ptx) if kind == "nvrtc" else _run_nvcc(args, sass, ptx)
+    return _cached(args, kind, sass, ptx, lambda: _run_nvrtc(args, sass, ptx) if kind == "nvrtc" else _run_nvcc(args, sass, ptx))
 
 
 if __name__ == "__main__":

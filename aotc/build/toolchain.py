@@ -177,6 +177,26 @@ def lane_requirements(cuda: str, prefer: str = "auto") -> list[str]:
     return list(CUDA_LANES[cuda]["nvrtc"])
 
 
+def _write_fingerprint(toolchain: Toolchain, out: str) -> str:
+    """Write the compiler's fingerprint (``aotc.build.compiler_fingerprint``) to ``out``; return
+    the toolkit's own bin folder, where the per-architecture path finds ptxas and fatbinary.
+
+    That folder comes from nvcc's ``-dryrun``, not from nvcc's path: an nvcc on
+    PATH may be a wrapper script beside wrapper scripts, and sccache-dist
+    cannot package a script as a toolchain.
+    """
+    from aotc.build.compiler_fingerprint import nvcc_fingerprint, nvrtc_fingerprint, write_if_changed
+
+    memo = Path(out).parent / "digests.json"
+    if toolchain.kind == "nvcc":
+        text, toolkit = nvcc_fingerprint(toolchain.path, memo)
+        bin_dir = toolkit.bin_dir if toolkit else ""
+    else:
+        text, bin_dir = nvrtc_fingerprint(toolchain.cuda, memo), ""
+    write_if_changed(Path(out), text)
+    return bin_dir
+
+
 def _cmake_quote(value: str) -> str:
     return '"' + value.replace("\\", "/").replace('"', '\\"') + '"'
 
@@ -187,10 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefer", default="auto")
     parser.add_argument("--cmake-cuda-compiler", default="")
     parser.add_argument("--out", required=True, help="a CMake file to write the answer into")
+    parser.add_argument("--fingerprint-out", default="", help="where to write the compiler's fingerprint")
     args = parser.parse_args(argv)
     try:
         toolchain = find_toolchain(args.cuda, args.prefer, args.cmake_cuda_compiler)
-    except ToolchainError as exc:
+        toolkit_bin = _write_fingerprint(toolchain, args.fingerprint_out) if args.fingerprint_out else ""
+    except (ToolchainError, BuildError) as exc:
         print(f"aotc: error: {exc}", file=sys.stderr)
         return 1
     lane = CUDA_LANES[toolchain.cuda]
@@ -202,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         "_aotc_compiler_identity": toolchain.identity,
         "_aotc_min_driver": str(lane["min_driver"]),
         "_aotc_lane_wheel": lane["wheel"],
+        "_aotc_toolkit_bin": toolkit_bin,
     }
     text = "".join(f"set({key} {_cmake_quote(value)})\n" for key, value in values.items())
     Path(args.out).write_text("# Written by aotc at configure time; do not edit.\n" + text)

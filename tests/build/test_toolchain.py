@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -112,3 +113,17 @@ def test_main_reports_one_line_and_exit_1(clean_env: pytest.MonkeyPatch, tmp_pat
     assert _toolchain.main(["--cuda=12", f"--out={tmp_path / 'x.cmake'}"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("aotc: error: no CUDA 12 compiler") and err.count("\n") == 1
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH")
+def test_main_names_the_toolkits_own_folder_and_writes_the_fingerprint_once(tmp_path: Path) -> None:
+    out, fingerprint = tmp_path / "toolchain.cmake", tmp_path / "compiler-fingerprint.txt"
+    assert _toolchain.main(["--cuda=13", f"--out={out}", f"--fingerprint-out={fingerprint}"]) == 0
+    (line,) = [line for line in out.read_text().splitlines() if line.startswith("set(_aotc_toolkit_bin ")]
+    bin_dir = Path(line.split('"')[1])
+    assert (bin_dir / "ptxas").read_bytes()[:4] == b"\x7fELF"  # the toolkit's, not a wrapper script beside nvcc
+    assert fingerprint.read_text().startswith("kind nvcc\n")
+    assert (tmp_path / "digests.json").is_file()
+    written = fingerprint.stat().st_mtime_ns
+    assert _toolchain.main(["--cuda=13", f"--out={out}", f"--fingerprint-out={fingerprint}"]) == 0
+    assert fingerprint.stat().st_mtime_ns == written  # unchanged, so ninja recompiles nothing

@@ -762,7 +762,7 @@ def test_a_fill_lock_held_too_long_is_given_up_with_a_warning(tmp_path: Path, mo
     # Someone who can write the cache directory holds a key's lock and never lets go:
     # a filler waits LOCK_WAIT_SECONDS, then builds without it, and says so.
     fcntl = pytest.importorskip("fcntl", reason="flock needs fcntl (POSIX)")
-    from aotc.runtime.cache import _store
+    from aotc._cache import _store
 
     monkeypatch.setattr(_store, "LOCK_WAIT_SECONDS", 0.3)
     cache = DiskCache(tmp_path / "cache")

@@ -134,7 +134,8 @@ function(_aotc_setup_tools)
   set(tools "${CMAKE_BINARY_DIR}/aotc-tools")
   file(MAKE_DIRECTORY "${tools}")
   _aotc_run_python("aotc" aotc.build.toolchain "--cuda=${cuda}" "--prefer=${prefer}"
-                   "--cmake-cuda-compiler=${CMAKE_CUDA_COMPILER}" "--out=${tools}/toolchain.cmake")
+                   "--cmake-cuda-compiler=${CMAKE_CUDA_COMPILER}" "--out=${tools}/toolchain.cmake"
+                   "--fingerprint-out=${tools}/compiler-fingerprint.txt")
   include("${tools}/toolchain.cmake")
   if(_aotc_compiler_kind STREQUAL "nvcc")
     message(STATUS "aotc: compiler: nvcc ${_aotc_compiler_version} at ${_aotc_compiler_path} (from ${_aotc_compiler_origin})")
@@ -145,12 +146,15 @@ function(_aotc_setup_tools)
     message(STATUS "aotc: compiler launcher: ${launcher}")
   endif()
 
-  # Every fatbin depends on this file; it changes only when the compiler does.
-  file(CONFIGURE OUTPUT "${tools}/compiler-identity.txt" CONTENT "${_aotc_compiler_identity}\n" @ONLY)
+  # Every fatbin depends on this file; it changes only when the compiler does:
+  # its kind and version, the digests of its programs, or nvcc's environment
+  # flags (the fingerprint, which also keys the fatbin cache).
+  file(SHA256 "${tools}/compiler-fingerprint.txt" fingerprint)
+  file(CONFIGURE OUTPUT "${tools}/compiler-identity.txt" CONTENT "${_aotc_compiler_identity}\nfingerprint ${fingerprint}\n" @ONLY)
 
   _aotc_write_wrapper("${tools}/aotc-buildtool" aotc.build.tool "")
   _aotc_write_wrapper("${tools}/aotc-compile" aotc.build.compile
-    "AOTC_TOOLCHAIN_KIND=${_aotc_compiler_kind};AOTC_TOOLCHAIN_NVCC=${_aotc_compiler_path};AOTC_TOOLCHAIN_CUDA=${cuda};AOTC_COMPILER_LAUNCHER=${launcher}")
+    "AOTC_TOOLCHAIN_KIND=${_aotc_compiler_kind};AOTC_TOOLCHAIN_NVCC=${_aotc_compiler_path};AOTC_TOOLKIT_BIN=${_aotc_toolkit_bin};AOTC_TOOLCHAIN_CUDA=${cuda};AOTC_TOOLCHAIN_FINGERPRINT=${tools}/compiler-fingerprint.txt;AOTC_COMPILER_LAUNCHER=${launcher}")
 
   set(suffix "")
   if(WIN32)

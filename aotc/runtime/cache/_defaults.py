@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from pathlib import Path
 
+from aotc._cache import DEFAULT_MAX_BYTES, DiskCache, user_cache_dir
 from aotc.errors import CacheError, echo
-from aotc.runtime.cache._store import DEFAULT_MAX_BYTES, DiskCache
 
 __all__ = ["ANSWERS_FOLDER", "DefaultCaches", "answers_cache", "default_cache", "default_cache_dir", "defaults"]
 
@@ -25,19 +24,7 @@ def default_cache_dir() -> Path:
     configured = os.environ.get("AOTC_CACHE_DIR", "")
     if configured:
         return Path(os.path.abspath(os.path.expanduser(configured)))
-    try:
-        if sys.platform == "win32":
-            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        elif sys.platform == "darwin":
-            base = str(Path.home() / "Library" / "Caches")
-        else:
-            xdg = os.environ.get("XDG_CACHE_HOME", "")
-            # The XDG spec says a relative value is invalid and must be ignored.
-            base = xdg if os.path.isabs(xdg) else str(Path.home() / ".cache")
-    except RuntimeError as exc:
-        msg = f"cannot find a user cache directory ({exc}): set AOTC_CACHE_DIR"
-        raise CacheError(msg) from None
-    return Path(base) / "aotc"
+    return user_cache_dir("AOTC_CACHE_DIR")
 
 
 def _max_bytes_from_env() -> int:

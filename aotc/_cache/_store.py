@@ -1,5 +1,9 @@
 """The disk store: one cache directory of entries, their locks and temp files.
 
+Shared by the runtime's JIT cache (``aotc.runtime.cache``) and the build's
+fatbin cache (``aotc.build.fatbin_cache``): one implementation of the safety
+rules below, so neither side can drift from the other.
+
 The directory holds three kinds of file, and nothing else in it is ever touched:
 
 - ``<digest>.entry``: an entry (see ``_entry``);
@@ -31,8 +35,8 @@ except ImportError:  # Windows: fills are serialised per process only.
     fcntl = None  # type: ignore[assignment]
 
 from aotc.errors import ArgumentError, ArgumentTypeError, CacheError, CacheWarning, echo
-from aotc.runtime.cache._entry import HEADER, entry_header, read_entry
-from aotc.runtime.cache._key import CacheKey
+from aotc._cache._entry import HEADER, entry_header, read_entry
+from aotc._cache._key import CacheKey
 
 __all__ = ["DEFAULT_MAX_BYTES", "CacheInfo", "CacheStats", "DiskCache"]
 
@@ -84,7 +88,9 @@ class CacheInfo:
 class DiskCache:
     """One cache directory. Nothing touches the disk until first use."""
 
-    def __init__(self, directory: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, setting: str = "AOTC_CACHE_DIR"
+    ) -> None:
         if not isinstance(directory, (str, os.PathLike)):
             msg = f"DiskCache directory must be a str or path, not {type(directory).__name__} ({echo(directory)})"
             raise ArgumentTypeError(msg)
@@ -100,6 +106,7 @@ class DiskCache:
             raise ArgumentError(msg)
         self.directory = Path(os.path.abspath(os.path.expanduser(text)))
         self.max_bytes = max_bytes
+        self.setting = setting  # the variable that names this directory, for messages
         self._mutex = threading.Lock()
         self._state: str | None = None
         self._reason = ""
@@ -210,7 +217,7 @@ class DiskCache:
                 if self._state == STATE_REFUSED:
                     msg = (
                         f"aotc: not using the disk cache: {self._reason}; running uncached "
-                        "(fix its permissions or set AOTC_CACHE_DIR to a private directory)"
+                        f"(fix its permissions or set {self.setting} to a private directory)"
                     )
                     warnings.warn(msg, CacheWarning, stacklevel=4)
             return self._state

@@ -17,7 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from aotc.errors import UnreadableFileError
-from aotc.runtime.cache._key import CacheKey
+from aotc._cache._key import CacheKey
 from aotc._untrusted_files import open_regular, read_capped
 
 __all__ = ["ENTRY_SCHEMA", "HEADER", "MAGIC", "entry_header", "parse_entry", "read_entry"]
