@@ -14,6 +14,7 @@ package and fails on any raise of a class not defined here.
 from __future__ import annotations
 
 __all__ = [
+    "ECHO_LIMIT",
     "AotcError",
     "ArchError",
     "ArgumentError",
@@ -27,7 +28,6 @@ __all__ = [
     "DamagedLibraryError",
     "DeviceFaultError",
     "DriverTooOldError",
-    "ECHO_LIMIT",
     "IndexFormatError",
     "KernelFaultError",
     "LibraryNotFoundError",

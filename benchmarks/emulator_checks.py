@@ -56,7 +56,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((n, n)).astype(np.float32), rng.standard_normal((n, n)).astype(np.float32)
     c = np.empty((n, n), np.float32)
-    pointer = lambda x: ctypes.c_void_p(x.ctypes.data)
+    def pointer(x: np.ndarray) -> ctypes.c_void_p:
+        return ctypes.c_void_p(x.ctypes.data)
+
     params = [pointer(a), pointer(b), pointer(c), *(ctypes.c_int(n),) * 3, *(ctypes.c_longlong(n),) * 3]
     grid = (-(-n // tile_n), -(-n // tile_m))
     launches: dict[str, list[float]] = {s: [] for s in settings}

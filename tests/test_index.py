@@ -127,7 +127,7 @@ def test_the_document_and_the_views_are_read_only() -> None:
         index["semirings"]["maxplus"]["zero"] = "+inf"  # type: ignore[index]
     with pytest.raises(TypeError):
         index.kernels["new"] = index.kernel("gemm_maxplus_forward")  # type: ignore[index]
-    with pytest.raises(AttributeError, match="^Launch is immutable: cannot set 'block'$"):
+    with pytest.raises(AttributeError, match=r"^Launch is immutable: cannot set 'block'$"):
         index.kernel("gemm_maxplus_forward").launch.block = (1, 1, 1)  # type: ignore[misc]
 
 

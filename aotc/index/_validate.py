@@ -174,9 +174,9 @@ def toolkit_entry(where: str, value: Any) -> ToolkitEntry:
 
 def _semirings(where: str, value: Any) -> None:
     table = _table(where, "semirings", value, _MAX_ARCHS)
-    for name, spec in table.items():
+    for name, raw in table.items():
         path = f"semirings.{_key(where, 'semirings', name)}"
-        spec = _object(where, path, spec, _SEMIRING_KEYS)
+        spec = _object(where, path, raw, _SEMIRING_KEYS)
         for key in ("add", "mul", "zero", "one"):
             _text(where, f"{path}.{key}", spec[key], _CONSTANT, "an operation or constant like 'max' or '-inf'")
         if not isinstance(spec["counting"], bool):
@@ -204,9 +204,9 @@ def _file(where: str, path: str, value: Any, subfolder: str) -> FileEntry:
 
 def _params(where: str, path: str, value: Any) -> tuple[Param, ...]:
     params = []
-    for i, item in enumerate(_list(where, path, value, _MAX_PARAMS)):
+    for i, raw in enumerate(_list(where, path, value, _MAX_PARAMS)):
         at = f"{path}[{i}]"
-        item = _object(where, at, item, frozenset({"name", "ctype", "kind", "pack"}))
+        item = _object(where, at, raw, frozenset({"name", "ctype", "kind", "pack"}))
         name = _text(where, f"{at}.name", item["name"], _IDENTIFIER, "a parameter name")
         if any(p.name == name for p in params):
             _fail(where, f"{at}.name", f"{echo(name)} names two parameters")
@@ -233,9 +233,9 @@ def _launch(where: str, path: str, value: Any, params: tuple[Param, ...]) -> Lau
         _fail(where, f"{path}.block", f"{list(block)} is more than {_MAX_THREADS} threads")
     sizes = {p.name for p in params if p.kind != "ptr"}
     grid = []
-    for i, axis in enumerate(grid_list):
+    for i, raw in enumerate(grid_list):
         at = f"{path}.grid[{i}]"
-        axis = _object(where, at, axis, frozenset({"extent", "tile"}))
+        axis = _object(where, at, raw, frozenset({"extent", "tile"}))
         extent = _text(where, f"{at}.extent", axis["extent"])
         if not (extent in sizes or (extent.isascii() and extent.isdigit() and len(extent) <= 10)):
             _fail(where, f"{at}.extent", f"{echo(extent)} is neither a size parameter nor a number")
@@ -252,9 +252,9 @@ def _archs(where: str, path: str, value: Any) -> tuple[str, ...]:
 def _resources(where: str, path: str, value: Any) -> Mapping[str, Mapping[str, int]]:
     table = _table(where, path, value, _MAX_ARCHS)
     result = {}
-    for arch, usage in table.items():
+    for arch, raw in table.items():
         at = f"{path}.{_text(where, path, arch, ARCH_TEXT, 'an arch like 80')}"
-        usage = _table(where, at, usage, _MAX_ARCHS)
+        usage = _table(where, at, raw, _MAX_ARCHS)
         for key, number in usage.items():
             _int(where, f"{at}.{_key(where, at, key)}", number, 0, _MAX_INT)
         result[arch] = MappingProxyType(dict(usage))

@@ -22,16 +22,18 @@ if TYPE_CHECKING:
 
 __all__ = ["direct"]
 
-_C = torch._C  # the dispatcher's own state
-_functorch = _C._functorch
+# PyTorch's own answers to "is anything but a plain eager call going on": no
+# public API asks the dispatcher these, so its private bindings are read once.
+_C = torch._C  # noqa: SLF001 - the dispatcher's own state
+_functorch = _C._functorch  # noqa: SLF001
 _Tensor = torch.Tensor
 _compiling = torch.compiler.is_compiling
 _inference = torch.is_inference_mode_enabled
-_dispatch_modes = _C._len_torch_dispatch_stack  # FakeTensorMode, make_fx's proxy mode, ...
-_function_modes = _C._is_torch_function_mode_enabled
-_transforms = _C._are_functorch_transforms_active  # vmap, grad, functionalize
-_autocast = _C._is_any_autocast_enabled
-_tracing = _C._get_tracing_state  # torch.jit.trace
+_dispatch_modes = _C._len_torch_dispatch_stack  # noqa: SLF001 - FakeTensorMode, make_fx's proxy mode, ...
+_function_modes = _C._is_torch_function_mode_enabled  # noqa: SLF001
+_transforms = _C._are_functorch_transforms_active  # noqa: SLF001 - vmap, grad, functionalize
+_autocast = _C._is_any_autocast_enabled  # noqa: SLF001
+_tracing = _C._get_tracing_state  # noqa: SLF001 - torch.jit.trace
 _wrapped = _functorch.is_functorch_wrapped_tensor
 
 

@@ -43,7 +43,7 @@ def library_key(api: Any) -> str:
     """The registry key of the Tropical handle ``api``, given on first use: its
     library's name, or ``name#2``... when a live handle over another library
     of that name has it."""
-    global _handles
+    global _handles  # noqa: PLW0603 - the registry, made on first use under the lock
     key = getattr(api, _KEY_ATTRIBUTE, None)
     if key is None:
         with _lock:

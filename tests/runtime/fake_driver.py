@@ -303,7 +303,7 @@ class FakeDriver:
         self.functions[function] = (symbol.decode(), owner)
         return SUCCESS, driver.CUfunction(function)
 
-    def cuLaunchKernel(self, function: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: Any, params: Any, extra: int) -> tuple[Any]:  # noqa: N802, E501
+    def cuLaunchKernel(self, function: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int, stream: Any, params: Any, extra: int) -> tuple[Any]:  # noqa: N802
         dims = tuple(handle(value, none=False) for value in (gx, gy, gz, bx, by, bz, shared))
         extra_address = handle(extra, none=False)
         err = self._context_error()

@@ -17,7 +17,7 @@ _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
 
 
 class _DLTensor(ctypes.Structure):
-    _fields_ = [  # noqa: RUF012 - DLPack's C layout
+    _fields_ = [
         ("data", ctypes.c_void_p),
         ("device_type", ctypes.c_int32),
         ("device_id", ctypes.c_int32),
@@ -35,7 +35,7 @@ _Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]  # noqa: RUF012
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
 
 
 _alive: dict[int, tuple[Any, ...]] = {}  # managed tensor address -> what must outlive it

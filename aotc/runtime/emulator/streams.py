@@ -362,7 +362,7 @@ def _chooser() -> tuple[Callable[[list[Operation]], Operation], bool]:
         elif text == "in-order":
             chooser = (_earliest, False)
         elif text.startswith("seed:") and text[5:].isdigit():
-            chooser = (random.Random(int(text[5:])).choice, False)  # noqa: S311 - a schedule, not a secret
+            chooser = (random.Random(int(text[5:])).choice, False)
         else:
             msg = f"AOTC_EMULATOR_SCHEDULE={echo(text)}: expected lazy (the default), in-order or seed:N (a whole number)"
             raise ConfigurationError(msg)
