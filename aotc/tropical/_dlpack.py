@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.runtime.dlpack_abi import DLTensor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,19 +31,6 @@ _DEVICE_NAMES = {3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal"
 _DTYPES = {(2, 32): "f32", (2, 64): "f64", (0, 32): "i32", (0, 64): "i64", (6, 8): "bool"}
 
 
-class _DLTensor(ctypes.Structure):
-    _fields_ = [  # the C layout of DLPack's DLTensor
-        ("data", ctypes.c_void_p),
-        ("device_type", ctypes.c_int32),
-        ("device_id", ctypes.c_int32),
-        ("ndim", ctypes.c_int32),
-        ("code", ctypes.c_uint8),
-        ("bits", ctypes.c_uint8),
-        ("lanes", ctypes.c_uint16),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
 
 
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -74,7 +62,7 @@ def read_capsule(capsule: Any, name: str) -> tuple[str, tuple[int, ...], tuple[i
     if not _is_valid(capsule, b"dltensor"):
         msg = f"{name}: __dlpack__() did not return an unused DLPack capsule"
         raise ArgumentTypeError(msg)
-    tensor = _DLTensor.from_address(_get_pointer(capsule, b"dltensor"))  # DLManagedTensor starts with its DLTensor
+    tensor = DLTensor.from_address(_get_pointer(capsule, b"dltensor"))  # DLManagedTensor starts with its DLTensor
     dtype = _DTYPES.get((tensor.code, tensor.bits)) if tensor.lanes == 1 else None
     if dtype is None:
         msg = f"{name}: DLPack dtype (code {tensor.code}, {tensor.bits} bits, {tensor.lanes} lanes) is not one of float32, float64, int32, int64, bool"

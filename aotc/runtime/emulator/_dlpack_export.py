@@ -10,32 +10,21 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from aotc.runtime.dlpack_abi import DLTensor
+
 __all__ = ["capsule"]
 
 # (kind, bits) of NumPy dtypes -> DLPack's type code (0 int, 1 uint, 2 float, 6 bool).
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
 
 
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device_type", ctypes.c_int32),
-        ("device_id", ctypes.c_int32),
-        ("ndim", ctypes.c_int32),
-        ("code", ctypes.c_uint8),
-        ("bits", ctypes.c_uint8),
-        ("lanes", ctypes.c_uint16),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
 
 
 _Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
 
 
 _alive: dict[int, tuple[Any, ...]] = {}  # managed tensor address -> what must outlive it
