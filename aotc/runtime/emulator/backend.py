@@ -139,7 +139,7 @@ class EmulatorBackend(HostMemory):
         view = byte_view(host)
         if view is not None:
             legacy = self._stream(0)
-            streams.wait(streams.enqueue(legacy, _copy_out(view, pointer), "cuMemcpyDtoH"), self.ordinal)
+            streams.wait(streams.enqueue(legacy, _copy_out(view, pointer, self), "cuMemcpyDtoH"), self.ordinal)
 
     def synchronize(self) -> None:
         self._refuse_during_capture("cuCtxSynchronize")
@@ -180,10 +180,10 @@ class EmulatorBackend(HostMemory):
     def copy_to_host_async(self, host: bytearray | memoryview, pointer: int, stream: Any) -> None:
         view = byte_view(host)
         if view is not None:
-            streams.enqueue(self._stream(stream), _copy_out(view, pointer), "cuMemcpyDtoHAsync")
+            streams.enqueue(self._stream(stream), _copy_out(view, pointer, self), "cuMemcpyDtoHAsync")
 
     def memset_async(self, pointer: int, value: int, nbytes: int, stream: Any) -> None:
-        def run() -> None:
+        def run(_owner: Any = self) -> None:  # the memory's owner outlives the queued work (see launch)
             ctypes.memset(pointer, value, nbytes)
 
         streams.enqueue(self._stream(stream), run, "cuMemsetD8Async")
@@ -194,7 +194,7 @@ class EmulatorBackend(HostMemory):
             return
         staged = bytes(view)  # pageable memory is staged at once: the caller may reuse it
 
-        def run() -> None:
+        def run(_owner: Any = self) -> None:  # the memory's owner outlives the queued work (see launch)
             ctypes.memmove(pointer, staged, len(staged))
 
         streams.enqueue(target, run, "cuMemcpyHtoD")
@@ -236,7 +236,11 @@ class EmulatorBackend(HostMemory):
         base = ctypes.addressof(block_buffer)
         pointers = (ctypes.c_void_p * max(len(function.offsets), 1))(*(base + o for o in function.offsets))
 
-        def run(_parameters: Any = block_buffer) -> None:  # the default keeps the block alive
+        # The defaults keep the parameter block alive, and this backend, whose
+        # allocations the kernel writes: on a GPU a context outlives the work queued
+        # in it, and here a backend dropped before its work ran would free that
+        # memory under it (seen as a Python object overwritten by a later copy).
+        def run(_parameters: Any = block_buffer, _owner: Any = self) -> None:
             kernel.launch_params(*shape, pointers)
 
         grid, block, shared_bytes = shape
@@ -246,8 +250,8 @@ class EmulatorBackend(HostMemory):
             raise launch_error(kernel.symbol, shape, str(exc)) from None
 
 
-def _copy_out(view: memoryview, pointer: int) -> Any:
-    def run() -> None:
+def _copy_out(view: memoryview, pointer: int, owner: Any) -> Any:
+    def run(_owner: Any = owner) -> None:  # the memory's owner outlives the queued work (see launch)
         view[:] = ctypes.string_at(pointer, view.nbytes)
 
     return run
