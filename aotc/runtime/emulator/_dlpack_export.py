@@ -17,9 +17,6 @@ __all__ = ["capsule"]
 # (kind, bits) of NumPy dtypes -> DLPack's type code (0 int, 1 uint, 2 float, 6 bool).
 _CODES = {"i": 0, "u": 1, "f": 2, "b": 6}
 
-
-
-
 _Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
