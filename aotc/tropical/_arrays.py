@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.tropical._framework_streams import on_stream
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ __all__ = [
     "is_row_major",
     "is_writable",
     "numpy_pointer",
-    "on_stream",
     "overlaps",
     "span",
     "zeros_like_kind",
@@ -266,55 +266,6 @@ def contiguous(operand: Operand, name: str) -> Operand:
         return _cai_operand(cupy.ascontiguousarray(obj), name)
     msg = f"{name}: a strided {type(obj).__name__} cannot be copied here; pass a contiguous array"
     raise ArgumentError(msg)
-
-
-class _Unchanged:
-    """The framework's current stream, left as it is: a no-op context."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_UNCHANGED = _Unchanged()
-
-
-def on_stream(op: Operand, stream: Any) -> Any:
-    """A context in which ``op``'s framework allocates and fills on the CUDA
-    stream ``stream`` (an int handle; None: its current stream), on ``op``'s
-    device: PyTorch's and CuPy's allocators then tie the memory to that stream."""
-    if stream is None or op.on_host:
-        return _UNCHANGED
-    if op.kind == "torch":
-        torch = sys.modules["torch"]
-        device = op.obj.device
-        if torch.cuda.current_stream(device).cuda_stream == stream:
-            return _UNCHANGED
-        return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=device))
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(op.obj, cupy.ndarray):
-        return _CupyStream(cupy, _cai_device(op.obj) or 0, stream)
-    return _UNCHANGED
-
-
-class _CupyStream:
-    """CuPy's device ``device`` and, on it, the stream ``handle`` made current."""
-
-    def __init__(self, cupy: Any, device: int, handle: int) -> None:
-        self.device = cupy.cuda.Device(device)
-        self.stream = cupy.cuda.ExternalStream(handle, device)
-
-    def __enter__(self) -> None:
-        self.device.__enter__()
-        self.stream.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.stream.__exit__(*exc)
-        finally:
-            self.device.__exit__(*exc)
 
 
 def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool, stream: Any = None) -> Any:

@@ -10,7 +10,16 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.tropical._arrays import Operand, as_operand, contiguous, empty_like_kind, is_row_major, is_writable, overlaps
+from aotc.tropical._arrays import (
+    Operand,
+    as_operand,
+    contiguous,
+    empty_like_kind,
+    is_row_major,
+    is_writable,
+    overlaps,
+)
+from aotc.tropical._framework_streams import cupy_current_stream
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -199,8 +208,7 @@ def stream_handle(stream: Any, op: Operand) -> int:
             return 0 if op.on_host else sys.modules["torch"].cuda.current_stream(op.obj.device).cuda_stream
         cupy = sys.modules.get("cupy")
         if cupy is not None and isinstance(op.obj, cupy.ndarray):
-            with cupy.cuda.Device(op.obj.device.id):  # the array's device's current stream, not the current device's
-                return cupy.cuda.get_current_stream().ptr
+            return cupy_current_stream(cupy, op.obj.device.id)  # the array's device's, not the current device's
         return 0
     if type(stream) is int:
         if stream < 0:

@@ -80,8 +80,9 @@ def capture_candidates(stream: int, device: int) -> tuple[int, ...]:
         found.append(int(cuda.current_stream(device).cuda_stream))
     cupy = sys.modules.get("cupy")
     if cupy is not None:
-        with cupy.cuda.Device(device):
-            found.append(int(cupy.cuda.get_current_stream().ptr))
+        from aotc.tropical._framework_streams import cupy_current_stream
+
+        found.append(cupy_current_stream(cupy, device))
     return tuple(dict.fromkeys(found))
 
 

@@ -5,7 +5,8 @@ It keeps the rules of CuPy that aotc's CuPy path depends on, so that path runs
 
 - each device has its own current stream (``get_current_stream()`` answers
   for the *current* device), set by ``with stream:`` and by
-  ``with ExternalStream(handle):``, the null stream (0) by default;
+  ``with Stream.from_external(obj):`` (CuPy 14's way; ``ExternalStream``
+  warns that it is deprecated, as CuPy 14 does), the null stream (0) by default;
 - ``cupy.cuda.Device(n)`` makes device ``n`` current (the emulator's
   ``cudaSetDevice``) while inside;
 - allocations, fills and copies are queued on the current stream of the
@@ -23,6 +24,7 @@ import os
 import sys
 import threading
 import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -77,23 +79,42 @@ class Stream(_StreamContext):
         self._stream = None if null else arrays.Stream(self.device_id, non_blocking)
         self.ptr = 0 if null else self._stream.handle
 
+    @classmethod
+    def from_external(cls, obj: Any) -> _StreamContext:
+        """CuPy 14's wrapper of a foreign stream: any object under the CUDA
+        stream protocol, taken to be on the current device."""
+        version, handle = obj.__cuda_stream__()
+        if version != 0:
+            msg = f"__cuda_stream__: unsupported protocol version {version}"
+            raise ValueError(msg)
+        return _ExternalStream(handle, devices.current())
 
-class ExternalStream(_StreamContext):
-    def __init__(self, ptr: int, device_id: int = -1) -> None:
+
+class _ExternalStream(_StreamContext):
+    def __init__(self, ptr: int, device_id: int) -> None:
         self.ptr = int(ptr)
-        self.device_id = devices.current() if device_id < 0 else device_id
+        self.device_id = device_id
 
 
-def get_current_stream() -> _StreamContext:
-    """The current device's current stream: CuPy's rule, the one aotc must not trust for another device."""
-    device = devices.current()
+class ExternalStream(_ExternalStream):
+    def __init__(self, ptr: int, device_id: int = -1) -> None:
+        # As CuPy 14 does; the suite's filterwarnings turns it into a failure.
+        warnings.warn(
+            "ExternalStream is deprecated. Use Stream.from_external() instead", DeprecationWarning, stacklevel=2
+        )
+        super().__init__(ptr, devices.current() if device_id < 0 else device_id)
+
+
+def get_current_stream(device_id: int = -1) -> _StreamContext:
+    """Device ``device_id``'s current stream; by default the current device's:
+    CuPy's rule, the one aotc must not trust for another device."""
+    device = devices.current() if device_id < 0 else device_id
     pushed = _current_streams().get(device)
     return pushed[-1] if pushed else Stream(null=True)
 
 
 def _stream_of(device: int) -> int:
-    with Device(device):
-        return get_current_stream().ptr
+    return get_current_stream(device).ptr
 
 
 class ndarray(arrays.DeviceArray):  # noqa: N801 - CuPy's name

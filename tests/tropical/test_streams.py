@@ -24,6 +24,8 @@ from aotc.runtime.backends import BackendRegistry
 from aotc.runtime.emulator import arrays, devices
 from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.library import Library
+from aotc.tropical._arrays import as_operand
+from aotc.tropical._operands import stream_handle
 
 
 @pytest.fixture(autouse=True, params=["lazy", "in-order", "seed:7"])
@@ -180,6 +182,37 @@ def test_cupy_arrays_launch_on_their_own_devices_stream(two_devices: Any, cupy: 
     assert c.device.id == 1
     with cupy.cuda.Device(1):
         np.testing.assert_array_equal(c.get(), reference.matmul(a_host, b_host, "maxplus"))
+
+
+def _refuse_device_switches(cupy: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cupy.cuda.Device`` calls cudaSetDevice, which puts the primary context in
+    place of one that other code made current (cuCtxCreate's, pycuda's): seen on
+    an H100 with CuPy 14, where a call on host arrays left the caller's context
+    replaced. Asking CuPy for a stream must not switch devices."""
+
+    def refuse(device: Any) -> None:
+        raise AssertionError(f"cupy.cuda.Device({device.id}) was made current")
+
+    monkeypatch.setattr(cupy.cuda.Device, "__enter__", refuse)
+
+
+def test_staging_host_operands_with_cupy_loaded_switches_no_device(
+    staged: Any, cupy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = _operands(9)
+    _refuse_device_switches(cupy, monkeypatch)
+    np.testing.assert_array_equal(staged.matmul(a, b), reference.matmul(a, b, "maxplus"))
+
+
+def test_a_cupy_arrays_stream_is_asked_without_making_its_device_current(
+    two_devices: Any, cupy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with cupy.cuda.Device(1):
+        a = cupy.asarray(_operands(10)[0])
+        side = cupy.cuda.Stream(non_blocking=True)
+    with side:  # device 1's current stream, while device 0 is current
+        _refuse_device_switches(cupy, monkeypatch)
+        assert stream_handle(None, as_operand(a, "a")) == side.ptr
 
 
 # --- fault 7: capture is checked on every stream the call touches -----------------------
