@@ -5,12 +5,18 @@ The noop backend launches nothing, so an aotc row is aotc's own call path
 (plus the op dispatch, where the call needs the dispatcher: an eager call on
 plain tensors that autograd does not record skips it, ``_torch_direct``); torch.mm on CPU tensors this small is mostly its own
 dispatch too (a 16x16 f32 product is ~4k flops). "call path, no op" is the
-same product with stream=0, which skips the op: the difference is what the
-op costs. Cases run interleaved, batch by batch, so drift in machine load
+same product with stream= another stream than torch's current one, which
+skips the op: the difference is what the op costs. Cases run interleaved, batch by batch, so drift in machine load
 hits them alike. Reported: the median over batches of the mean time per call.
 A training step is one product while autograd records plus its backward().
 
     python benchmarks/torch_op_overhead.py [--library DIR] [--size 16] [--batches 30] [--calls 2000]
+    python benchmarks/torch_op_overhead.py --gpu     # CUDA tensors, the real backend, a GPU
+
+With ``--gpu`` the tensors are on the GPU and the kernels really run: each
+batch ends with ``torch.cuda.synchronize()``, inside its time, so a row is
+what a caller waits for per call, whichever of host or GPU is the bottleneck.
+The calibration rows (CPU-only ops) are left out there.
 """
 
 from __future__ import annotations
@@ -53,13 +59,17 @@ def floor_low_level_op() -> Callable[..., object]:
     return torch.ops.aotc_benchmark.allocate_low
 
 
-def interleaved_medians(cases: dict[str, Callable[[], object]], batches: int, calls: int) -> dict[str, float]:
+def interleaved_medians(
+    cases: dict[str, Callable[[], object]], batches: int, calls: int, settle: Callable[[], object] = lambda: None
+) -> dict[str, float]:
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(batches):
         for name, function in cases.items():
+            settle()
             start = time.perf_counter_ns()
             for _ in range(calls):
                 function()
+            settle()
             samples[name].append((time.perf_counter_ns() - start) / calls)
     return {name: statistics.median(values) for name, values in samples.items()}
 
@@ -70,27 +80,34 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=16)
     parser.add_argument("--batches", type=int, default=30)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--gpu", action="store_true", help="CUDA tensors through the real backend (needs a GPU)")
     args = parser.parse_args()
-    tropical.set_library(Library(args.library, backend=NoopBackend()))
+    device = "cuda" if args.gpu else "cpu"
+    tropical.set_library(Library(args.library) if args.gpu else Library(args.library, backend=NoopBackend()))
     torch.set_num_threads(1)
     n = args.size
-    a, b, out = torch.rand(n, n), torch.rand(n, n), torch.empty(n, n)
+    a, b, out = torch.rand(n, n, device=device), torch.rand(n, n, device=device), torch.empty(n, n, device=device)
     ga, gb = a.clone().requires_grad_(), b.clone().requires_grad_()
-    grad = torch.ones(n, n)  # the gradient a step's backward() starts from (grads accumulate into ga, gb)
+    grad = torch.ones(n, n, device=device)  # the gradient a step's backward() starts from (grads accumulate into ga, gb)
     key = tropical._api()._torch_library_key  # noqa: SLF001 - the op's library argument
+    # A stream other than torch's current one takes the call path, not the op: on
+    # CPU tensors any handle does; on a GPU, a side stream (settle syncs it too).
+    foreign = torch.cuda.Stream().cuda_stream if args.gpu else 0
     tropical.matmul(a, b)  # registers the ops and loads the kernel: not part of a call
-    allocate, allocate_low = floor_op(), floor_low_level_op()
-    cases: dict[str, Callable[[], object]] = {
-        "calibration: a custom op that only allocates": lambda: allocate(a, b, "maxplus", key),
-        "calibration: the same through Library.define/impl": lambda: allocate_low(a, b, "maxplus", key),
-        "calibration: torch.empty(n, n)": lambda: torch.empty(n, n),
+    cases: dict[str, Callable[[], object]] = {}
+    if not args.gpu:
+        allocate, allocate_low = floor_op(), floor_low_level_op()
+        cases["calibration: a custom op that only allocates"] = lambda: allocate(a, b, "maxplus", key)
+        cases["calibration: the same through Library.define/impl"] = lambda: allocate_low(a, b, "maxplus", key)
+        cases["calibration: torch.empty(n, n)"] = lambda: torch.empty(n, n)
+    cases |= {
         "torch.mm(a, b)": lambda: torch.mm(a, b),
         "torch.mm(a, b, out=c)": lambda: torch.mm(a, b, out=out),
         "tropical.matmul(a, b): eager, past the dispatcher": lambda: tropical.matmul(a, b),
         "tropical.matmul(a, b, out=c): eager, past the dispatcher": lambda: tropical.matmul(a, b, out=out),
         "torch.ops.aotc.tropical_matmul, called directly": lambda: torch.ops.aotc.tropical_matmul(a, b, "maxplus", key),
-        "call path, no op: matmul(a, b, stream=0)": lambda: tropical.matmul(a, b, stream=0),
-        "call path, no op, out=c": lambda: tropical.matmul(a, b, out=out, stream=0),
+        "call path, no op: matmul(a, b, stream=s)": lambda: tropical.matmul(a, b, stream=foreign),
+        "call path, no op, out=c": lambda: tropical.matmul(a, b, out=out, stream=foreign),
         "torch.mm(ga, gb), recording autograd": lambda: torch.mm(ga, gb),
         "tropical.matmul(ga, gb): argmax op + autograd": lambda: tropical.matmul(ga, gb),
         "training step: torch.mm(ga, gb).backward(g)": lambda: torch.mm(ga, gb).backward(grad),
@@ -98,8 +115,13 @@ def main() -> None:
     }
     for function in cases.values():
         function()
-    medians = interleaved_medians(cases, args.batches, args.calls)
-    print(f"per-call host time, {n}x{n} f32 CPU tensors, noop backend, torch {torch.__version__}, one thread,")
+    settle = torch.cuda.synchronize if args.gpu else lambda: None
+    medians = interleaved_medians(cases, args.batches, args.calls, settle)
+    if args.gpu:
+        where = f"CUDA tensors on {torch.cuda.get_device_name()}, backend {tropical._api().library.backend.name}"  # noqa: SLF001
+    else:
+        where = "CPU tensors, noop backend"
+    print(f"per-call time, {n}x{n} f32 {where}, torch {torch.__version__}, one thread,")
     print(f"median of {args.batches} interleaved batches of {args.calls} calls")
     for name, value in medians.items():
         print(f"  {name:52} {value / 1000:7.2f} us")

@@ -10,7 +10,9 @@ PyTorch's own out= ops are). Everything here is plain enough for
 
 The ops launch on torch's current stream. A call that names its own
 ``stream=`` runs the call path directly instead, outside the ops (and so
-without autograd, which is refused rather than silently dropped).
+without autograd, which is refused rather than silently dropped), unless the
+stream it names is torch's current one on the operands' device: that call is
+the op's own, and takes the ops' path (on a GPU, 20 us a call instead of 90).
 
 In eager mode, a call that nothing but aotc itself would see skips the
 dispatcher and runs the op's kernel (the call plan) directly (``_direct``):
@@ -42,6 +44,7 @@ import torch
 
 from aotc.errors import ArgumentError
 from aotc.tropical import _torch_ops
+from aotc.tropical._operands import stream_handle
 from aotc.tropical._torch_direct import direct as _direct
 from aotc.tropical._torch_route import handle, library_key
 
@@ -101,9 +104,17 @@ def _refuse(argument: str, while_recording: bool) -> None:
         raise ArgumentError(msg)
 
 
+def _foreign_stream(a: torch.Tensor, stream: Any) -> bool:
+    """Whether ``stream`` (given, not None) is another stream than torch's current
+    one on ``a``'s device, where the ops would launch anyway."""
+    if a.device.type != "cuda" or _compiling():
+        return True
+    return stream_handle(stream, None) != torch.cuda.current_stream(a.device).cuda_stream
+
+
 def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, stream: Any) -> torch.Tensor:
     records = _records(a, b, out)
-    if stream is not None:
+    if stream is not None and _foreign_stream(a, stream):
         _refuse("stream", records)
         return _torch_ops.call_back(api.matmul, a, b, semiring, out=out, stream=stream)
     if not records and _direct(a, b, out):
@@ -133,7 +144,7 @@ def matmul_argmax(
     api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, k_out: Any, stream: Any
 ) -> tuple[Any, Any]:
     records = _records(a, b)
-    if stream is not None:
+    if stream is not None and _foreign_stream(a, stream):
         _refuse("stream", records)
         return _torch_ops.call_back(api.matmul_argmax, a, b, semiring, out=out, k_out=k_out, stream=stream)
     if out is None and k_out is None and not records and _direct(a, b):
@@ -155,7 +166,7 @@ def matmul_argmax(
 def matmul_backward(
     api: Any, grad_c: torch.Tensor, k: torch.Tensor, a: torch.Tensor, b: torch.Tensor, semiring: str, stream: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    if stream is not None:
+    if stream is not None and _foreign_stream(a, stream):
         _refuse("stream", _records(grad_c, a, b))
         return _torch_ops.call_back(api.matmul_backward, grad_c, k, a, b, semiring, stream=stream)
     return _ops.tropical_matmul_backward(grad_c, k, a, b, semiring, library_key(api))

@@ -227,3 +227,39 @@ def test_cuda_training_steps_through_the_plans_match_the_reference() -> None:
         np.testing.assert_allclose(gb.grad.cpu().numpy(), want_b, rtol=1e-5, atol=1e-5)
     assert api._op_argmax_plans and api._op_backward_plans  # noqa: SLF001
 
+
+
+@pytest.mark.gpu
+def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stream= naming the stream the ops launch on anyway is the op's own call:
+    on an H200 the call path for a foreign stream cost 90 us a call, the ops' 20."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: CUDA tensors need a GPU")
+    from aotc.runtime.library import load
+    from aotc.tropical import _torch_ops
+
+    api = tropical.over(load("tropical"))
+    a, b = torch.randn(70, 33, device="cuda"), torch.randn(33, 41, device="cuda")
+    want = _expected(a.cpu(), b.cpu())
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the call path for a foreign stream was taken")
+
+    monkeypatch.setattr(_torch_ops, "call_back", refuse)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for stream in (side, side.cuda_stream):
+            np.testing.assert_array_equal(api.matmul(a, b, stream=stream).cpu().numpy(), want)
+        ga = a.clone().requires_grad_()
+        api.matmul(ga, b, stream=side).sum().backward()  # autograd records: the op's stream allows it
+    side.synchronize()
+    assert ga.grad is not None
+    monkeypatch.undo()
+    foreign = torch.cuda.Stream()  # not the current stream: the call path, and autograd refused there
+    foreign.wait_stream(torch.cuda.current_stream())
+    c = api.matmul(a, b, stream=foreign)
+    foreign.synchronize()
+    np.testing.assert_array_equal(c.cpu().numpy(), want)
+    with pytest.raises(ArgumentError, match=r"^stream: not supported while autograd records"):
+        api.matmul(a.clone().requires_grad_(), b, stream=foreign)
