@@ -101,7 +101,7 @@ class Tropical:
         # matmul's call plans, keyed as matmul() spells the key; see _plan.
         self._call_plans: dict[tuple[Any, ...], Plan] = {}
         # matmul(a, b, semiring, out, stream): the full path until a plan is made,
-        # then the plan lookup in front of it (_plan.planned_matmul).
+        # then the plan lookups in front of it (_matmul_entry.planned_matmul).
         self._matmul: MatmulEntry = self._full_matmul
         self._argmax_plans: dict[tuple[Any, ...], Any] = {}  # matmul_argmax's, the same way
         self._matmul_argmax: ArgmaxEntry = self._full_matmul_argmax

@@ -14,7 +14,7 @@ host-memory backend (the emulator, the noop backend), read without a copy.
 Anything else, and any call whose per-call checks do not pass at once, takes
 the full path, which raises the usual one-line error or decides exactly.
 
-Both the plan and the entry in front of it (``planned_matmul``) are closures,
+Both the plan and the entry in front of it (``_matmul_entry``) are closures,
 not objects with ``__call__``: a closure reads its constants from cells, and
 calling it skips the slot lookup an instance call pays. On this path those
 are a fifth of the whole call (benchmarks/RESULTS.md).
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     # matmul_argmax(a, b, semiring, out, k_out, stream), positional
     ArgmaxEntry = Callable[[Any, Any, Any, Any, Any, Any], Any]
 
-__all__ = ["MAX_PLANS", "make_argmax_plan", "make_plan", "meets", "planned_argmax", "planned_matmul"]
+__all__ = ["MAX_PLANS", "make_argmax_plan", "make_plan", "meets", "planned_argmax"]
 
 # Plans kept per Tropical handle; a job that sees more shapes than this starts over.
 MAX_PLANS = 256
@@ -53,38 +53,9 @@ def meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
     return x[0] - y[1], x[1] - y[0]
 
 
-def planned_matmul(ndarray: type, plans: dict[tuple[Any, ...], Plan], full: MatmulEntry) -> MatmulEntry:
-    """``matmul(a, b, semiring, out, stream)`` that calls the plan keyed by
-    its operands, if there is one and its checks pass, else ``full``."""
-
-    def matmul(a: Any, b: Any, semiring: Any, out: Any, stream: Any) -> Any:
-        if type(a) is ndarray and type(b) is ndarray and stream is None:
-            # Everything a plan fixes, read with the fewest attribute reads
-            # (the key make_plan returns). An unhashable semiring can't be a
-            # key: the full path names it.
-            try:
-                if out is None:
-                    plan = plans.get((semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype))
-                elif type(out) is ndarray:
-                    plan = plans.get(
-                        (semiring, a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out.shape, out.strides, out.dtype)
-                    )
-                else:
-                    plan = None
-            except TypeError:
-                plan = None
-            if plan is not None:
-                result = plan(a, b, out)
-                if result is not None:
-                    return result
-        return full(a, b, semiring, out, stream)
-
-    return matmul
-
-
 def make_plan(a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaunch) -> tuple[tuple[Any, ...], Plan] | None:
     """``(key, plan)`` for the forward product ``matmul`` just launched in place,
-    where its operands are NumPy arrays; the key is the one ``planned_matmul``
+    where its operands are NumPy arrays; the key is the one ``_matmul_entry``
     builds. None where no plan fits: other array types, a copy made, no direct
     pointer read."""
     numpy = sys.modules.get("numpy")

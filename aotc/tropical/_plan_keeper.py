@@ -1,8 +1,8 @@
 """Which call plan a launched product leaves, and where its handle keeps it.
 
-A ``Tropical`` handle has entries that plans sit in front of: ``_matmul`` and
-``_matmul_argmax`` (the public ``matmul`` and ``matmul_argmax``, NumPy
-arrays: ``_plan``), and ``op_matmul``,
+A ``Tropical`` handle has entries that plans sit in front of: ``_matmul``
+(the public ``matmul``: NumPy arrays' plans and tensors', ``_matmul_entry``),
+``_matmul_argmax`` (``matmul_argmax``, NumPy arrays: ``_plan``), and ``op_matmul``,
 ``op_matmul_argmax`` and ``op_matmul_backward`` (the aotc:: ops' kernels,
 tensors: ``_torch_plan``). Each starts as its full path; the first plan kept
 puts the plan lookup in front of it, once.
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from aotc.tropical._plan import MAX_PLANS, make_argmax_plan, make_plan, planned_argmax, planned_matmul
+from aotc.tropical._matmul_entry import planned_matmul
+from aotc.tropical._plan import MAX_PLANS, make_argmax_plan, make_plan, planned_argmax
 from aotc.tropical._torch_plan import (
     make_tensor_argmax_plan,
     make_tensor_backward_plan,
@@ -41,9 +42,23 @@ def keep_plan(api: Any, a: Any, b: Any, semiring: str, out: Any, c: Any, launch:
         if _keep(api._op_plans, make_tensor_plan(torch, a, b, semiring, out, c, launch)):  # noqa: SLF001
             if api.op_matmul == api._full_op_matmul:  # noqa: SLF001 - the first plan: put the lookup in front
                 api.op_matmul = planned_op_matmul(api._op_plans, api._full_op_matmul)  # noqa: SLF001
+                _put_matmul_entry(api)
     elif _keep(api._call_plans, make_plan(a, b, semiring, out, c, launch)):  # noqa: SLF001 - a NumPy plan
-        if api._matmul == api._full_matmul:  # noqa: SLF001
-            api._matmul = planned_matmul(type(a), api._call_plans, api._full_matmul)  # noqa: SLF001
+        if len(api._call_plans) == 1:  # noqa: SLF001 - the first
+            _put_matmul_entry(api)
+
+
+def _put_matmul_entry(api: Any) -> None:
+    """Put the plan lookups (``_matmul_entry``) in front of ``matmul``'s full
+    path, for each kind of array that has plans."""
+    numpy_plans, tensor_plans = api._call_plans, api._op_plans  # noqa: SLF001
+    api._matmul = planned_matmul(  # noqa: SLF001
+        api._full_matmul,  # noqa: SLF001
+        sys.modules["numpy"].ndarray if numpy_plans else None,
+        numpy_plans,
+        sys.modules["torch"] if tensor_plans else None,
+        tensor_plans,
+    )
 
 
 def keep_argmax_plan(

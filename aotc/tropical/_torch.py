@@ -15,7 +15,8 @@ stream it names is torch's current one on the operands' device: that call is
 the op's own, and takes the ops' path (on a GPU, 20 us a call instead of 90).
 
 In eager mode, a call that nothing but aotc itself would see skips the
-dispatcher and runs the op's kernel (the call plan) directly (``_direct``):
+dispatcher and runs the op's kernel (the call plan) directly (``_direct``;
+a repeat ``matmul`` with a plan does not come here at all: ``_matmul_entry``):
 plain ``torch.Tensor`` operands (no subclass, no functorch wrapper, not on the
 meta device), no TorchDispatchMode or TorchFunctionMode, no torch.func
 transform, no tracing or compiling, autocast off, not in inference mode, and

@@ -20,7 +20,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["direct"]
+__all__ = [
+    "autocast", "direct", "dispatch_modes", "function_modes", "inference", "tracing", "transforms", "wrapped",
+]  # fmt: skip
 
 # PyTorch's own answers to "is anything but a plain eager call going on": no
 # public API asks the dispatcher these, so its private bindings are read once.
@@ -28,13 +30,14 @@ _C = torch._C  # noqa: SLF001 - the dispatcher's own state
 _functorch = _C._functorch  # noqa: SLF001
 _Tensor = torch.Tensor
 _compiling = torch.compiler.is_compiling
-_inference = torch.is_inference_mode_enabled
-_dispatch_modes = _C._len_torch_dispatch_stack  # noqa: SLF001 - FakeTensorMode, make_fx's proxy mode, ...
-_function_modes = _C._is_torch_function_mode_enabled  # noqa: SLF001
-_transforms = _C._are_functorch_transforms_active  # noqa: SLF001 - vmap, grad, functionalize
-_autocast = _C._is_any_autocast_enabled  # noqa: SLF001
-_tracing = _C._get_tracing_state  # noqa: SLF001 - torch.jit.trace
-_wrapped = _functorch.is_functorch_wrapped_tensor
+# Public too: the tensor branch of _matmul_entry spells these checks out itself.
+inference = _inference = torch.is_inference_mode_enabled
+dispatch_modes = _dispatch_modes = _C._len_torch_dispatch_stack  # noqa: SLF001 - FakeTensorMode, make_fx's proxy mode, ...
+function_modes = _function_modes = _C._is_torch_function_mode_enabled  # noqa: SLF001
+transforms = _transforms = _C._are_functorch_transforms_active  # noqa: SLF001 - vmap, grad, functionalize
+autocast = _autocast = _C._is_any_autocast_enabled  # noqa: SLF001
+tracing = _tracing = _C._get_tracing_state  # noqa: SLF001 - torch.jit.trace
+wrapped = _wrapped = _functorch.is_functorch_wrapped_tensor
 
 
 def direct(a: Any, b: Any, c: Any = None, d: Any = None) -> bool:

@@ -35,11 +35,20 @@ def _expected(a: Any, b: Any) -> Any:
     return reference.matmul(a.detach().numpy(), b.detach().numpy(), "maxplus")
 
 
+def _planned(a: Any, b: Any) -> None:
+    """A plain call first, which leaves a call plan for these shapes and puts
+    the plan lookup in front of ``matmul`` (``_matmul_entry.planned_matmul``):
+    a call the dispatcher must see has to reach the op past it."""
+    tropical.matmul(a, b)
+    assert tropical._api()._op_plans  # noqa: SLF001
+
+
 def test_a_plain_eager_call_skips_the_dispatcher() -> None:
     a, b = _operands()
-    ran, c = _ops_run(lambda: tropical.matmul(a, b))
-    assert ran == []
-    np.testing.assert_array_equal(c.numpy(), _expected(a, b))
+    for _ in range(2):  # the first call leaves a plan, the second takes it
+        ran, c = _ops_run(lambda: tropical.matmul(a, b))
+        assert ran == []
+        np.testing.assert_array_equal(c.numpy(), _expected(a, b))
     ran, (c, k) = _ops_run(lambda: tropical.matmul_argmax(a, b))
     assert ran == [] and k.dtype == torch.int32
     np.testing.assert_array_equal(c.numpy(), _expected(a, b))
@@ -48,11 +57,13 @@ def test_a_plain_eager_call_skips_the_dispatcher() -> None:
 def test_out_skips_the_dispatcher_and_still_bumps_its_version() -> None:
     a, b = _operands()
     out = torch.empty(5, 6)
-    before = out._version  # noqa: SLF001 - autograd's version counter
-    ran, result = _ops_run(lambda: tropical.matmul(a, b, out=out))
-    assert ran == [] and result is out
-    assert out._version > before  # noqa: SLF001 - autograd sees that out changed, as with the _out op
-    np.testing.assert_array_equal(out.numpy(), _expected(a, b))
+    for _ in range(2):  # the first call leaves a plan, the second takes it
+        out.zero_()
+        before = out._version  # noqa: SLF001 - autograd's version counter
+        ran, result = _ops_run(lambda: tropical.matmul(a, b, out=out))
+        assert ran == [] and result is out
+        assert out._version > before  # noqa: SLF001 - autograd sees that out changed, as with the _out op
+        np.testing.assert_array_equal(out.numpy(), _expected(a, b))
 
 
 def test_a_training_step_runs_forward_and_backward_without_the_ops() -> None:
@@ -70,6 +81,7 @@ def test_a_training_step_runs_forward_and_backward_without_the_ops() -> None:
 
 def test_inference_mode_runs_the_op() -> None:
     a, b = _operands()
+    _planned(a, b)
     with torch.inference_mode():
         ran, c = _ops_run(lambda: tropical.matmul(a, b))
     assert ran == ["aotc::tropical_matmul"]
@@ -78,6 +90,7 @@ def test_inference_mode_runs_the_op() -> None:
 
 def test_autocast_runs_the_op() -> None:
     a, b = _operands()
+    _planned(a, b)
     with torch.autocast("cpu"):
         ran, _ = _ops_run(lambda: tropical.matmul(a, b))
     assert ran == ["aotc::tropical_matmul"]
@@ -88,6 +101,7 @@ def test_a_subclass_runs_the_op() -> None:
         pass
 
     a, b = _operands()
+    _planned(a, b)
     ran, c = _ops_run(lambda: tropical.matmul(a.as_subclass(Tagged), b))
     assert ran == ["aotc::tropical_matmul"]
     np.testing.assert_array_equal(torch.Tensor(c).numpy(), _expected(a, b))
@@ -99,6 +113,7 @@ def test_a_torch_function_mode_runs_the_op() -> None:
             return func(*args, **(kwargs or {}))
 
     a, b = _operands()
+    _planned(a, b)
     with Passing():
         ran, _ = _ops_run(lambda: tropical.matmul(a, b))
     assert ran == ["aotc::tropical_matmul"]
@@ -108,6 +123,7 @@ def test_fake_tensor_mode_runs_the_ops_fake_implementation() -> None:
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
     a, b = _operands()
+    _planned(a, b)
     with FakeTensorMode() as mode:
         c = tropical.matmul(mode.from_tensor(a), mode.from_tensor(b))
     assert isinstance(c, FakeTensor) and tuple(c.shape) == (5, 6)
@@ -115,6 +131,7 @@ def test_fake_tensor_mode_runs_the_ops_fake_implementation() -> None:
 
 def test_vmap_runs_the_op() -> None:
     a, b = _operands()
+    _planned(a, b)
     batch = torch.stack([a, a + 1])
     # PyTorch runs the op once per batch entry (its fallback, which says so on stderr).
     ran, c = _ops_run(lambda: torch.func.vmap(lambda x: tropical.matmul(x, b))(batch))
@@ -124,7 +141,17 @@ def test_vmap_runs_the_op() -> None:
 
 def test_torch_compile_traces_the_op_whole() -> None:
     a, b = _operands()
+    _planned(a, b)
     compiled = torch.compile(lambda x, y: tropical.matmul(x, y), fullgraph=True, backend="eager")
     ran, c = _ops_run(lambda: compiled(a, b))
     assert ran == ["aotc::tropical_matmul"]
     np.testing.assert_array_equal(c.numpy(), _expected(a, b))
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace` is deprecated:DeprecationWarning")
+def test_torch_jit_trace_records_the_op() -> None:
+    a, b = _operands()
+    _planned(a, b)
+    traced = torch.jit.trace(lambda x, y: tropical.matmul(x, y), (a, b), check_trace=False)
+    assert "aotc::tropical_matmul" in str(traced.graph)  # recorded, not run past the tracer
+    np.testing.assert_array_equal(traced(a + 1, b).numpy(), _expected(a + 1, b))
