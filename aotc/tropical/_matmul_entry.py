@@ -13,9 +13,10 @@ which decides everything again (and raises the usual one-line errors).
   route to the ops (``_torch``) and the op's kernel would only look that plan
   up, and skipping them saves about a microsecond a call (RESULTS.md, issue 21).
 
-Both branches sit in one closure, each reached by one type check: a second
-entry in front of the first would cost the other kind's calls a call level,
-a tenth of a NumPy call. The branch of a library with no plan yet tests
+One closure holds NumPy's branch and sends tensors to theirs
+(``_torch_plan.planned_tensor_matmul``): a NumPy call pays one type check
+for tensors, and nothing for the tensor branch's many names (a frame copies
+each of a closure's cells). The branch of a library with no plan yet tests
 against a type no operand has.
 """
 
@@ -38,26 +39,18 @@ def planned_matmul(
     full: MatmulEntry,
     ndarray: Any = None,
     numpy_plans: dict[tuple[Any, ...], Plan] | None = None,
-    torch: Any = None,
-    tensor_plans: dict[tuple[Any, ...], Plan] | None = None,
+    tensor: Any = None,
+    tensor_matmul: MatmulEntry | None = None,
 ) -> MatmulEntry:
     """``matmul(a, b, semiring, out, stream)`` through the plan keyed by its
-    operands (NumPy's where ``ndarray`` is given, tensors' where ``torch``
-    is), if there is one and its checks pass, else ``full``."""
+    operands, if there is one and its checks pass, else ``full``: NumPy's
+    plans where ``ndarray`` is given, and ``tensor`` operands (``torch.Tensor``)
+    to ``tensor_matmul`` (``_torch_plan.planned_tensor_matmul``) where it is."""
     ndarray = ndarray or _NoOperand
-    tensor = torch.Tensor if torch is not None else _NoOperand
-    if torch is not None:
-        from aotc.tropical import _torch_direct as state
-
-        compiling, grad_enabled = torch.compiler.is_compiling, torch.is_grad_enabled
-        bump_version = torch.autograd.graph.increment_version
-        # _torch_direct.direct's checks, spelled out: a call level here is a tenth of what is saved.
-        modes, function_modes, transforms = state.dispatch_modes, state.function_modes, state.transforms
-        autocast, inference, tracing, wrapped = state.autocast, state.inference, state.tracing, state.wrapped
+    tensor = tensor or _NoOperand
 
     def matmul(a: Any, b: Any, semiring: Any, out: Any, stream: Any) -> Any:
-        kind = type(a)
-        if kind is ndarray:
+        if type(a) is ndarray:
             if type(b) is ndarray and stream is None:
                 # Everything a plan fixes, read with the fewest attribute reads
                 # (the key make_plan returns). An unhashable semiring can't be a
@@ -78,35 +71,8 @@ def planned_matmul(
                     if result is not None:
                         return result
             return full(a, b, semiring, out, stream)
-        # compiling() before anything dynamo cannot fold: it traces this function.
-        if kind is not tensor or type(b) is not tensor or stream is not None or type(semiring) is not str or compiling():
-            return full(a, b, semiring, out, stream)
-        if out is None:
-            if grad_enabled() and (a.requires_grad or b.requires_grad):
-                return full(a, b, semiring, out, stream)  # autograd records: the argmax op
-            key = (semiring, a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device)
-        elif type(out) is tensor and not (grad_enabled() and (a.requires_grad or b.requires_grad or out.requires_grad)):
-            if wrapped(out):
-                return full(a, b, semiring, out, stream)
-            key = (
-                semiring, a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device,
-                out.shape, out.stride(), out.dtype, out.device,
-            )  # fmt: skip
-        else:
-            return full(a, b, semiring, out, stream)
-        # No check of _torch_route.inside_op: an op's kernel never calls this entry
-        # with stream=None, and the plan would run its very product anyway. No
-        # meta-device check: the key holds the device, and no plan is made on meta.
-        plan = tensor_plans.get(key)
-        if plan is None or modes() or function_modes() or transforms() or autocast() or inference():
-            return full(a, b, semiring, out, stream)
-        if tracing() is not None or wrapped(a) or wrapped(b):
-            return full(a, b, semiring, out, stream)
-        result = plan(a, b, out)
-        if result is None:
-            return full(a, b, semiring, out, stream)
-        if out is not None:
-            bump_version(out)  # what the _out op does: autograd sees out changed
-        return result
+        if type(a) is tensor:
+            return tensor_matmul(a, b, semiring, out, stream)
+        return full(a, b, semiring, out, stream)
 
     return matmul

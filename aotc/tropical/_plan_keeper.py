@@ -21,6 +21,7 @@ from aotc.tropical._torch_plan import (
     planned_op_argmax,
     planned_op_backward,
     planned_op_matmul,
+    planned_tensor_matmul,
 )
 
 TYPE_CHECKING = False
@@ -51,13 +52,14 @@ def keep_plan(api: Any, a: Any, b: Any, semiring: str, out: Any, c: Any, launch:
 def _put_matmul_entry(api: Any) -> None:
     """Put the plan lookups (``_matmul_entry``) in front of ``matmul``'s full
     path, for each kind of array that has plans."""
-    numpy_plans, tensor_plans = api._call_plans, api._op_plans  # noqa: SLF001
+    full, numpy_plans, tensor_plans = api._full_matmul, api._call_plans, api._op_plans  # noqa: SLF001
+    torch = sys.modules["torch"] if tensor_plans else None
     api._matmul = planned_matmul(  # noqa: SLF001
-        api._full_matmul,  # noqa: SLF001
+        full,
         sys.modules["numpy"].ndarray if numpy_plans else None,
         numpy_plans,
-        sys.modules["torch"] if tensor_plans else None,
-        tensor_plans,
+        torch.Tensor if torch is not None else None,
+        planned_tensor_matmul(torch, tensor_plans, full) if torch is not None else None,
     )
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "autocast", "direct", "dispatch_modes", "function_modes", "inference", "tracing", "transforms", "wrapped",
+    "autocast", "direct", "dispatch_modes", "function_modes", "inference", "tracing", "transforms",
 ]  # fmt: skip
 
 # PyTorch's own answers to "is anything but a plain eager call going on": no
@@ -37,7 +37,7 @@ function_modes = _function_modes = _C._is_torch_function_mode_enabled  # noqa: S
 transforms = _transforms = _C._are_functorch_transforms_active  # noqa: SLF001 - vmap, grad, functionalize
 autocast = _autocast = _C._is_any_autocast_enabled  # noqa: SLF001
 tracing = _tracing = _C._get_tracing_state  # noqa: SLF001 - torch.jit.trace
-wrapped = _wrapped = _functorch.is_functorch_wrapped_tensor
+_wrapped = _functorch.is_functorch_wrapped_tensor
 
 
 def direct(a: Any, b: Any, c: Any = None, d: Any = None) -> bool:

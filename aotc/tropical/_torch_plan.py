@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 
     # op_matmul(a, b, semiring, out), positional
     OpEntry = Callable[[Any, Any, Any, Any], Any]
+    # matmul(a, b, semiring, out, stream), positional
+    MatmulEntry = Callable[[Any, Any, Any, Any, Any], Any]
 
 __all__ = [
     "current_stream", "make_tensor_argmax_plan", "make_tensor_backward_plan", "make_tensor_plan", "planned_op_argmax",
-    "planned_op_backward", "planned_op_matmul", "tensor_key",
+    "planned_op_backward", "planned_op_matmul", "planned_tensor_matmul", "tensor_key",
 ]  # fmt: skip
 
 
@@ -68,6 +70,58 @@ def planned_op_matmul(plans: dict[tuple[Any, ...], Plan], full: OpEntry) -> OpEn
         return full(a, b, semiring, out)
 
     return op_matmul
+
+
+def planned_tensor_matmul(torch: Any, plans: dict[tuple[Any, ...], Plan], full: MatmulEntry) -> MatmulEntry:
+    """``matmul(a, b, semiring, out, stream)`` for ``a`` a plain ``torch.Tensor``
+    (``_matmul_entry`` sends it here): an eager call that nothing but aotc
+    would see (``_torch_direct``'s conditions, checked inline) and that
+    autograd does not record runs the plan ``planned_op_matmul`` would find.
+    The route to the ops (``_torch``) and the op's kernel would only look
+    that plan up: skipping them saves about a microsecond a call. Anything
+    else, or no plan, goes to ``full``, which decides everything again."""
+    from aotc.tropical import _torch_direct as state
+
+    tensor, compiling, grad_enabled = torch.Tensor, torch.compiler.is_compiling, torch.is_grad_enabled
+    bump_version = torch.autograd.graph.increment_version
+    # _torch_direct.direct's checks, spelled out: a call level here is a tenth of what is saved.
+    modes, function_modes, transforms = state.dispatch_modes, state.function_modes, state.transforms
+    autocast, inference, tracing = state.autocast, state.inference, state.tracing
+
+    def matmul(a: Any, b: Any, semiring: Any, out: Any, stream: Any) -> Any:
+        # compiling() before anything dynamo cannot fold: it traces this function.
+        if type(b) is not tensor or stream is not None or type(semiring) is not str or compiling():
+            return full(a, b, semiring, out, stream)
+        if out is None:
+            if grad_enabled() and (a.requires_grad or b.requires_grad):
+                return full(a, b, semiring, out, stream)  # autograd records: the argmax op
+            key = (semiring, a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device)
+        elif type(out) is tensor and not (grad_enabled() and (a.requires_grad or b.requires_grad or out.requires_grad)):
+            key = (
+                semiring, a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device,
+                out.shape, out.stride(), out.dtype, out.device,
+            )  # fmt: skip
+        else:
+            return full(a, b, semiring, out, stream)
+        # Not checked here, unlike _direct: _torch_route.inside_op (an op's kernel
+        # never calls this entry with stream=None, and the plan would run its very
+        # product anyway); the meta device (the key holds the device, and no plan
+        # is made on meta); functorch wrappers (inside a transform, transforms()
+        # says so; one that left its transform has no storage, and the plan
+        # declines it when its data pointer cannot be read).
+        plan = plans.get(key)
+        if plan is None or modes() or function_modes() or transforms() or autocast() or inference():
+            return full(a, b, semiring, out, stream)
+        if tracing() is not None:
+            return full(a, b, semiring, out, stream)
+        result = plan(a, b, out)
+        if result is None:
+            return full(a, b, semiring, out, stream)
+        if out is not None:
+            bump_version(out)  # what the _out op does: autograd sees out changed
+        return result
+
+    return matmul
 
 
 def planned_op_argmax(plans: dict[tuple[Any, ...], Any], full: Callable[[Any, Any, str], Any]) -> Callable[[Any, Any, str], Any]:
@@ -136,14 +190,16 @@ def _plan(
     empty, shape, dtype, device = result
 
     def plan(a: Any, b: Any, out: Any) -> Any:
-        pa, pb = a.data_ptr(), b.data_ptr()
+        try:
+            pa, pb = a.data_ptr(), b.data_ptr()
+            pc = out.data_ptr() if out is not None else 0
+        except RuntimeError:
+            return None  # no storage (a functorch wrapper that left its transform): the full path decides
         if out is None:
             out = empty(*shape, dtype=dtype, device=device)  # the key fixed a's dtype and device, the result's
             pc = out.data_ptr()
-        else:
-            pc = out.data_ptr()
-            if a_from < pc - pa < a_to or b_from < pc - pb < b_to:
-                return None  # maybe shared memory: the full path decides, exactly
+        elif a_from < pc - pa < a_to or b_from < pc - pb < b_to:
+            return None  # maybe shared memory: the full path decides, exactly
         launch(function, launch_shape, stream() if stream is not None else 0, pack(pa, pb, pc) + tail)
         if host_wait:
             host_wait(0)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
+from aotc.tropical._torch_plan import tensor_key
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
 
@@ -155,3 +156,17 @@ def test_torch_jit_trace_records_the_op() -> None:
     traced = torch.jit.trace(lambda x, y: tropical.matmul(x, y), (a, b), check_trace=False)
     assert "aotc::tropical_matmul" in str(traced.graph)  # recorded, not run past the tracer
     np.testing.assert_array_equal(traced(a + 1, b).numpy(), _expected(a + 1, b))
+
+
+def test_a_plan_declines_a_functorch_wrapper_that_left_its_transform() -> None:
+    """The entry in front of matmul does not ask for functorch wrappers: inside a
+    transform, transforms() sends the call to the op; a wrapper that escaped
+    its transform has no storage, and the plan, reading its data pointer,
+    returns None, so the full path decides as it does without a plan."""
+    a, b = _operands()
+    _planned(a, b)
+    leaked: list[Any] = []
+    torch.func.vmap(lambda x: leaked.append(x) or x)(torch.stack([a, a]))
+    plan = tropical._api()._op_plans[tensor_key("maxplus", a, b)]  # noqa: SLF001
+    assert plan(leaked[0], b, None) is None
+    np.testing.assert_array_equal(plan(a, b, None).numpy(), _expected(a, b))
