@@ -1,4 +1,4 @@
-"""A framework's own idea of the current CUDA stream, read and set without side effects.
+"""A framework's own idea of the current CUDA stream: read, and set for one allocation.
 
 Results and fills that PyTorch or CuPy allocate for a call must be tied to the
 call's stream, so their caching allocators don't hand the memory out while
