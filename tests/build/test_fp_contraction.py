@@ -13,25 +13,14 @@ with cuobjdump; needs no GPU.
 from __future__ import annotations
 
 import json
-import os
 import re
 
-import pytest
+from sass_support import sass_tools
 from conftest import installed_library
 
-from aotc.build import sass as _sass
 from aotc.runtime.emulator.compile import COMPILE_FLAGS
 
 _FUSED = re.compile(r"\b(?:FFMA|DFMA)\b")
-
-
-def _tools() -> _sass.Tools:
-    tools = _sass.find_tools()
-    if isinstance(tools, str):
-        if os.environ.get("AOTC_REQUIRE_INSTALLED") == "1":
-            pytest.fail(f"{tools} (the test extra installs it)")
-        pytest.skip(tools)
-    return tools
 
 
 def test_the_emulator_does_not_contract() -> None:
@@ -40,7 +29,7 @@ def test_the_emulator_does_not_contract() -> None:
 
 def test_no_shipped_kernel_fuses_a_multiply_into_an_add() -> None:
     library = installed_library()
-    tools = _tools()
+    tools = sass_tools()
     kernels = json.loads((library / "index.json").read_text())["kernels"]
     floating = {name: entry for name, entry in kernels.items() if entry["dtype"] in ("f32", "f64")}
     assert any(entry["pass"].startswith("backward") for entry in floating.values())

@@ -14,6 +14,7 @@ import json
 import os
 
 import pytest
+from sass_support import sass_tools
 
 from aotc.build import sass as _sass
 from aotc.index import LibraryIndex
@@ -22,19 +23,10 @@ from conftest import REPO, installed_library
 BUDGET = json.loads((REPO / "benchmarks" / "sass_budget.json").read_text())
 
 
-def _tools() -> _sass.Tools:
-    tools = _sass.find_tools()
-    if isinstance(tools, str):
-        if os.environ.get("AOTC_REQUIRE_INSTALLED") == "1":
-            pytest.fail(f"{tools} (the test extra installs it)")
-        pytest.skip(tools)
-    return tools
-
-
 @pytest.mark.parametrize("arch", sorted(BUDGET["archs"]))
 def test_k_loops_stay_within_budget(arch: str) -> None:
     library = installed_library()
-    tools = _tools()
+    tools = sass_tools()
     index = json.loads((library / "index.json").read_text())
     budget = BUDGET["archs"][arch]
     missing = [name for name in budget if arch not in index["kernels"].get(name, {}).get("sass", ())]

@@ -117,3 +117,19 @@ class RecordingBackend(NoopBackend):
     def launch(self, function: Any, shape: Any, stream: Any, params: bytes) -> None:
         grid, block, shared_bytes = shape
         self.launches.append((function, grid, block, shared_bytes, stream, params))
+
+
+def gpu_library(tmp_path_factory: Any, name: str) -> Path:
+    """The tropical library the GPU tests run: the installed one, else one built
+    for this GPU's arch (skips, saying why, without nvcc)."""
+    import pytest
+
+    from aotc.runtime.backends import get_backend
+
+    installed = aotc.library_dir("tropical")
+    if (installed / "index.json").is_file():
+        return installed
+    if shutil.which("nvcc") is None:
+        pytest.skip("no installed tropical library, and no nvcc to build the fixture library")
+    major, minor = get_backend("cuda-python").device().capability
+    return build_library(tmp_path_factory.mktemp(name), arch=f"{major}{minor}")

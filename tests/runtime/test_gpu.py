@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-import aotc
 from aotc.reference import matmul
 from aotc.runtime.backends import get_backend
 from aotc.runtime.library import Library
 from aotc.runtime.select import ImageKind
-from runtime_support import build_library, rewrite_index
+from runtime_support import gpu_library, rewrite_index
 
 FORWARD = "gemm_maxplus_f32_forward"
 BATCHED = "gemm_maxplus_f32_forward_batched"
@@ -31,13 +30,7 @@ pytestmark = pytest.mark.gpu  # skipped with the probe's reason where there is n
 
 @pytest.fixture(scope="module")
 def lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    installed = aotc.library_dir("tropical")
-    if (installed / "index.json").is_file():
-        return installed
-    if shutil.which("nvcc") is None:
-        pytest.skip("no installed tropical library, and no nvcc to build the fixture library")
-    major, minor = get_backend("cuda-python").device().capability
-    return build_library(tmp_path_factory.mktemp("rt-gpu"), arch=f"{major}{minor}")
+    return gpu_library(tmp_path_factory, "rt-gpu")
 
 
 @pytest.fixture(params=["cuda-python", "pycuda"])

@@ -21,7 +21,6 @@ emulator checks on the CPU, asked of the real driver through both backends:
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 import sys
 import threading
@@ -31,13 +30,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-import aotc
 from aotc import tropical
 from aotc.errors import CaptureError
 from aotc.reference import matmul
-from aotc.runtime.backends import get_backend
 from aotc.runtime.library import Library
-from runtime_support import build_library
+from runtime_support import gpu_library
 
 FORWARD = "gemm_maxplus_f32_forward"
 REPO = Path(__file__).resolve().parents[2]
@@ -47,13 +44,7 @@ pytestmark = pytest.mark.gpu  # skipped with the probe's reason where there is n
 
 @pytest.fixture(scope="module")
 def lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    installed = aotc.library_dir("tropical")
-    if (installed / "index.json").is_file():
-        return installed
-    if shutil.which("nvcc") is None:
-        pytest.skip("no installed tropical library, and no nvcc to build the fixture library")
-    major, minor = get_backend("cuda-python").device().capability
-    return build_library(tmp_path_factory.mktemp("rt-gpu-contexts"), arch=f"{major}{minor}")
+    return gpu_library(tmp_path_factory, "rt-gpu-contexts")
 
 
 @pytest.fixture(params=["cuda-python", "pycuda"])
