@@ -228,7 +228,6 @@ def test_cuda_training_steps_through_the_plans_match_the_reference() -> None:
     assert api._op_argmax_plans and api._op_backward_plans  # noqa: SLF001
 
 
-
 @pytest.mark.gpu
 def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """stream= naming the stream the ops launch on anyway is the op's own call:
