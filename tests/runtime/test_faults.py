@@ -107,6 +107,17 @@ def test_an_ordinary_failure_stays_a_backend_error() -> None:
     assert str(info.value) == "cuMemFree failed: CUDA_ERROR_INVALID_VALUE (described)"
 
 
+def test_a_refused_launch_names_its_shape_and_stays_a_backend_error() -> None:
+    fake = FakeDriver()
+    backend, fine, _ = two_kernels(fake)
+    with pytest.raises(BackendError) as info:
+        backend.launch(fine, ((1, 1, 1), (2048, 1, 1), 0), 0, b"")  # more threads than a block may have
+    assert type(info.value) is BackendError
+    assert str(info.value) == (
+        "cuLaunchKernel(grid=(1, 1, 1), block=(2048, 1, 1), shared=0) failed: CUDA_ERROR_INVALID_VALUE (described)"
+    )
+
+
 def test_the_sticky_errors_are_the_drivers() -> None:
     assert all(hasattr(driver.CUresult, name) for name in STICKY_ERRORS)
     assert is_sticky("CUDA_ERROR_LAUNCH_FAILED") and not is_sticky("CUDA_ERROR_INVALID_VALUE")

@@ -160,6 +160,19 @@ class BackendBase:
         finally:
             self.event_destroy(event)  # type: ignore[attr-defined] - released once it completes
 
+    def _refused_launch(self, err: Any, function: Any, shape: LaunchShape, stream: Any) -> Exception:
+        """The error for a ``cuLaunchKernel`` that returned ``err`` (a ``CUresult``):
+        a sticky fault names the launch behind it (``faults.LaunchLog``, which
+        both driver backends keep as ``_launches``); anything else names this
+        launch's shape and the reason."""
+        from aotc.runtime.backends.faults import is_sticky
+
+        reason = self._error_name(err)  # type: ignore[attr-defined]
+        if is_sticky(err.name):
+            launches = self._launches  # type: ignore[attr-defined]
+            return launches.fault(self.ordinal, "cuLaunchKernel", reason, this_launch=(function, shape, stream))
+        return launch_error("cuLaunchKernel", shape, reason)
+
     def _in_context(self, call: Callable[..., _T], *args: Any) -> _T:
         pushed = self._enter()
         try:

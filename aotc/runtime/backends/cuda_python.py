@@ -20,7 +20,7 @@ The parameter block goes to ``cuLaunchKernel`` as one packed buffer
 from __future__ import annotations
 
 from aotc.errors import BackendError, NoDeviceError
-from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error, launch_error
+from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error
 from aotc.runtime.backends.driver_streams import DriverStreams
 from aotc.runtime.backends.faults import LaunchLog, is_sticky
 from aotc.runtime.backends.packed_launch import launch_packed
@@ -175,11 +175,7 @@ class CudaPythonBackend(DriverStreams, BackendBase):
             if pushed:
                 self._leave(pushed)
         if err:  # CUDA_SUCCESS is 0
-            if is_sticky(err.name):
-                raise self._launches.fault(
-                    self._ordinal, "cuLaunchKernel", self._error_name(err), this_launch=(function, shape, stream)
-                )
-            raise launch_error("cuLaunchKernel", shape, self._error_name(err))
+            raise self._refused_launch(err, function, shape, stream)
         launches = self._launches
         launches.latest = launches.per_stream[stream] = (function, shape, stream)
 

@@ -31,7 +31,7 @@ import threading
 from typing import Any, ClassVar
 
 from aotc.errors import BackendError, NoDeviceError
-from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error, launch_error
+from aotc.runtime.backends.base import BackendBase, DeviceInfo, LaunchShape, byte_view, capture_error
 from aotc.runtime.backends.driver_streams import DriverStreams
 from aotc.runtime.backends.faults import STICKY_ERRORS, LaunchLog, is_sticky
 from aotc.runtime.backends.packed_launch import launch_packed
@@ -166,11 +166,7 @@ class PyCudaBackend(DriverStreams, BackendBase):
         finally:
             self._leave(pushed)
         if err != cu.CUresult.CUDA_SUCCESS:
-            if is_sticky(err.name):
-                raise self._launches.fault(
-                    self._ordinal, "cuLaunchKernel", self._error_name(err), this_launch=(function, shape, stream)
-                )
-            raise launch_error("cuLaunchKernel", shape, self._error_name(err))
+            raise self._refused_launch(err, function, shape, stream)
         launches = self._launches
         launches.latest = launches.per_stream[stream] = (function, shape, stream)
 
