@@ -47,6 +47,7 @@ from aotc.errors import ArgumentError
 from aotc.tropical import _torch_ops
 from aotc.tropical._operands import stream_handle
 from aotc.tropical._torch_direct import direct as _direct
+from aotc.tropical._torch_plan import current_stream
 from aotc.tropical._torch_route import handle, library_key
 
 __all__ = ["matmul", "matmul_argmax", "matmul_backward"]
@@ -110,7 +111,7 @@ def _foreign_stream(a: torch.Tensor, stream: Any) -> bool:
     one on ``a``'s device, where the ops would launch anyway."""
     if a.device.type != "cuda" or _compiling():
         return True
-    return stream_handle(stream, None) != torch.cuda.current_stream(a.device).cuda_stream
+    return stream_handle(stream, None) != current_stream(torch, a.device)()
 
 
 def matmul(api: Any, a: torch.Tensor, b: torch.Tensor, semiring: str, out: Any, stream: Any) -> torch.Tensor:

@@ -30,13 +30,13 @@ _C = torch._C  # noqa: SLF001 - the dispatcher's own state
 _functorch = _C._functorch  # noqa: SLF001
 _Tensor = torch.Tensor
 _compiling = torch.compiler.is_compiling
-# Public too: the tensor branch of _matmul_entry spells these checks out itself.
-inference = _inference = torch.is_inference_mode_enabled
-dispatch_modes = _dispatch_modes = _C._len_torch_dispatch_stack  # noqa: SLF001 - FakeTensorMode, make_fx's proxy mode, ...
-function_modes = _function_modes = _C._is_torch_function_mode_enabled  # noqa: SLF001
-transforms = _transforms = _C._are_functorch_transforms_active  # noqa: SLF001 - vmap, grad, functionalize
-autocast = _autocast = _C._is_any_autocast_enabled  # noqa: SLF001
-tracing = _tracing = _C._get_tracing_state  # noqa: SLF001 - torch.jit.trace
+# Public: _torch_plan's tensor matmul entry spells these checks out itself.
+inference = torch.is_inference_mode_enabled
+dispatch_modes = _C._len_torch_dispatch_stack  # noqa: SLF001 - FakeTensorMode, make_fx's proxy mode, ...
+function_modes = _C._is_torch_function_mode_enabled  # noqa: SLF001
+transforms = _C._are_functorch_transforms_active  # noqa: SLF001 - vmap, grad, functionalize
+autocast = _C._is_any_autocast_enabled  # noqa: SLF001
+tracing = _C._get_tracing_state  # noqa: SLF001 - torch.jit.trace
 _wrapped = _functorch.is_functorch_wrapped_tensor
 
 
@@ -50,9 +50,9 @@ def direct(a: Any, b: Any, c: Any = None, d: Any = None) -> bool:
         return False
     if (c is not None and type(c) is not _Tensor) or (d is not None and type(d) is not _Tensor):
         return False
-    if _dispatch_modes() or _function_modes() or _transforms() or _autocast() or _inference():
+    if dispatch_modes() or function_modes() or transforms() or autocast() or inference():
         return False
-    if _tracing() is not None:
+    if tracing() is not None:
         return False
     for t in (a, b, c, d):
         if t is not None and (t.is_meta or _wrapped(t)):
