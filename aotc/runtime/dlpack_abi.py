@@ -1,4 +1,4 @@
-"""DLPack's C layout, for the one reader (``aotc.tropical._dlpack``) and the
+"""DLPack's C layout, for the one reader (``aotc.arrays.dlpack``) and the
 one exporter (the emulator's device arrays) of DLPack capsules in aotc.
 
 The layout is DLPack's ABI (``dlpack.h``), stable since 0.6; written once so

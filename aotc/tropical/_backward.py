@@ -10,11 +10,12 @@ call plan (``_torch_plan``): each binds its four pointers
 
 from __future__ import annotations
 
+from aotc.arrays.memory import Memory, on_host_memory, stageable
+from aotc.arrays.operands import Operand, as_operand, empty_like_kind, zeros_like_kind
+from aotc.arrays.placement import device_of, same, stream_handle
+from aotc.arrays.streams import hold_until_done, wait_for_producers, zero_on
 from aotc.errors import ArgumentError
-from aotc.tropical._arrays import Operand, as_operand, empty_like_kind, zeros_like_kind
-from aotc.tropical._memory import Memory, on_host_memory, stageable
-from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, device_of, matrix, pair, same, semiring_spec, stream_handle
-from aotc.tropical._streams import hold_until_done, wait_for_producers, zero_on
+from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, matrix, pair, semiring_spec
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:

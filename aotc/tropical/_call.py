@@ -1,10 +1,12 @@
 """One product, start to end: operands -> call plan -> launch.
 
 ``Tropical`` is the API over one library. A call reads its arrays once
-(``_arrays``), checks them (``_operands``), takes the launcher for its kind
-of product (with its argument order, prepared once per (semiring, dtype,
-pass, variant)) and launches, through staged copies where a GPU backend meets
-host arrays (``_memory``). Empty products launch nothing: M, N or the batch 0
+(``aotc.arrays.operands``), checks them (``_operands`` for the product's
+shapes and sizes, ``aotc.arrays.placement`` for devices, the stream and the
+results), takes the launcher for its kind of product (with its argument
+order, prepared once per (semiring, dtype, pass, variant)) and launches,
+through staged copies where a GPU backend meets host arrays
+(``aotc.arrays.memory``). Empty products launch nothing: M, N or the batch 0
 gives an empty result, K = 0 the semiring zero (argmax -1).
 
 A ``matmul`` of operands used in place then leaves a call plan
@@ -17,23 +19,14 @@ from __future__ import annotations
 
 import sys
 
+from aotc.arrays.memory import Memory, on_host_memory, stageable
+from aotc.arrays.operands import Operand, as_operand, fill
+from aotc.arrays.placement import device_of, output, same, stream_handle
+from aotc.arrays.streams import fill_on, hold_until_done, wait_for_producers
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.tropical._arrays import Operand, as_operand, fill
 from aotc.tropical._backward import backward_product
-from aotc.tropical._memory import Memory, on_host_memory, stageable
-from aotc.tropical._operands import (
-    GRID_YZ_MAX,
-    check_batch,
-    check_grid,
-    device_of,
-    output,
-    pair,
-    same,
-    semiring_spec,
-    stream_handle,
-)
+from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, pair, semiring_spec
 from aotc.tropical._plan_keeper import keep_argmax_plan, keep_backward_plan, keep_plan
-from aotc.tropical._streams import fill_on, hold_until_done, wait_for_producers
 from aotc.tropical._torch_route import inside_op, to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 
-from aotc.tropical._arrays import as_operand, data_pointers, direct_pointer, span
+from aotc.arrays.operands import as_operand, data_pointers, direct_pointer, span
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,9 +47,9 @@ MAX_PLANS = 256
 
 
 def meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
-    """Bounds for the overlap test of two spans (``_arrays.span``): y's bytes
-    [py + y_low, py + y_high) meet x's [px + x_low, px + x_high) exactly when
-    x_low - y_high < py - px < x_high - y_low. One subtraction a call."""
+    """Bounds for the overlap test of two spans (``aotc.arrays.operands.span``):
+    y's bytes [py + y_low, py + y_high) meet x's [px + x_low, px + x_high)
+    exactly when x_low - y_high < py - px < x_high - y_low. One subtraction a call."""
     return x[0] - y[1], x[1] - y[0]
 
 
@@ -82,9 +82,9 @@ def _plan(pointers: Any, bound: BoundLaunch, meets_a: tuple[int, int], meets_b: 
     b_from, b_to = meets_b
 
     def plan(a: Any, b: Any, out: Any) -> Any:
-        # Data pointers read where NumPy keeps them (_arrays.numpy_pointer; a
-        # plan is made only where that read was proven right, on a 64-bit
-        # interpreter: see _arrays.data_pointers).
+        # Data pointers read where NumPy keeps them (aotc.arrays.operands'
+        # numpy_pointer; a plan is made only where that read was proven right,
+        # on a 64-bit interpreter: see its data_pointers).
         pa = pointers[id(a) >> 3]
         pb = pointers[id(b) >> 3]
         if out is None:
@@ -161,7 +161,7 @@ def make_argmax_plan(
         key += (out.shape, out.strides, out.dtype, k_out.shape, k_out.strides, k_out.dtype)
     named = ((a, "a"), (b, "b"), (c, "out"), (k, "k_out"))
     a_span, b_span, c_span, k_span = (span(as_operand(x, name), x.dtype.itemsize) for x, name in named)
-    # out against a and b, k_out against a, b and out: the checks output() makes.
+    # out against a and b, k_out against a, b and out: the checks placement.output() makes.
     bounds = (meets(a_span, c_span), meets(b_span, c_span), meets(a_span, k_span), meets(b_span, k_span), meets(c_span, k_span))
     shape, dtype, k_shape, k_dtype = c.shape, c.dtype, k.shape, k.dtype
 

@@ -43,9 +43,9 @@ from typing import Any
 
 import torch
 
+from aotc.arrays.placement import stream_handle
 from aotc.errors import ArgumentError
 from aotc.tropical import _torch_ops
-from aotc.tropical._operands import stream_handle
 from aotc.tropical._torch_direct import direct as _direct
 from aotc.tropical._torch_plan import current_stream
 from aotc.tropical._torch_route import handle, library_key

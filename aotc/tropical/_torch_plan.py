@@ -18,7 +18,7 @@ caller hands in the torch module.
 
 from __future__ import annotations
 
-from aotc.tropical._arrays import as_operand, span
+from aotc.arrays.operands import as_operand, span
 from aotc.tropical._plan import meets
 
 TYPE_CHECKING = False

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from aotc import tropical
+from aotc.arrays.dlpack import read_capsule
 from aotc.errors import ArgumentError, ArgumentTypeError
-from aotc.tropical._dlpack import read_capsule
 
 pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 

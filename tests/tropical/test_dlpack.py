@@ -1,4 +1,4 @@
-"""Arrays that speak only DLPack (aotc/tropical/_dlpack.py), on the emulator."""
+"""Arrays that speak only DLPack (aotc/arrays/dlpack.py), on the emulator."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
-from aotc.tropical._dlpack import read_capsule
+from aotc.arrays.dlpack import read_capsule
 
 pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 MAXPLUS = reference.SEMIRINGS["maxplus"]

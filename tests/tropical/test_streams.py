@@ -18,14 +18,14 @@ import pytest
 from conftest import installed_library
 
 from aotc import reference, tropical
+from aotc.arrays.operands import as_operand
+from aotc.arrays.placement import stream_handle
 from aotc.errors import BackendError, CaptureError
 from aotc.runtime import backends
 from aotc.runtime.backends import BackendRegistry
 from aotc.runtime.emulator import arrays, devices
 from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.library import Library
-from aotc.tropical._arrays import as_operand
-from aotc.tropical._operands import stream_handle
 
 
 @pytest.fixture(autouse=True, params=["lazy", "in-order", "seed:7"])

@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropic
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.tropical._arrays import Operand
+    from aotc.arrays.operands import Operand
 
 __all__ = ["capture_candidates", "fill_on", "hold_until_done", "wait_for_producers", "zero_on"]
 
@@ -80,7 +80,7 @@ def capture_candidates(stream: int, device: int) -> tuple[int, ...]:
         found.append(int(cuda.current_stream(device).cuda_stream))
     cupy = sys.modules.get("cupy")
     if cupy is not None:
-        from aotc.tropical._framework_streams import cupy_current_stream
+        from aotc.arrays.framework_streams import cupy_current_stream
 
         found.append(cupy_current_stream(cupy, device))
     return tuple(dict.fromkeys(found))

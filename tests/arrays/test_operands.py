@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aotc.tropical._arrays import (
+from aotc.arrays.operands import (
     Operand,
     as_operand,
     contiguous,

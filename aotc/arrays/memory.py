@@ -13,7 +13,7 @@ returns, so the host sees the results, as it would after ``cudaMemcpy``.
 from __future__ import annotations
 
 from aotc.errors import ArgumentError
-from aotc.tropical._arrays import Operand, contiguous, is_row_major
+from aotc.arrays.operands import Operand, contiguous, is_row_major
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -73,9 +73,9 @@ class Memory:
 
     def refuse_capture(self, what: str) -> None:
         """Staging allocates and synchronizes: refuse it while any stream this call
-        could be captured on is (``_streams.capture_candidates``)."""
+        could be captured on is (``streams.capture_candidates``)."""
         from aotc.runtime.devices import refuse_while_capturing  # the runtime loads on first staging, not on import
-        from aotc.tropical._streams import capture_candidates
+        from aotc.arrays.streams import capture_candidates
 
         refuse_while_capturing(self.backend, capture_candidates(self.stream, self.backend.ordinal), what)
         self._capture_checked = True

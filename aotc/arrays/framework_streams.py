@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropic
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.tropical._arrays import Operand
+    from aotc.arrays.operands import Operand
 
 __all__ = ["cupy_current_stream", "on_stream"]
 

@@ -3,7 +3,7 @@
 Supported: NumPy arrays; PyTorch tensors (CPU or CUDA); anything with
 ``__cuda_array_interface__`` (CuPy arrays, pycuda GPUArrays, Numba arrays);
 anything with ``__dlpack__`` and ``__dlpack_device__`` on the CPU or a CUDA
-device (JAX, TensorFlow; see ``_dlpack``).
+device (JAX, TensorFlow; see ``aotc.arrays.dlpack``).
 Strides are kept in elements; an operand that is not row-major with
 contiguous rows is copied by its own library, never read wrongly.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.tropical._framework_streams import on_stream
+from aotc.arrays.framework_streams import on_stream
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def as_operand(obj: Any, name: str) -> Operand:
 
 def _dlpack_operand(obj: Any, name: str) -> Operand:
     """A DLPack array: a NumPy view on the CPU, the capsule's tensor read in place on CUDA."""
-    from aotc.tropical._dlpack import KDL_CPU, dlpack_device, read_capsule
+    from aotc.arrays.dlpack import KDL_CPU, dlpack_device, read_capsule
 
     device_type, device_id = dlpack_device(obj, name)
     if device_type == KDL_CPU:
@@ -247,7 +247,7 @@ def _dlpack_operand(obj: Any, name: str) -> Operand:
             raise ArgumentError(msg) from None
         return _numpy_operand(view, name)
     # No stream: the producer orders its work before the legacy default stream
-    # (DLPack's rule); a call on another stream asks again (_streams.wait_for_producers).
+    # (DLPack's rule); a call on another stream asks again (streams.wait_for_producers).
     dtype, shape, strides, pointer, _ = read_capsule(obj.__dlpack__(), name)
     return Operand(obj, "dlpack", dtype, shape, strides, pointer, f"cuda:{device_id}", "dlpack")
 
@@ -364,7 +364,7 @@ def overlaps(x: Operand, y: Operand) -> bool:
 def fill(op: Operand, value: Any) -> None:
     """Set every element of the host result ``op`` (or of its last axis' ``[..., 0]``
     and ``[..., 1]`` when ``value`` is a (value, count) pair) in place. Device
-    results are filled on the call's stream instead (``_streams.fill_on``)."""
+    results are filled on the call's stream instead (``streams.fill_on``)."""
     obj = op.obj
     if isinstance(value, tuple):
         obj[..., 0], obj[..., 1] = value

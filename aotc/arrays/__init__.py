@@ -1,0 +1,11 @@
+"""Arrays users pass in, seen uniformly: what they are (``operands``, and
+``dlpack`` for arrays that speak only DLPack), where they live and which
+stream a call runs on (``placement``), their memory as a kernel reaches it
+(``memory``) and the streams a call orders itself after (``streams``,
+``framework_streams``).
+
+Shared by the tropical API (``aotc.tropical``) and the generic kernel
+bindings; it sits above the runtime and below both. Nothing is imported here:
+the modules load with their users, and none imports NumPy or PyTorch at
+import, so ``import aotc.tropical`` stays lean.
+"""
