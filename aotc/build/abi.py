@@ -37,7 +37,7 @@ PACKED_WORD_BYTES = 4
 BACKWARD_OWNER = {"backward_a": "M", "backward_b": "N"}
 
 # Packing codes for struct.Struct: pointers travel as 64-bit device addresses.
-_PACK = {"ptr": "Q", "i32": "i", "i64": "q"}
+_PACK = {"ptr": "Q", "i32": "i", "i64": "q", "f32": "f", "f64": "d"}
 
 
 # The pipeline depths the tropical templates implement: their product and
@@ -69,7 +69,7 @@ class Param:
 
     name: str
     ctype: str
-    kind: str  # "ptr", "i32" or "i64"
+    kind: str  # "ptr", "i32", "i64", or for declared scalars "f32", "f64"
 
     @property
     def pack(self) -> str:

@@ -18,8 +18,10 @@ from pathlib import Path
 import jinja2
 
 from aotc.build._files import write_if_changed
+from aotc.build.manifest import AnyKernelSpec, DeclaredKernelSpec, KernelSpec, Manifest
+from aotc.build.signature import parameter_check
 from aotc.errors import BuildError
-from aotc.build.manifest import KernelSpec, Manifest
+from aotc.semiring import DTYPES
 
 __all__ = ["GenerateResult", "generate", "render_kernel", "source_name"]
 
@@ -50,7 +52,15 @@ def _environment(templates_dir: Path) -> jinja2.Environment:
         autoescape=False,
     )
     env.globals["raise"] = _raise
+    env.filters["ctype"] = _ctype_of
     return env
+
+
+def _ctype_of(dtype: str) -> str:
+    """``{{ dtype | ctype }}``: the C type of a dtype name."""
+    if dtype not in DTYPES:
+        _raise(f"ctype: {dtype!r} is not a dtype (dtypes: {', '.join(DTYPES)})")
+    return DTYPES[dtype].ctype
 
 
 def _vector_width(element_size: int, loads_per_thread: int, extent: int) -> int:
@@ -84,15 +94,33 @@ def _context(manifest: Manifest, kernel: KernelSpec) -> dict[str, object]:
     }
 
 
-def render_kernel(manifest: Manifest, kernel: KernelSpec, env: jinja2.Environment | None = None) -> str:
-    """The ``.cu`` source of one kernel."""
+def _declared_context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object]:
+    """What a declared family's template sees: its axis values by name, the
+    parameter list rendered from the signature, and each parameter's C type."""
+    return {
+        **dict(kernel.axes),
+        "library": manifest.library,
+        "family": kernel.family,
+        "kernel_name": kernel.symbol,
+        "params": ", ".join(p.declaration() for p in kernel.params),
+        "ctype": {p.name: p.dtype.ctype if hasattr(p, "dtype") else p.ctype for p in kernel.signature.params},
+        "block": kernel.launch.block,
+        "shared_bytes_dynamic": kernel.launch.shared_bytes_dynamic,
+    }
+
+
+def render_kernel(manifest: Manifest, kernel: AnyKernelSpec, env: jinja2.Environment | None = None) -> str:
+    """The ``.cu`` source of one kernel, followed by the check that its compiled
+    parameter list is the declared one (``aotc.build.signature.parameter_check``)."""
     env = env or _environment(manifest.templates_dir)
+    context = _declared_context(manifest, kernel) if isinstance(kernel, DeclaredKernelSpec) else _context(manifest, kernel)
     try:
-        return env.get_template(kernel.template).render(_context(manifest, kernel))
+        source = env.get_template(kernel.template).render(context)
     except jinja2.TemplateError as exc:
         where, line = _template_position(exc, manifest.templates_dir)
         msg = f"{where or kernel.template}{f':{line}' if line else ''}: rendering {kernel.name}: {exc.message or exc}"
         raise BuildError(msg) from None
+    return source + parameter_check(kernel.family, kernel.symbol, tuple((p.name, p.ctype) for p in kernel.params))
 
 
 def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[str | None, int | None]:
@@ -114,11 +142,11 @@ def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[
     return found
 
 
-def source_name(kernel: KernelSpec) -> str:
+def source_name(kernel: AnyKernelSpec) -> str:
     return f"{kernel.name}{SOURCE_SUFFIX}"
 
 
-def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[KernelSpec] | None = None) -> GenerateResult:
+def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[AnyKernelSpec] | None = None) -> GenerateResult:
     """Render every kernel (or the given ones) into ``out_dir``.
 
     Sources of kernels no longer in the manifest are removed, so a stale file

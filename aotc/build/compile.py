@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -131,7 +132,16 @@ def _run_nvcc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int:
     if args.resources:
         Path(args.resources).write_bytes(report)
     sys.stderr.buffer.write(report)
+    if returncode:
+        # A kernel whose parameters are not its declared signature fails the
+        # static_asserts codegen appends (aotc.build.signature.parameter_check):
+        # the last line of the log says so in one line, whatever nvcc printed around it.
+        for match in _SIGNATURE_MISMATCH.finditer(report.decode(errors="replace")):
+            print(f"aotc: error: {args.source}: {match.group(1)}", file=sys.stderr)
     return returncode
+
+
+_SIGNATURE_MISMATCH = re.compile(r'static assertion failed with "aotc: (family [^"\n]*)"')
 
 
 def _scratch(source: bytes, stem: str) -> Path:

@@ -17,7 +17,6 @@ from aotc._version import __version__
 from aotc.index.schema import (
     CHECKSUM_KEY,
     DIRECTORY_KEY,
-    KERNEL_SEALED,
     KINDS_FIRST,
     LAYOUT_CLOSE,
     LAYOUT_DIRECTORY,
@@ -26,11 +25,12 @@ from aotc.index.schema import (
     SOURCE_DIR,
     TOP_SEALED,
     field_checksums,
+    sealed_fields,
     sha256_bytes,
 )
 
 if TYPE_CHECKING:
-    from aotc.build.manifest import KernelSpec, Manifest
+    from aotc.build.manifest import AnyKernelSpec, Manifest
 
 __all__ = ["build_index", "dumps", "kernel_entry", "seal"]
 
@@ -40,16 +40,26 @@ def _file_entry(name: str, data: bytes) -> dict[str, Any]:
 
 
 def kernel_entry(
-    kernel: KernelSpec, manifest: Manifest, fatbin: bytes, source: bytes, resources: dict[str, dict[str, int]]
+    kernel: AnyKernelSpec, manifest: Manifest, fatbin: bytes, source: bytes, resources: dict[str, dict[str, int]]
 ) -> dict[str, Any]:
-    """The index entry of one compiled kernel; ``resources`` is ptxas' report per SASS arch."""
+    """The index entry of one compiled kernel; ``resources`` is ptxas' report per SASS arch.
+
+    A GEMM family's kernel is found by its semiring, dtype, pass and variant; a
+    declared family's by its axes, and it records its signature for the bindings.
+    """
+    if hasattr(kernel, "signature"):
+        found_by: dict[str, Any] = {"axes": dict(kernel.axes), "signature": kernel.signature.to_json()}
+    else:
+        found_by = {
+            "semiring": kernel.semiring.name,
+            "dtype": kernel.dtype.name,
+            "pass": kernel.pass_name,
+            "variant": kernel.variant,
+        }
     return {
         "symbol": kernel.symbol,
         "family": kernel.family,
-        "semiring": kernel.semiring.name,
-        "dtype": kernel.dtype.name,
-        "pass": kernel.pass_name,
-        "variant": kernel.variant,
+        **found_by,
         "params": [p.to_json() for p in kernel.params],
         "launch": kernel.launch.to_json(),
         "fatbin": _file_entry(f"{kernel.name}.fatbin", fatbin),
@@ -63,12 +73,12 @@ def kernel_entry(
 def seal(index: dict[str, Any]) -> dict[str, Any]:
     """Write (or rewrite) the checksum tables of ``index`` in place; returns it.
 
-    Each kernel's table covers what a launch reads (``KERNEL_SEALED``), the
+    Each kernel's table covers what a launch reads (``sealed_fields``), the
     top level's the semirings; the reader recomputes them on load.
     """
     for entry in index.get("kernels", {}).values():
         entry.pop(CHECKSUM_KEY, None)
-        entry[CHECKSUM_KEY] = field_checksums(entry, KERNEL_SEALED)
+        entry[CHECKSUM_KEY] = field_checksums(entry, sealed_fields(entry))
     index.pop(CHECKSUM_KEY, None)
     index[CHECKSUM_KEY] = field_checksums(index, TOP_SEALED)
     return index
@@ -101,8 +111,11 @@ def dumps(index: Mapping[str, Any]) -> bytes:
     without parsing the others (``aotc.index._lines``, which documents the layout)."""
     kernels = index.get("kernels", {})
     top = {key: value for key, value in index.items() if key not in ("kernels", DIRECTORY_KEY)}
-    if not kernels:
-        return (json.dumps({**top, "kernels": {}}, indent=1) + "\n").encode("utf-8")
+    # The line layout finds kernels by their four GEMM fields; a library with
+    # declared families is written whole, and read whole (it is small: a
+    # handful of families, not a semiring table's product).
+    if not kernels or any("axes" in entry for entry in kernels.values()):
+        return (json.dumps({**top, "kernels": kernels}, indent=1) + "\n").encode("utf-8")
     lines, directory, offset = [], {}, 0
     for name, entry in kernels.items():
         ordered = {key: entry[key] for key in KINDS_FIRST if key in entry}

@@ -20,9 +20,19 @@ from typing import Any
 
 from aotc.archs import arch_sort_key
 from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._family_fields import (
+    DeclaredLaunch,
+    expand_points,
+    kernel_name,
+    parse_axes,
+    parse_launch,
+    parse_signature,
+    resolve_signature,
+)
 from aotc.build._manifest_fields import MATRIX_AXES, parse_archs, parse_excludes, parse_matrices, parse_semirings, parse_tiles
 from aotc.build._yaml import LineDict, key_text, load_yaml
 from aotc.build.abi import LaunchGeometry, Param, Tile, kernel_params, launch_geometry
+from aotc.build.signature import Signature
 from aotc.errors import ManifestError, YamlError, echo
 from aotc.semiring import DTYPES, DType, Semiring
 
@@ -31,6 +41,7 @@ __all__ = [
     "SHIPPED_TEMPLATES_DIR",
     "SHIPPED_TEMPLATES_PREFIX",
     "Archs",
+    "DeclaredKernelSpec",
     "KernelSpec",
     "Manifest",
     "load_manifest",
@@ -83,6 +94,40 @@ class KernelSpec:
 
 
 @dataclass(frozen=True)
+class DeclaredKernelSpec:
+    """One kernel of a declared family: a point of its own axes, with the
+    signature and launch geometry the manifest declares, resolved there."""
+
+    name: str
+    family: str
+    template: str
+    axes: tuple[tuple[str, str | int], ...]  # (axis, value), in the family's order
+    signature: Signature
+    declared_launch: DeclaredLaunch
+
+    @property
+    def symbol(self) -> str:
+        return self.name
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        return tuple(Param(p.name, p.ctype, p.kind) for p in self.signature.params)
+
+    @property
+    def launch(self) -> LaunchGeometry:
+        grid = self.declared_launch.grid
+        return LaunchGeometry(
+            self.declared_launch.block,
+            (grid[0].grid_entry(), grid[1].grid_entry(), grid[2].grid_entry()),
+            0,  # the template's own __shared__ arrays: only ptxas knows their size (see resources)
+            self.declared_launch.shared_bytes_dynamic,
+        )
+
+
+AnyKernelSpec = KernelSpec | DeclaredKernelSpec
+
+
+@dataclass(frozen=True)
 class Manifest:
     """A validated manifest and its expansion."""
 
@@ -92,7 +137,7 @@ class Manifest:
     archs: Archs
     semirings: tuple[Semiring, ...]
     dtypes: tuple[str, ...]
-    kernels: tuple[KernelSpec, ...]
+    kernels: tuple[AnyKernelSpec, ...]
 
     def with_archs(self, sass: tuple[str, ...] | None = None, ptx: tuple[str, ...] | None = None) -> Manifest:
         """The same manifest with overridden architecture lists.
@@ -111,19 +156,8 @@ def _expand_family(
     check: Checker, name: str, spec: Any, line: int, manifest_semirings: tuple[Semiring, ...], dtypes: tuple[str, ...], templates_dir: Path
 ) -> list[tuple[KernelSpec, int]]:
     key = f"families.{key_text(name)}"
-    check.identifier(name, key, line)
     fields = check.mapping(spec, key, line, required=("template", "matrix"), optional=("tiles", "exclude"))
-
-    template = fields["template"]
-    template_line = line_of(fields, "template")
-    if not isinstance(template, str) or not template:
-        check.fail(template_line, f"{key}.template", f"expected a template file name, got {describe(template)}")
-    template_path = Path(template)
-    if template_path.is_absolute() or ".." in template_path.parts:
-        check.fail(template_line, f"{key}.template", f"{echo(template)} must be a path inside {echo(str(templates_dir))}")
-    if not _is(Path.is_file, templates_dir / template_path):
-        check.fail(template_line, f"{key}.template", f"template {echo(template)} not found in {echo(str(templates_dir))}")
-
+    template = _template(check, fields, key, templates_dir)
     semirings = {s.name: s for s in manifest_semirings}
     matrices = parse_matrices(check, fields["matrix"], f"{key}.matrix", line_of(fields, "matrix"), semirings, dtypes)
 
@@ -161,6 +195,44 @@ def _expand_family(
             if shared > _MAX_STATIC_SHARED:
                 check.fail(matrix.line, f"{key}.matrix", f"{kernel_name} needs {shared} bytes of shared memory, over the {_MAX_STATIC_SHARED}-byte static limit")
             kernels.append((kernel, matrix.line))
+    if not kernels:
+        check.fail(line, key, "the matrix expands to no kernels after excludes")
+    return kernels
+
+
+def _template(check: Checker, fields: LineDict, key: str, templates_dir: Path) -> str:
+    """The family's template: a file inside the template folder."""
+    template = fields["template"]
+    template_line = line_of(fields, "template")
+    if not isinstance(template, str) or not template:
+        check.fail(template_line, f"{key}.template", f"expected a template file name, got {describe(template)}")
+    template_path = Path(template)
+    if template_path.is_absolute() or ".." in template_path.parts:
+        check.fail(template_line, f"{key}.template", f"{echo(template)} must be a path inside {echo(str(templates_dir))}")
+    if not _is(Path.is_file, templates_dir / template_path):
+        check.fail(template_line, f"{key}.template", f"template {echo(template)} not found in {echo(str(templates_dir))}")
+    return template
+
+
+# What a declared family's entry may hold; a family with a signature is declared.
+_DECLARED_REQUIRED = ("template", "axes", "signature", "launch")
+_DECLARED_OPTIONAL = ("name", "matrix", "exclude")
+
+
+def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> list[tuple[DeclaredKernelSpec, int]]:
+    """The kernels of a family that declares its axes, signature and launch geometry."""
+    key = f"families.{key_text(name)}"
+    fields = check.mapping(spec, key, line, required=_DECLARED_REQUIRED, optional=_DECLARED_OPTIONAL)
+    template = _template(check, fields, key, templates_dir)
+    axes = parse_axes(check, fields["axes"], f"{key}.axes", line_of(fields, "axes"))
+    declared = parse_signature(check, fields["signature"], f"{key}.signature", line_of(fields, "signature"), axes)
+    launch = check.mapping(fields["launch"], f"{key}.launch", line_of(fields, "launch"), required=("grid", "block"), optional=("shared",))
+    kernels = []
+    for point, point_line, override in expand_points(check, axes, fields.get("matrix"), fields.get("exclude"), key, fields):
+        kernel = kernel_name(check, fields.get("name"), name, point, f"{key}.name", line_of(fields, "name"))
+        signature = resolve_signature(declared, point)
+        geometry = parse_launch(check, launch, override, f"{key}.launch", point, signature)
+        kernels.append((DeclaredKernelSpec(kernel, name, template, point, signature, geometry), point_line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")
     return kernels
@@ -210,7 +282,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         check.fail(exc.line, exc.key, exc.message)
     if root is None:
         check.fail(1, "(root)", "the manifest is empty")
-    root = check.mapping(root, "(root)", 1, required=("library", "semirings", "dtypes", "families"), optional=("archs", "templates"))
+    root = check.mapping(root, "(root)", 1, required=("library", "families"), optional=("archs", "templates", "semirings", "dtypes"))
 
     library = check.identifier(root["library"], "library", line_of(root, "library"))
 
@@ -219,15 +291,27 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     templates_dir = _templates_dir(check, templates, templates_line, path)
 
     archs = Archs(*parse_archs(check, root.get("archs"), line_of(root, "archs")))
-    semirings = parse_semirings(check, root["semirings"], line_of(root, "semirings"))
-    dtypes = check.choices(root["dtypes"], "dtypes", line_of(root, "dtypes"), DTYPES, "dtype")
-
     families_map = check.mapping(root["families"], "families", line_of(root, "families"), optional=root["families"].keys() if isinstance(root["families"], LineDict) else ())
     if not families_map:
         check.fail(line_of(root, "families"), "families", "must not be empty")
-    kernels, seen = [], {}
+    # Tropical GEMM families need the semirings and dtypes their matrices draw on;
+    # declared families bring their own axes.
+    gemm = [n for n, spec in families_map.items() if not (isinstance(spec, LineDict) and "signature" in spec)]
+    for table in ("semirings", "dtypes"):
+        if gemm and table not in root:
+            check.fail(1, "(root)", f"missing required key {table!r} (family {gemm[0]} is a GEMM family; a declared family has a signature)")
+    semirings = parse_semirings(check, root["semirings"], line_of(root, "semirings")) if "semirings" in root else ()
+    dtypes = check.choices(root["dtypes"], "dtypes", line_of(root, "dtypes"), DTYPES, "dtype") if "dtypes" in root else ()
+
+    kernels: list[AnyKernelSpec] = []
+    seen: dict[str, str] = {}
     for name, spec in families_map.items():
-        expanded = _expand_family(check, name, spec, line_of(families_map, name), semirings, dtypes, templates_dir)
+        family_line = line_of(families_map, name)
+        check.identifier(name, f"families.{key_text(name)}", family_line)
+        if name in gemm:
+            expanded = _expand_family(check, name, spec, family_line, semirings, dtypes, templates_dir)
+        else:
+            expanded = _expand_declared(check, name, spec, family_line, templates_dir)
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
                 check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")

@@ -20,6 +20,7 @@ from aotc.errors import IndexFormatError, echo
 from aotc.index.schema import (
     ARCH_TEXT,
     CHECKSUM_KEY,
+    DECLARED_SEALED,
     KERNEL_SEALED,
     MAX_FILE_BYTES,
     PACK_CODES,
@@ -28,7 +29,7 @@ from aotc.index.schema import (
     TOP_SEALED,
     field_checksums,
 )
-from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
+from aotc.index.views import DeclaredParam, FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ _TOP_REQUIRED = frozenset({"schema", "library", "semirings", "kernels", CHECKSUM
 # the kernels table by LibraryIndex: a locator, never read for what a kernel does.
 _TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_lines"})
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
+_DECLARED_REQUIRED = frozenset({*DECLARED_SEALED, CHECKSUM_KEY})
+_ROLES = ("in", "out", "inout")
 _KERNEL_OPTIONAL = frozenset({"resources"})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
 _TOOLKIT_REQUIRED = frozenset({"version", "cuda_major", "min_driver", "wheel"})
@@ -237,8 +240,10 @@ def _launch(where: str, path: str, value: Any, params: tuple[Param, ...]) -> Lau
         at = f"{path}.grid[{i}]"
         axis = _object(where, at, raw, frozenset({"extent", "tile"}))
         extent = _text(where, f"{at}.extent", axis["extent"])
-        if not (extent in sizes or (extent.isascii() and extent.isdigit() and len(extent) <= 10)):
-            _fail(where, f"{at}.extent", f"{echo(extent)} is neither a size parameter nor a number")
+        # A size parameter or a number, or a declared kernel's product of them ("rows*heads", "4*n").
+        factors = extent.split("*")
+        if len(factors) > 8 or not all(f in sizes or (f.isascii() and f.isdigit() and len(f) <= 10) for f in factors):
+            _fail(where, f"{at}.extent", f"{echo(extent)} is neither a size parameter, a number, nor a product of them")
         grid.append((extent, _int(where, f"{at}.tile", axis["tile"], 1, _MAX_INT)))
     shared = [_int(where, f"{path}.{k}", launch[k], 0, _MAX_INT) for k in ("shared_bytes_static", "shared_bytes_dynamic")]
     return Launch(block, tuple(grid), shared[0], shared[1])  # type: ignore[arg-type]
@@ -261,25 +266,69 @@ def _resources(where: str, path: str, value: Any) -> Mapping[str, Mapping[str, i
     return MappingProxyType(result)
 
 
+def _axes(where: str, path: str, value: Any) -> Mapping[str, str | int]:
+    table = _table(where, path, value, _MAX_PARAMS)
+    for axis, axis_value in table.items():
+        at = f"{path}.{_text(where, path, axis, _IDENTIFIER, 'an axis name')}"
+        if type(axis_value) is int:
+            _int(where, at, axis_value, 0, _MAX_INT)
+        else:
+            _text(where, at, axis_value, _IDENTIFIER, "an axis value (a name or an integer)")
+    return MappingProxyType(dict(table))
+
+
+def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> tuple[DeclaredParam, ...]:
+    """A declared signature: one entry per parameter, in the params' order, each
+    an array behind a pointer or a scalar of the parameter's own kind."""
+    items = _list(where, path, value, _MAX_PARAMS)
+    if len(items) != len(params):
+        _fail(where, path, f"has {len(items)} parameters, params has {len(params)}")
+    dims = {p.name for p in params if p.kind in ("i32", "i64")}
+    result = []
+    for i, (raw, param) in enumerate(zip(items, params)):
+        at = f"{path}[{i}]"
+        if not isinstance(raw, dict) or "array" not in raw:
+            item = _object(where, at, raw, frozenset({"name", "scalar", "dim"}))
+            if item["name"] != param.name or item["scalar"] != param.kind or type(item["dim"]) is not bool:
+                _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as a scalar")
+            result.append(DeclaredParam(param.name, "", param.kind, (), True, item["dim"]))
+            continue
+        item = _object(where, at, raw, frozenset({"name", "array"}))
+        array = _object(where, f"{at}.array", item["array"], frozenset({"dtype", "role", "shape"}))
+        if item["name"] != param.name or param.kind != "ptr":
+            _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as an array")
+        dtype = _text(where, f"{at}.array.dtype", array["dtype"], _IDENTIFIER, "a dtype")
+        if array["role"] not in _ROLES:
+            _fail(where, f"{at}.array.role", f"{echo(array['role'])} is not one of {', '.join(_ROLES)}")
+        shape = _list(where, f"{at}.array.shape", array["shape"], 8)
+        for j, extent in enumerate(shape):
+            if not (extent in dims if type(extent) is str else type(extent) is int and 0 < extent <= _MAX_INT):
+                _fail(where, f"{at}.array.shape[{j}]", f"{echo(extent)} is neither an integer size parameter nor a positive number")
+        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False))
+    return tuple(result)
+
+
 def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any]) -> IndexKernel:
     path = f"kernels.{name}"
-    entry = _object(where, path, value, _KERNEL_REQUIRED, _KERNEL_OPTIONAL)
-    words = {
-        k: _text(where, f"{path}.{k}", entry[k], _IDENTIFIER, "a name")
-        for k in ("symbol", "family", "semiring", "dtype", "pass", "variant")
-    }
-    if words["semiring"] not in semirings:
+    declared = isinstance(value, dict) and "axes" in value
+    entry = _object(where, path, value, _DECLARED_REQUIRED if declared else _KERNEL_REQUIRED, _KERNEL_OPTIONAL)
+    found_by = ("symbol", "family") if declared else ("symbol", "family", "semiring", "dtype", "pass", "variant")
+    words = dict.fromkeys(("semiring", "dtype", "pass", "variant"), "")
+    words.update({k: _text(where, f"{path}.{k}", entry[k], _IDENTIFIER, "a name") for k in found_by})
+    if not declared and words["semiring"] not in semirings:
         _fail(where, f"{path}.semiring", f"{echo(words['semiring'])} is not in the semirings table")
     params = _params(where, f"{path}.params", entry["params"])
+    axes = _axes(where, f"{path}.axes", entry["axes"]) if declared else None
+    signature = _signature(where, f"{path}.signature", entry["signature"], params) if declared else None
     launch = _launch(where, f"{path}.launch", entry["launch"], params)
     fatbin = _file(where, f"{path}.fatbin", entry["fatbin"], "")
     source = _file(where, f"{path}.source", entry["source"], SOURCE_DIR)
     sass, ptx = _archs(where, f"{path}.sass", entry["sass"]), _archs(where, f"{path}.ptx", entry["ptx"])
     resources = _resources(where, f"{path}.resources", entry.get("resources", {}))
-    _checksums(where, path, entry, KERNEL_SEALED)
+    _checksums(where, path, entry, DECLARED_SEALED if declared else KERNEL_SEALED)
     return IndexKernel(
         name, words["symbol"], words["family"], words["semiring"], words["dtype"], words["pass"], words["variant"],
-        params, launch, fatbin, source, sass, ptx, resources,
+        params, launch, fatbin, source, sass, ptx, resources, axes, signature,
     )  # fmt: skip
 
 
@@ -322,7 +371,7 @@ def validate(where: str, document: Any) -> Validated:
     owners: dict[tuple[str, str, str, str], str] = {}
     for name, entry in document["kernels"].items():
         checked = kernel(where, name, entry, document["semirings"])
-        other = owners.setdefault(checked.key, name)
+        other = owners.setdefault(checked.key, name) if checked.axes is None else name
         if other != name:
             duplicate_kind(where, name, other)
         kernels[name] = checked

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARCH_TEXT",
     "CHECKSUM_KEY",
+    "DECLARED_SEALED",
     "DIRECTORY_KEY",
     "INDEX_NAME",
     "KERNEL_SEALED",
@@ -36,6 +37,7 @@ __all__ = [
     "TOP_SEALED",
     "canonical_json",
     "field_checksums",
+    "sealed_fields",
     "sha256_bytes",
 ]
 
@@ -56,7 +58,7 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 # Architecture text as the index writes it: "80", "90a", "100f".
 ARCH_TEXT = re.compile(r"([1-9][0-9]{0,2})([0-9])([af]?)")
 # struct codes of each parameter kind: pointers travel as 64-bit device addresses.
-PACK_CODES = {"ptr": "Q", "i32": "i", "i64": "q"}
+PACK_CODES = {"ptr": "Q", "i32": "i", "i64": "q", "f32": "f", "f64": "d"}
 
 CHECKSUM_KEY = "checksum"
 # Everything a launch (or the choice of which kernel to launch) reads from a
@@ -64,6 +66,9 @@ CHECKSUM_KEY = "checksum"
 KERNEL_SEALED = (
     "symbol", "family", "semiring", "dtype", "pass", "variant", "params", "launch", "fatbin", "source", "sass", "ptx",
 )  # fmt: skip
+# A declared family's kernel (aotc.build.signature) is found by its axes, not by
+# the four GEMM fields, and carries its signature for the generated bindings.
+DECLARED_SEALED = ("symbol", "family", "axes", "signature", "params", "launch", "fatbin", "source", "sass", "ptx")
 # The semirings table gives results their zero and one. The toolkit table only
 # gates the driver check, and older-style fixtures drop it, so it is not sealed.
 TOP_SEALED = ("library", "semirings")
@@ -95,3 +100,8 @@ def field_checksums(entry: Mapping[str, Any], fields: tuple[str, ...]) -> dict[s
     the field that was edited.
     """
     return {name: sha256_bytes(canonical_json(entry[name])) for name in fields if name in entry}
+
+
+def sealed_fields(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """The fields a kernel entry's checksum table covers: a declared kernel's, or a GEMM kernel's."""
+    return DECLARED_SEALED if "axes" in entry else KERNEL_SEALED

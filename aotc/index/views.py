@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, ClassVar
 
-__all__ = ["FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
+__all__ = ["DeclaredParam", "FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
 
 # (semiring, dtype, pass, variant): how the tropical API finds a kernel.
 KernelKey = tuple[str, str, str, str]
@@ -53,13 +53,31 @@ class Launch(Record):
     shared_bytes_dynamic: int
 
 
+class DeclaredParam(Record):
+    """One parameter of a declared signature: an array (``role`` "in", "out" or
+    "inout", ``dtype``, ``shape`` of dimension names and fixed extents) or a
+    scalar (``scalar`` its type, ``dim`` whether an array's shape binds it)."""
+
+    _fields = ("name", "role", "dtype", "shape", "scalar", "dim")
+    __slots__ = _fields
+    name: str
+    role: str  # "" for a scalar
+    dtype: str  # an array's dtype; a scalar's type
+    shape: tuple[str | int, ...]
+    scalar: bool
+    dim: bool
+
+
 class IndexKernel(Record):
-    """One kernel of the index."""
+    """One kernel of the index. A GEMM family's kernel has its semiring, dtype,
+    pass and variant; a declared family's has ``axes`` and ``signature`` instead
+    (its four GEMM fields are empty strings)."""
 
     _fields = (
         "name", "symbol", "family", "semiring", "dtype", "pass_", "variant",
-        "params", "launch", "fatbin", "source", "sass", "ptx", "resources",
+        "params", "launch", "fatbin", "source", "sass", "ptx", "resources", "axes", "signature",
     )  # fmt: skip
+    _defaults: ClassVar[dict[str, Any]] = {"axes": None, "signature": None}
     __slots__ = _fields
     name: str
     symbol: str
@@ -76,6 +94,8 @@ class IndexKernel(Record):
     ptx: tuple[str, ...]
     # ptxas' report per SASS arch (registers, spill_stores, ...); informational, not sealed.
     resources: Mapping[str, Mapping[str, int]]
+    axes: Mapping[str, str | int] | None  # a declared kernel's axis values
+    signature: tuple[DeclaredParam, ...] | None
 
     @property
     def key(self) -> KernelKey:

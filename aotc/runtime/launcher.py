@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from aotc.index import IndexKernel
     from aotc.runtime.select import ImageChoice
 
-__all__ = ["BoundLaunch", "KernelSignature", "Launcher"]
+__all__ = ["BoundLaunch", "KernelSignature", "Launcher", "ProductGridLauncher", "product_grid"]
 
 
 class KernelSignature(Record):
@@ -97,12 +97,15 @@ class Launcher:
         self._block = signature.block
         self._shared = signature.shared_bytes_dynamic
         # Per axis (argument index, tile, constant): index -1 means a fixed extent.
+        # A product extent (a declared kernel's "rows*heads") is ProductGridLauncher's.
         axes = []
         for extent, tile in signature.grid:
             if extent.isdigit():
                 axes.append((-1, tile, -(-int(extent) // tile)))
-            else:
+            elif "*" not in extent:
                 axes.append((signature.params.index(extent), tile, 0))
+            else:
+                axes.append((-1, tile, 1))
         self._axes = tuple(axes)
 
     @property
@@ -157,6 +160,59 @@ class Launcher:
         sizes = [(extent, args[i]) for (extent, _), (i, _, _) in zip(self.signature.grid, self._axes) if i >= 0]
         if any(value < 0 for _, value in sizes):
             listed = ", ".join(f"{extent}={value}" for extent, value in sizes)
+            msg = f"{self.signature.name}: a size is negative ({listed})"
+            raise ArgumentError(msg)
+
+
+def product_grid(signature: KernelSignature) -> bool:
+    """Whether an extent of ``signature``'s grid is a product ("rows*heads")."""
+    return any("*" in extent for extent, _ in signature.grid)
+
+
+class ProductGridLauncher(Launcher):
+    """A Launcher whose grid extents may be products of size arguments and a
+    number (``ceil(4 * rows * heads / tile)``), as declared families' launch
+    expressions reduce to (``aotc.build._family_fields``)."""
+
+    __slots__ = ("_products",)
+
+    def __init__(self, signature: KernelSignature, *args: Any, **kwargs: Any) -> None:
+        super().__init__(signature, *args, **kwargs)
+        products = []
+        for extent, tile in signature.grid:
+            factors = extent.split("*")
+            scale = 1
+            for factor in factors:
+                if factor.isdigit():
+                    scale *= int(factor)
+            products.append((tuple(signature.params.index(f) for f in factors if not f.isdigit()), scale, tile))
+        self._products = tuple(products)
+
+    def __call__(self, *args: int, stream: Any = 0) -> None:
+        try:
+            params = self._pack(*args)
+        except struct.error:
+            sig = self.signature
+            raise self._layout.argument_error(sig.name, sig.params, sig.kinds, args) from None
+        grid = self.grid(*args)
+        if grid[0] > 0 and grid[1] > 0 and grid[2] > 0:
+            self._launch(self._function, (grid, self._block, self._shared), stream, params)
+        else:
+            self._check_empty(args)
+
+    def grid(self, *args: int) -> tuple[int, int, int]:
+        extents = []
+        for indices, scale, tile in self._products:
+            extent = scale
+            for i in indices:
+                extent *= args[i]
+            extents.append(-(-extent // tile))
+        return extents[0], extents[1], extents[2]
+
+    def _check_empty(self, args: Sequence[int]) -> None:
+        sizes = [(self.signature.params[i], args[i]) for indices, _, _ in self._products for i in indices]
+        if any(value < 0 for _, value in sizes):
+            listed = ", ".join(f"{name}={value}" for name, value in sizes)
             msg = f"{self.signature.name}: a size is negative ({listed})"
             raise ArgumentError(msg)
 

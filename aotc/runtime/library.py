@@ -34,7 +34,7 @@ from aotc.index.library_index import LibraryIndex
 from aotc.runtime.backends import get_backend
 from aotc.runtime.devices import DeviceState, check_ordinal, current_device, refuse_while_capturing
 from aotc.runtime.driver import check_driver, toolkit_of
-from aotc.runtime.launcher import KernelSignature, Launcher
+from aotc.runtime.launcher import KernelSignature, Launcher, ProductGridLauncher, product_grid
 from aotc.runtime.select import (
     ImageChoice,
     ImageKind,
@@ -342,7 +342,8 @@ class Library:
                 image = f"{kernel.fatbin.file}: {choice.kind.value} {choice.arch}"
             module = backend.load_module(data, name=name, symbols=(signature.symbol,))
         function = backend.get_function(module, signature.symbol)
-        return Launcher(signature, backend, module, function, choice=choice, image=image)
+        kind = ProductGridLauncher if product_grid(signature) else Launcher
+        return kind(signature, backend, module, function, choice=choice, image=image)
 
 
 _loaded: dict[tuple[str, int, int], Library] = {}

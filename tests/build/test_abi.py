@@ -31,7 +31,7 @@ def test_param_pack_codes_declaration_and_json() -> None:
 
 def test_param_of_unknown_kind_has_no_pack_code() -> None:
     with pytest.raises(KeyError):
-        _ = Param("x", "float", "f32").pack
+        _ = Param("x", "__half", "f16").pack
 
 
 def test_forward_single_parameters() -> None:

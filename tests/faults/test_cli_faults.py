@@ -64,7 +64,7 @@ CASES: list[tuple[str, Callable[[Path], list[str]], str]] = [
     ("list-empty-file", _file("m.yaml", b""), "m.yaml:1"),
     ("list-not-utf8", _file("m.yaml", b"\x00\xff\xfe garbage"), "not UTF-8"),
     ("list-unclosed-list", _file("m.yaml", b"a: [1, 2\n"), "m.yaml:2"),
-    ("list-missing-semirings", _file("m.yaml", b"library: x\n"), "'semirings'"),
+    ("list-missing-families", _file("m.yaml", b"library: x\n"), "'families'"),
     ("list-a-list-document", _file("m.yaml", b"- 1\n- 2\n"), "m.yaml:1"),
     ("list-python-tag", _file("m.yaml", b"library: !!python/object:os.system x\n"), "m.yaml:1"),
     ("list-duplicate-key", _file("m.yaml", MANIFEST_HEAD.encode() + b"library: y\n"), "library"),

@@ -137,7 +137,7 @@ DOCUMENT_FAULTS = [
     ("block two axes", _set("kernels.k1.launch.block", [16, 16]), True, "kernels.k1.launch.block: needs 3 axes"),
     ("block a string", _set("kernels.k1.launch.block", "16,16,1"), True, "kernels.k1.launch.block: is a string, not a list"),
     ("block a float", _set("kernels.k1.launch.block", [16.0, 16, 1]), True, "kernels.k1.launch.block[0]: is a number, not an integer"),
-    ("extent a pointer", _set("kernels.k1.launch.grid[1].extent", "A"), True, "kernels.k1.launch.grid[1].extent: 'A' is neither a size parameter nor a number"),
+    ("extent a pointer", _set("kernels.k1.launch.grid[1].extent", "A"), True, "kernels.k1.launch.grid[1].extent: 'A' is neither a size parameter, a number, nor a product of them"),
     ("extent unknown", _set("kernels.k1.launch.grid[1].extent", "N"), True, "kernels.k1.launch.grid[1].extent: 'N' is neither"),
     ("tile zero", _set("kernels.k1.launch.grid[0].tile", 0), True, "kernels.k1.launch.grid[0].tile: 0 is outside 1..2147483647"),
     ("shared negative", _set("kernels.k1.launch.shared_bytes_dynamic", -5), True, "kernels.k1.launch.shared_bytes_dynamic: -5 is outside"),

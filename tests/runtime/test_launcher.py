@@ -153,7 +153,7 @@ def test_a_fixed_extent_gives_a_fixed_grid() -> None:
     [
         (lambda e: e.pop("launch"), r"kernels\.gemm\.launch: missing$"),
         (lambda e: e["params"][3].update(pack="q"), r"kernels\.gemm\.params\[3\]\.pack: 'q' is not the pack code of kind 'i32' \('i'\)$"),
-        (lambda e: e["launch"]["grid"][1].update(extent="A"), r"kernels\.gemm\.launch\.grid\[1\]\.extent: 'A' is neither a size parameter nor a number$"),
+        (lambda e: e["launch"]["grid"][1].update(extent="A"), r"kernels\.gemm\.launch\.grid\[1\]\.extent: 'A' is neither a size parameter, a number, nor a product of them$"),
         (lambda e: e["launch"].update(block=[8, 8]), r"kernels\.gemm\.launch\.block: needs 3 axes$"),
     ],
 )

@@ -1,0 +1,151 @@
+"""A declared kernel signature: its parameters in order, and its launch geometry.
+
+A family that is not tropical GEMM declares its kernel's interface in the
+manifest (``signature:`` and ``launch:``; parsed by
+``aotc.build._family_fields``). This module is the model that declaration
+becomes, resolved for one point of the family's matrix: every dtype and
+every axis value is known, so each parameter has its C type.
+
+Both sides read it. Codegen renders the parameter list into the template
+(``params``) and appends a check that the compiled kernel takes exactly these
+types (``parameter_check``); the index records it (``to_json``), and the
+runtime's generated bindings (``aotc.kernels``) check, allocate and bind
+arrays from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aotc.semiring import DType
+
+__all__ = [
+    "ROLES",
+    "SCALAR_TYPES",
+    "ArrayParam",
+    "Extent",
+    "ScalarParam",
+    "Signature",
+    "parameter_check",
+]
+
+ROLES = ("in", "out", "inout")
+# Scalar parameter types: their C type. The names are the index's parameter kinds.
+SCALAR_TYPES = {"i32": "int", "i64": "long long", "f32": "float", "f64": "double"}
+
+
+@dataclass(frozen=True)
+class ArrayParam:
+    """A device pointer to a contiguous row-major array of ``shape``.
+
+    Each entry of ``shape`` is a dimension's name (a scalar of the signature)
+    or a fixed extent. An ``in`` array is read only, so its pointer is const.
+    """
+
+    name: str
+    dtype: DType
+    role: str  # one of ROLES
+    shape: tuple[str | int, ...]
+
+    @property
+    def ctype(self) -> str:
+        return f"{'const ' if self.role == 'in' else ''}{self.dtype.ctype}*"
+
+    @property
+    def kind(self) -> str:
+        return "ptr"
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "array": {"dtype": self.dtype.name, "role": self.role, "shape": list(self.shape)}}
+
+
+@dataclass(frozen=True)
+class ScalarParam:
+    """A scalar: a dimension (``dim``: named in an array's shape, bound from the
+    arrays), or an argument the caller passes."""
+
+    name: str
+    type: str  # one of SCALAR_TYPES
+    dim: bool
+
+    @property
+    def ctype(self) -> str:
+        return SCALAR_TYPES[self.type]
+
+    @property
+    def kind(self) -> str:
+        return self.type
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "scalar": self.type, "dim": self.dim}
+
+
+@dataclass(frozen=True)
+class Extent:
+    """One grid axis: ``ceil(scale * product(factors) / tile)`` blocks, where the
+    factors are scalar parameters' names. Written to the index as the launch
+    geometry's ``(extent, tile)``: the factors and a scale other than 1 joined
+    by ``*`` (``"rows*heads"``, ``"4*n"``), or a number."""
+
+    factors: tuple[str, ...]
+    scale: int = 1
+    tile: int = 1
+
+    @property
+    def text(self) -> str:
+        if not self.factors:
+            return str(-(-self.scale // self.tile) if self.scale else 0)
+        return "*".join(((str(self.scale),) if self.scale != 1 else ()) + self.factors)
+
+    def grid_entry(self) -> tuple[str, int]:
+        return (self.text, self.tile if self.factors else 1)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A kernel's parameters in order."""
+
+    params: tuple[ArrayParam | ScalarParam, ...]
+
+    @property
+    def arrays(self) -> tuple[ArrayParam, ...]:
+        return tuple(p for p in self.params if isinstance(p, ArrayParam))
+
+    def to_json(self) -> list[dict[str, object]]:
+        return [p.to_json() for p in self.params]
+
+
+def parameter_check(family: str, symbol: str, ctypes: tuple[tuple[str, str], ...]) -> str:
+    """C++ that fails to compile unless kernel ``symbol`` takes exactly the
+    parameters ``ctypes`` ((name, C type), in order), each failure one line
+    naming the family and the parameter.
+
+    The rendered source may spell its own parameter list instead of using
+    ``params``; this holds it to the declaration, in the same compile that
+    builds the kernel. It is types and constants only: no code, no symbol, so
+    the compiled image is the same bytes with or without it. It uses no
+    header, as generated sources include none (nvcc, NVRTC and the
+    emulator's host compiler all take it).
+    """
+    count = len(ctypes)
+    lines = [
+        "",
+        f"// aotc: {symbol} must take the parameters its family's signature declares.",
+        "namespace aotc_signature_check {",
+        "template <int N, class F> struct param;",
+        "template <class R, class A, class... As> struct param<0, R (*)(A, As...)> { typedef A type; };",
+        "template <int N, class R, class A, class... As> struct param<N, R (*)(A, As...)> : param<N - 1, R (*)(As...)> {};",
+        "template <int N, class R> struct param<N, R (*)()> { typedef void type; };  // past the last: the count fails",
+        "template <class F> struct arity;",
+        "template <class R, class... As> struct arity<R (*)(As...)> { static const int value = sizeof...(As); };",
+        "template <class A, class B> struct same { static const bool value = false; };",
+        "template <class A> struct same<A, A> { static const bool value = true; };",
+        f"typedef decltype(&::{symbol}) kernel_type;",
+        f'static_assert(arity<kernel_type>::value == {count}, "aotc: family {family}: {symbol} must take {count} parameters, '
+        f'as its signature declares");',
+    ]
+    for i, (name, ctype) in enumerate(ctypes):
+        message = f"aotc: family {family}: parameter {name} ({i + 1} of {count}) must be {ctype}, as its signature declares"
+        lines.append(f'static_assert(same<param<{i}, kernel_type>::type, {ctype}>::value, "{message}");')
+    lines.append("}  // namespace aotc_signature_check")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,122 @@
+"""Declared-family libraries for the tests: the rowops example, and small manifests.
+
+``declared_library`` renders a manifest's kernels with the real codegen and
+indexes them with stand-in fatbins, as ``runtime_support.make_library`` does
+for the tropical fixture: the emulator compiles the real sources, so no nvcc
+is needed. Not a conftest.py (see runtime_support).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["AXPY", "ROWOPS", "axpy", "declared_library", "reference", "rowops", "write_project"]
+
+REPO = Path(__file__).resolve().parents[2]
+ROWOPS = REPO / "examples" / "rowops" / "kernels"
+
+# A family with an inout array, a float argument and a product grid: y += alpha * x.
+AXPY = {
+    "manifest.yaml": """\
+library: axpylib
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  axpy:
+    template: axpy.cu.j2
+    axes: {dtype: [f32, f64], threads: [64, 128]}
+    name: "axpy_{dtype}_{threads}"
+    signature:
+      x: {array: dtype, role: in, shape: [rows, n]}
+      y: {array: dtype, role: inout, shape: [rows, n]}
+      rows: i32
+      n: i32
+      alpha: f64
+    launch:
+      grid: ["cdiv(rows * n, threads)"]
+      block: [threads]
+""",
+    "templates/axpy.cu.j2": """\
+// {{ kernel_name }}: y += alpha * x over {{ dtype }}, one thread an element.
+extern "C" __global__ void __launch_bounds__({{ threads }}) {{ kernel_name }}({{ params }})
+{
+    long long i = (long long)blockIdx.x * {{ threads }} + threadIdx.x;
+    if (i < (long long)rows * n) y[i] += ({{ ctype.x }})alpha * x[i];
+}
+""",
+}
+
+
+def write_project(root: Path, files: dict[str, str]) -> Path:
+    """``files`` (relative path -> text) under ``root``; returns the manifest's path."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "manifest.yaml"
+
+
+def declared_library(root: Path, manifest_path: Path) -> Path:
+    """The library of ``manifest_path``: real sources, stand-in fatbins, a sealed index."""
+    from aotc.build.codegen import generate, source_name
+    from aotc.build.index_writer import build_index, dumps, kernel_entry, seal
+    from aotc.build.manifest import load_manifest
+
+    manifest = load_manifest(manifest_path)
+    gen, lib = root / "gen", root / "lib"
+    shutil.rmtree(lib, ignore_errors=True)
+    generate(manifest, gen)
+    entries = {}
+    for kernel in manifest.kernels:
+        source = (gen / source_name(kernel)).read_bytes()
+        fatbin = b"stand-in fatbin " + hashlib.sha256(source).digest()
+        entry = kernel_entry(kernel, manifest, fatbin, source, {})
+        for part, data in (("fatbin", fatbin), ("source", source)):
+            path = lib / entry[part]["file"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        entries[kernel.name] = entry
+    index = build_index(manifest, entries, {})
+    del index["toolkit"]  # no toolkit built these stand-ins: no driver check (as runtime_support's)
+    index["nvcc_version"] = "13.0.88"
+    (lib / "index.json").write_bytes(dumps(seal(index)))
+    return lib
+
+
+def _reference() -> Any:
+    """The example's NumPy references, without its package (which loads its built library)."""
+    spec = importlib.util.spec_from_file_location("rowops_reference", REPO / "examples" / "rowops" / "rowops" / "reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reference = _reference()
+
+
+@pytest.fixture(scope="session")
+def rowops(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The rowops example's library on the emulator; one per session (its torch ops are named rowops)."""
+    import aotc
+    import aotc.kernels
+
+    lib = declared_library(tmp_path_factory.mktemp("rowops"), ROWOPS / "manifest.yaml")
+    return aotc.kernels.over(aotc.load(lib, backend="emulator"))
+
+
+@pytest.fixture(scope="session")
+def axpy(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The AXPY family's library on the emulator; one per session (its torch ops are named axpylib)."""
+    import aotc
+    import aotc.kernels
+
+    root = tmp_path_factory.mktemp("axpy")
+    lib = declared_library(root, write_project(root / "project", AXPY))
+    return aotc.kernels.over(aotc.load(lib, backend="emulator"))

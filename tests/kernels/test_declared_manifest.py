@@ -1,0 +1,120 @@
+"""Declared families in the manifest: free axes, signatures, launch expressions,
+and the one-line errors for each way to get them wrong."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aotc.build.codegen import render_kernel
+from aotc.build.manifest import DeclaredKernelSpec, load_manifest
+from aotc.errors import ManifestError
+from declared_support import AXPY, ROWOPS, write_project
+
+
+def axpy(tmp_path: Path, old: str = "", new: str = "") -> Path:
+    files = dict(AXPY)
+    if old:
+        assert old in files["manifest.yaml"], old
+        files["manifest.yaml"] = files["manifest.yaml"].replace(old, new)
+    return write_project(tmp_path, files)
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_rowops_expands_its_own_axes() -> None:
+    manifest = load_manifest(ROWOPS / "manifest.yaml")
+    assert [k.name for k in manifest.kernels] == ["softmax_f32", "softmax_f64", "scan_f32", "scan_f64", "scan_i32", "scan_i64"]
+    softmax = manifest.kernels[0]
+    assert isinstance(softmax, DeclaredKernelSpec)
+    assert softmax.axes == (("dtype", "f32"), ("threads", 256))
+    assert [(p.name, p.ctype, p.kind) for p in softmax.params] == [
+        ("x", "const float*", "ptr"), ("y", "float*", "ptr"), ("rows", "int", "i32"), ("cols", "int", "i32"),
+    ]  # fmt: skip
+    assert softmax.launch.block == (256, 1, 1)
+    assert softmax.launch.grid == (("rows", 1), ("1", 1), ("1", 1))
+    assert manifest.semirings == ()
+
+
+def test_launch_expressions_reduce_to_a_product_and_a_tile(tmp_path: Path) -> None:
+    manifest = load_manifest(axpy(tmp_path))
+    by_name = {k.name: k for k in manifest.kernels}
+    assert list(by_name) == ["axpy_f32_64", "axpy_f32_128", "axpy_f64_64", "axpy_f64_128"]
+    assert by_name["axpy_f32_128"].launch.grid[0] == ("rows*n", 128)
+    assert [p.kind for p in by_name["axpy_f64_64"].params] == ["ptr", "ptr", "i32", "i32", "f64"]
+    source = render_kernel(manifest, by_name["axpy_f32_64"])
+    assert "axpy_f32_64(const float* __restrict__ x, float* __restrict__ y, int rows, int n, double alpha)" in source
+    assert "y[i] += (float)alpha * x[i]" in source
+    assert "parameter alpha (5 of 5) must be double" in source  # the compiled check (test_signature_check)
+
+
+@pytest.mark.parametrize(
+    ("expression", "grid"),
+    [
+        ("rows", ("rows", 1)),
+        ("4 * rows * n", ("4*rows*n", 1)),
+        ("cdiv(n, 32)", ("n", 32)),
+        ("cdiv(2 * n, threads)", ("2*n", 64)),
+        ("cdiv(n * 64, threads)", ("n", 1)),
+        ("cdiv(1000, 3) + 1", ("335", 1)),
+        ("sizeof(dtype) * 2", ("8", 1)),
+    ],
+)
+def test_grid_expressions(tmp_path: Path, expression: str, grid: tuple[str, int]) -> None:
+    path = axpy(tmp_path, '["cdiv(rows * n, threads)"]', f'["{expression}"]')
+    assert load_manifest(path).kernels[0].launch.grid[0] == grid
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ('["cdiv(rows * n, threads)"]', '["rows + n"]', "launch.grid[0]: sizes combine only by * and cdiv"),
+        ('["cdiv(rows * n, threads)"]', '["cdiv(rows, n)"]', "cdiv(a, b) divides a product by a constant"),
+        ('["cdiv(rows * n, threads)"]', '["cols"]', "'cols' is not an integer scalar of the signature or an integer axis"),
+        ('["cdiv(rows * n, threads)"]', '["rows ** 2"]', "is not allowed"),
+        ('["cdiv(rows * n, threads)"]', '["rows("]', "is not an expression"),
+        ("block: [threads]", "block: [rows]", "launch.block[0]: 'rows' is not an integer axis (sizes are known only at a call)"),
+        ("block: [threads]", "block: [2048]", "launch.block: [2048, 1, 1] at dtype=f32, threads=64 is not a block CUDA launches"),
+        ("block: [threads]", "block: [threads]\n      shared: 65536", "launch.shared: 65536 bytes"),
+        ("alpha: f64", "alpha: f16", "signature.alpha: unknown scalar type 'f16' (known: i32, i64, f32, f64)"),
+        ("role: inout", "role: both", "signature.y.role: expected one of in, out, inout, got str 'both'"),
+        ("{array: dtype, role: in, shape: [rows, n]}", "{array: dtype, role: in, shape: [rows, m]}", "signature.x.shape: 'm' is neither"),
+        ("{array: dtype, role: in, shape: [rows, n]}", "{array: f16, role: in, shape: [rows, n]}", "signature.x.array: expected a dtype"),
+        ("{array: dtype, role: inout, shape: [rows, n]}", "{array: dtype, role: out, shape: [rows, k]}\n      k: i32", "dimension k is named by no in or inout array"),
+        ('name: "axpy_{dtype}_{threads}"', 'name: "axpy_{dtype}_{block}"', "names {block}, which is not an axis"),
+        ('name: "axpy_{dtype}_{threads}"', 'name: "axpy_{dtype}"', "kernel axpy_f32 is also produced by family axpy"),
+        ("threads: [64, 128]", "threads: [64, 64]", "axes.threads: value 64 is listed twice"),
+        ("    launch:\n", "    matrix: {dtype: [f16]}\n    launch:\n", "matrix.dtype: 'f16' is not a value of this axis (declared: f32, f64)"),
+        ("      rows: i32\n", "      rows: i32\n      dtype: i32\n", "signature.dtype: dtype is also an axis"),
+    ],
+)
+def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    message = refused(axpy(tmp_path, old, new))
+    assert str(tmp_path / "manifest.yaml") in message
+    assert "families.axpy" in message
+    assert expected in message
+
+
+def test_matrix_blocks_excludes_and_launch_overrides(tmp_path: Path) -> None:
+    path = axpy(
+        tmp_path,
+        "    launch:\n",
+        "    matrix:\n      - {dtype: f32}\n      - {dtype: f64, threads: 128, launch: {block: [128], shared: 256}}\n"
+        "    exclude: [{dtype: f32, threads: 128}]\n    launch:\n",
+    )
+    kernels = load_manifest(path).kernels
+    assert [k.name for k in kernels] == ["axpy_f32_64", "axpy_f64_128"]
+    assert kernels[1].launch.shared_bytes_dynamic == 256
+
+
+def test_a_gemm_family_still_needs_the_semiring_tables(tmp_path: Path) -> None:
+    text = AXPY["manifest.yaml"] + "  gemm:\n    template: axpy.cu.j2\n    matrix: {semiring: [maxplus], dtype: [f32], pass: [forward]}\n"
+    message = refused(write_project(tmp_path, {**AXPY, "manifest.yaml": text}))
+    assert "missing required key 'semirings' (family gemm is a GEMM family" in message

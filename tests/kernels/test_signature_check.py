@@ -1,0 +1,79 @@
+"""A template whose kernel does not take its declared parameters fails the build,
+in one line naming the family and the parameter (aotc.build.signature.parameter_check)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import aotc
+from declared_support import AXPY, write_project
+
+# The template spells its own parameter list, with x writable: not what the signature declares.
+WRONG = AXPY["templates/axpy.cu.j2"].replace("{{ params }}", "{{ ctype.x }}* x, {{ ctype.y }}* y, int rows, int n, double alpha")
+CMAKE = "cmake_minimum_required(VERSION 3.24)\nproject(axpy LANGUAGES NONE)\nfind_package(aotc CONFIG REQUIRED)\naotc_add_kernel_library(axpylib MANIFEST manifest.yaml)\n"
+
+
+def build(project: Path, build_dir: Path) -> subprocess.CompletedProcess:
+    configure = [
+        "cmake", "-S", str(project), "-B", str(build_dir), "-G", "Ninja",
+        f"-Daotc_DIR={aotc.cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}", "-DAOTC_ARCHS=80", "-DAOTC_PTX_ARCHS=80",
+    ]  # fmt: skip
+    result = subprocess.run(configure, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return subprocess.run(["cmake", "--build", str(build_dir)], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("ninja") is None, reason="needs nvcc and ninja to build")
+def test_the_build_names_the_family_and_the_parameter(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write_project(project, {**AXPY, "templates/axpy.cu.j2": WRONG, "CMakeLists.txt": CMAKE})
+    result = build(project, tmp_path / "build")
+    assert result.returncode != 0
+    log = result.stdout + result.stderr
+    lines = [line for line in log.splitlines() if line.startswith("aotc: error:")]
+    assert lines, log[-3000:]
+    # ninja runs two compiles at once: the first to fail may be an f32 or an f64 kernel.
+    pattern = r"aotc: error: \S+/axpy_f(32|64)_(64|128)\.cu: family axpy: parameter x \(1 of 5\) must be const (float|double)\*, as its signature declares"
+    assert re.fullmatch(pattern, lines[0]), lines
+
+
+def test_nvrtc_refuses_it_too(tmp_path: Path) -> None:
+    """The same check holds under NVRTC, the other compiler a build may use."""
+    pytest.importorskip("nvidia.cuda_nvrtc", reason="needs NVRTC (nvidia-cuda-nvrtc)")
+    from aotc.build.codegen import render_kernel
+    from aotc.build.manifest import load_manifest
+
+    manifest = load_manifest(write_project(tmp_path, {**AXPY, "templates/axpy.cu.j2": WRONG}))
+    source = tmp_path / "axpy.cu"
+    source.write_text(render_kernel(manifest, manifest.kernels[0]))
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; from aotc.build.nvrtc_fatbin import main; sys.exit(main(sys.argv[1:]))",
+         "--cuda", "13", "--sass", "80", "--ptx", "80", "--out", str(tmp_path / "axpy.fatbin"), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert 'static assertion failed with "aotc: family axpy: parameter x (1 of 5) must be const float*' in result.stderr
+
+
+def test_a_kernel_that_matches_compiles_on_the_emulator(tmp_path: Path) -> None:
+    """The check is plain C++: the emulator's host compiler takes it, and it holds there too."""
+    from aotc.build.codegen import render_kernel
+    from aotc.build.manifest import load_manifest
+    from aotc.runtime.emulator.compile import compile_library
+
+    for template, fails in ((AXPY["templates/axpy.cu.j2"], False), (WRONG, True)):
+        root = tmp_path / ("wrong" if fails else "right")
+        manifest = load_manifest(write_project(root, {**AXPY, "templates/axpy.cu.j2": template}))
+        kernel = manifest.kernels[0]
+        (root / "k.cu").write_text(render_kernel(manifest, kernel))
+        if fails:
+            with pytest.raises(Exception, match="family axpy: parameter x"):
+                compile_library(str(root / "k.cu"), [kernel.symbol], str(root / "k.so"))
+        else:
+            compile_library(str(root / "k.cu"), [kernel.symbol], str(root / "k.so"))
