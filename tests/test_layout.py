@@ -38,5 +38,5 @@ def test_the_median_module_is_small() -> None:
 
 def test_each_part_of_the_package_has_its_tests() -> None:
     parts = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    assert parts == {"_cache", "arrays", "build", "index", "runtime", "tropical"}
+    assert parts == {"_cache", "arrays", "build", "index", "kernels", "runtime", "tropical"}
     assert {p for p in parts if not (TESTS / p).is_dir() and not (TESTS / f"test_{p}.py").is_file()} == set()

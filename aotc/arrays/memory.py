@@ -52,7 +52,9 @@ class Memory:
             msg = f"{name}: a {op.device} array, but the {self.backend.name} backend runs on host memory"
             raise ArgumentError(msg)
 
-    def pointer(self, op: Operand, name: str, *, result: bool = False, zeroed: bool = False) -> int:
+    def pointer(self, op: Operand, name: str, *, result: bool = False, zeroed: bool = False, inout: bool = False) -> int:
+        """A pointer the kernel can use for ``op``: a result is copied back after the
+        launch; an ``inout`` result is copied to the device first, as an input is."""
         self.check(op, name)
         if not op.on_host:
             return op.pointer
@@ -65,7 +67,7 @@ class Memory:
         size = host.nbytes
         device = self.backend.alloc(max(size, 1))
         self.staged.append((device, host, result))
-        if size and not result:
+        if size and (inout or not result):
             self.backend.copy_to_device_async(device, host, self.stream)
         elif size and zeroed:
             self.backend.memset_async(device, 0, size, self.stream)

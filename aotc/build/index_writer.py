@@ -49,6 +49,8 @@ def kernel_entry(
     """
     if hasattr(kernel, "signature"):
         found_by: dict[str, Any] = {"axes": dict(kernel.axes), "signature": kernel.signature.to_json()}
+        if kernel.backward is not None:
+            found_by["backward"] = kernel.backward.to_json()
     else:
         found_by = {
             "semiring": kernel.semiring.name,

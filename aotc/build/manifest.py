@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aotc.archs import arch_sort_key
+from aotc.build._backward_fields import Backward, backward_field, check_backward
 from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._family_fields import (
     DeclaredLaunch,
@@ -104,6 +105,7 @@ class DeclaredKernelSpec:
     axes: tuple[tuple[str, str | int], ...]  # (axis, value), in the family's order
     signature: Signature
     declared_launch: DeclaredLaunch
+    backward: Backward | None = None  # the family computing its gradients
 
     @property
     def symbol(self) -> str:
@@ -216,7 +218,7 @@ def _template(check: Checker, fields: LineDict, key: str, templates_dir: Path) -
 
 # What a declared family's entry may hold; a family with a signature is declared.
 _DECLARED_REQUIRED = ("template", "axes", "signature", "launch")
-_DECLARED_OPTIONAL = ("name", "matrix", "exclude")
+_DECLARED_OPTIONAL = ("name", "matrix", "exclude", "backward")
 
 
 def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> list[tuple[DeclaredKernelSpec, int]]:
@@ -227,12 +229,13 @@ def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templ
     axes = parse_axes(check, fields["axes"], f"{key}.axes", line_of(fields, "axes"))
     declared = parse_signature(check, fields["signature"], f"{key}.signature", line_of(fields, "signature"), axes)
     launch = check.mapping(fields["launch"], f"{key}.launch", line_of(fields, "launch"), required=("grid", "block"), optional=("shared",))
+    backward = backward_field(fields, check, key)
     kernels = []
     for point, point_line, override in expand_points(check, axes, fields.get("matrix"), fields.get("exclude"), key, fields):
         kernel = kernel_name(check, fields.get("name"), name, point, f"{key}.name", line_of(fields, "name"))
         signature = resolve_signature(declared, point)
         geometry = parse_launch(check, launch, override, f"{key}.launch", point, signature)
-        kernels.append((DeclaredKernelSpec(kernel, name, template, point, signature, geometry), point_line))
+        kernels.append((DeclaredKernelSpec(kernel, name, template, point, signature, geometry, backward), point_line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")
     return kernels
@@ -317,7 +320,21 @@ def parse_manifest(text: str, path: Path) -> Manifest:
                 check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
             seen[kernel.name] = name
             kernels.append(kernel)
+    _check_backwards(check, kernels)
     return Manifest(path, library, templates_dir, archs, semirings, dtypes, tuple(kernels))
+
+
+def _check_backwards(check: Checker, kernels: list[AnyKernelSpec]) -> None:
+    """Each declared family's backward pairing, against the other families' signatures."""
+    declared = [k for k in kernels if isinstance(k, DeclaredKernelSpec)]
+    signatures: dict[str, Signature] = {}
+    axes: dict[str, dict[str, set[object]]] = {}
+    for k in declared:
+        signatures.setdefault(k.family, k.signature)  # names and roles are the same at every point
+        for axis, value in k.axes:
+            axes.setdefault(k.family, {}).setdefault(axis, set()).add(value)
+    for k in {k.family: k for k in declared if k.backward is not None}.values():
+        check_backward(check, f"families.{key_text(k.family)}", k.family, k.backward, signatures, axes)
 
 
 def load_manifest(path: str | Path) -> Manifest:

@@ -28,6 +28,7 @@ from aotc.index.schema import (
     SOURCE_DIR,
     TOP_SEALED,
     field_checksums,
+    sealed_fields,
 )
 from aotc.index.views import DeclaredParam, FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 
@@ -62,6 +63,7 @@ _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
 _DECLARED_REQUIRED = frozenset({*DECLARED_SEALED, CHECKSUM_KEY})
 _ROLES = ("in", "out", "inout")
 _KERNEL_OPTIONAL = frozenset({"resources"})
+_DECLARED_OPTIONAL = frozenset({"resources", "backward"})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
 _TOOLKIT_REQUIRED = frozenset({"version", "cuda_major", "min_driver", "wheel"})
 _TOOLKIT_OPTIONAL = frozenset({"compiler", "compression"})
@@ -311,7 +313,7 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
 def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any]) -> IndexKernel:
     path = f"kernels.{name}"
     declared = isinstance(value, dict) and "axes" in value
-    entry = _object(where, path, value, _DECLARED_REQUIRED if declared else _KERNEL_REQUIRED, _KERNEL_OPTIONAL)
+    entry = _object(where, path, value, _DECLARED_REQUIRED if declared else _KERNEL_REQUIRED, _DECLARED_OPTIONAL if declared else _KERNEL_OPTIONAL)
     found_by = ("symbol", "family") if declared else ("symbol", "family", "semiring", "dtype", "pass", "variant")
     words = dict.fromkeys(("semiring", "dtype", "pass", "variant"), "")
     words.update({k: _text(where, f"{path}.{k}", entry[k], _IDENTIFIER, "a name") for k in found_by})
@@ -320,16 +322,25 @@ def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any]) -> 
     params = _params(where, f"{path}.params", entry["params"])
     axes = _axes(where, f"{path}.axes", entry["axes"]) if declared else None
     signature = _signature(where, f"{path}.signature", entry["signature"], params) if declared else None
+    backward = _backward(where, f"{path}.backward", entry["backward"]) if "backward" in entry else None
     launch = _launch(where, f"{path}.launch", entry["launch"], params)
     fatbin = _file(where, f"{path}.fatbin", entry["fatbin"], "")
     source = _file(where, f"{path}.source", entry["source"], SOURCE_DIR)
     sass, ptx = _archs(where, f"{path}.sass", entry["sass"]), _archs(where, f"{path}.ptx", entry["ptx"])
     resources = _resources(where, f"{path}.resources", entry.get("resources", {}))
-    _checksums(where, path, entry, DECLARED_SEALED if declared else KERNEL_SEALED)
+    _checksums(where, path, entry, sealed_fields(entry))
     return IndexKernel(
         name, words["symbol"], words["family"], words["semiring"], words["dtype"], words["pass"], words["variant"],
-        params, launch, fatbin, source, sass, ptx, resources, axes, signature,
+        params, launch, fatbin, source, sass, ptx, resources, axes, signature, backward,
     )  # fmt: skip
+
+
+def _backward(where: str, path: str, value: Any) -> tuple[str, tuple[str, ...]]:
+    """A declared kernel's backward pairing: (the family, the arrays it saves)."""
+    item = _object(where, path, value, frozenset({"family", "saves"}))
+    family = _text(where, f"{path}.family", item["family"], _IDENTIFIER, "a family name")
+    saves = tuple(_text(where, f"{path}.saves[{i}]", s, _IDENTIFIER, "an array name") for i, s in enumerate(_list(where, f"{path}.saves", item["saves"], _MAX_PARAMS)))
+    return family, saves
 
 
 def validate_top(where: str, document: Any) -> ToolkitEntry | None:

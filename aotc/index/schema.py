@@ -103,5 +103,8 @@ def field_checksums(entry: Mapping[str, Any], fields: tuple[str, ...]) -> dict[s
 
 
 def sealed_fields(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    """The fields a kernel entry's checksum table covers: a declared kernel's, or a GEMM kernel's."""
-    return DECLARED_SEALED if "axes" in entry else KERNEL_SEALED
+    """The fields a kernel entry's checksum table covers: a declared kernel's
+    (with its ``backward`` pairing where it has one), or a GEMM kernel's."""
+    if "axes" not in entry:
+        return KERNEL_SEALED
+    return (*DECLARED_SEALED, "backward") if "backward" in entry else DECLARED_SEALED

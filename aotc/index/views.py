@@ -75,9 +75,9 @@ class IndexKernel(Record):
 
     _fields = (
         "name", "symbol", "family", "semiring", "dtype", "pass_", "variant",
-        "params", "launch", "fatbin", "source", "sass", "ptx", "resources", "axes", "signature",
+        "params", "launch", "fatbin", "source", "sass", "ptx", "resources", "axes", "signature", "backward",
     )  # fmt: skip
-    _defaults: ClassVar[dict[str, Any]] = {"axes": None, "signature": None}
+    _defaults: ClassVar[dict[str, Any]] = {"axes": None, "signature": None, "backward": None}
     __slots__ = _fields
     name: str
     symbol: str
@@ -96,6 +96,7 @@ class IndexKernel(Record):
     resources: Mapping[str, Mapping[str, int]]
     axes: Mapping[str, str | int] | None  # a declared kernel's axis values
     signature: tuple[DeclaredParam, ...] | None
+    backward: tuple[str, tuple[str, ...]] | None  # (the family computing its gradients, the arrays it saves)
 
     @property
     def key(self) -> KernelKey:

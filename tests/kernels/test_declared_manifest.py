@@ -3,6 +3,7 @@ and the one-line errors for each way to get them wrong."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ def refused(path: Path) -> str:
 
 def test_rowops_expands_its_own_axes() -> None:
     manifest = load_manifest(ROWOPS / "manifest.yaml")
-    assert [k.name for k in manifest.kernels] == ["softmax_f32", "softmax_f64", "scan_f32", "scan_f64", "scan_i32", "scan_i64"]
+    assert [k.name for k in manifest.kernels] == [
+        "softmax_f32", "softmax_f64", "softmax_backward_f32", "softmax_backward_f64", "scan_f32", "scan_f64", "scan_i32", "scan_i64",
+    ]  # fmt: skip
     softmax = manifest.kernels[0]
     assert isinstance(softmax, DeclaredKernelSpec)
     assert softmax.axes == (("dtype", "f32"), ("threads", 256))
@@ -118,3 +121,25 @@ def test_a_gemm_family_still_needs_the_semiring_tables(tmp_path: Path) -> None:
     text = AXPY["manifest.yaml"] + "  gemm:\n    template: axpy.cu.j2\n    matrix: {semiring: [maxplus], dtype: [f32], pass: [forward]}\n"
     message = refused(write_project(tmp_path, {**AXPY, "manifest.yaml": text}))
     assert "missing required key 'semirings' (family gemm is a GEMM family" in message
+
+
+ROWOPS_TEXT = (ROWOPS / "manifest.yaml").read_text()
+PAIRING = "    backward: {family: softmax_backward, saves: [y]}\n"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (PAIRING, "    backward: {family: gemm}\n", "softmax.backward.family: 'gemm' is not another declared family of this manifest (declared: softmax_backward, scan)"),
+        (PAIRING, "    backward: {family: softmax_backward, saves: [z]}\n", "softmax.backward.saves: 'z' is not an array of softmax (arrays: x, y)"),
+        (PAIRING, "    backward: {family: softmax_backward}\n", "softmax_backward's parameter y is neither the gradient of a result of softmax (grad_y) nor a saved array (saves: none)"),
+        ("      grad_x: {array: dtype, role: out", "      grad_z: {array: dtype, role: out", "softmax_backward's parameter grad_z is an out array, so it must be the gradient of an in array of softmax (grad_x)"),
+        (PAIRING, "    backward: {family: scan}\n", "scan's parameter x is neither the gradient of a result of softmax (grad_y) nor a saved array"),
+        (PAIRING, "    backward: [softmax_backward]\n", "softmax.backward: expected a mapping, got a list"),
+    ],
+)
+def test_a_backward_pairing_is_held_to_the_convention(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    shutil.copytree(ROWOPS / "templates", tmp_path / "templates")
+    assert old in ROWOPS_TEXT
+    message = refused(write_project(tmp_path, {"manifest.yaml": ROWOPS_TEXT.replace(old, new, 1)}))
+    assert f"families.{expected}" in message or expected in message, message

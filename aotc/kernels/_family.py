@@ -1,0 +1,330 @@
+"""One declared family, callable: ``aotc.kernels.over(lib).softmax(x)``.
+
+A ``Family`` is built from the index alone: the family's kernels, their axis
+values and their declared signature (``aotc.build.signature``, checked by
+``aotc.index``). A call
+
+1. binds its arguments by the signature's names (in and inout arrays and
+   the caller's scalars, in declared order; out arrays and axes by keyword);
+2. reads each array once (``aotc.arrays.operands``) and picks the kernel from
+   the arrays' dtypes and the axes given;
+3. binds each dimension from the arrays' shapes, each mismatch one line
+   naming the parameter;
+4. allocates the out arrays not given, on the operands' device and stream;
+5. launches, under the tropical API's rules: the operands' device, the
+   stream given or the operands' library's current one, host arrays used in
+   place on the emulator and staged on a GPU (``aotc.arrays.memory``);
+6. returns the out and inout arrays, in declared order (one: itself).
+
+What steps 1 to 4 decide depends only on the arrays' kinds, shapes, dtypes
+and devices, so a repeat call with alike arrays takes it from a call plan
+keyed on those (``_Plan``) and does only the pointer work and the launch.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from aotc.arrays.memory import Memory, on_host_memory
+from aotc.arrays.operands import as_operand, contiguous, is_row_major
+from aotc.arrays.placement import device_of, output, stream_handle
+from aotc.arrays.streams import hold_until_done, wait_for_producers
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.runtime.devices import refuse_while_capturing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotc.index import IndexKernel
+
+__all__ = ["Family"]
+
+_INT_LIMITS = {"i32": 2**31 - 1, "i64": 2**63 - 1}
+_GRID_LIMITS = (2**31 - 1, 65535, 65535)
+_MAX_PLANS = 64  # per family: alike calls are few; a workload of ever-new shapes must not grow them without end
+
+
+class _Plan:
+    """What a call with arrays alike to an earlier one's needs: the kernel, the
+    dimensions, the out arrays' shapes and dtypes, and the packed scalars' order."""
+
+    __slots__ = ("dims", "dtypes", "grid_checked", "kernel", "out_shapes")
+
+    def __init__(self, kernel: str, dims: dict[str, int], dtypes: dict[str, str], out_shapes: dict[str, tuple[int, ...]]) -> None:
+        self.kernel = kernel
+        self.dims = dims
+        self.dtypes = dtypes
+        self.out_shapes = out_shapes
+        self.grid_checked = False  # the grid follows from the dimensions: checked at the plan's first launch
+
+
+class Family:
+    """The binding of one declared family of ``library``; see the module docstring."""
+
+    def __init__(self, library: Any, name: str, kernels: list[IndexKernel]) -> None:
+        self.library = library
+        self.name = name
+        signature = kernels[0].signature
+        assert signature is not None
+        self.params = signature
+        self.given = tuple(p.name for p in signature if not p.scalar and p.role != "out")
+        self.outs = tuple(p.name for p in signature if not p.scalar and p.role == "out")
+        self.results = tuple(p.name for p in signature if not p.scalar and p.role != "in")
+        self.arguments = {p.name: p.dtype for p in signature if p.scalar and not p.dim}
+        self.positional = tuple(p.name for p in signature if (not p.scalar and p.role != "out") or (p.scalar and not p.dim))
+        axes: dict[str, list[Any]] = {}
+        for kernel in kernels:
+            for axis, value in (kernel.axes or {}).items():
+                values = axes.setdefault(axis, [])
+                if value not in values:
+                    values.append(value)
+        self.axes = {axis: tuple(values) for axis, values in axes.items()}
+        self.kernels = {k.name: k for k in kernels}
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._chosen: dict[tuple[Any, ...], str] = {}
+        # NumPy calls' plans, looked up by the generated entry (aotc.kernels._entry).
+        self.numpy_plans: dict[tuple[Any, ...], Any] = {}
+        self.torch_op: Any = None  # torch.ops.<library>.<family>, once registered (_torch_route)
+        # (the family computing its gradients, the arrays it keeps), from the manifest's backward:
+        self.backward: tuple[str, tuple[str, ...]] | None = kernels[0].backward
+        from aotc.kernels._entry import entry_for
+
+        self.entry = entry_for(self)  # None: call the Family itself
+
+    def __repr__(self) -> str:
+        outs = "".join(f", {name}=None" for name in self.outs)
+        rest = "".join(f", {axis}=None" for axis, values in self.axes.items() if len(values) > 1)
+        return f"<aotc kernel family {self.library.name}.{self.name}({', '.join(self.positional)}, *{outs}{rest}, stream=None)>"
+
+    # --- arguments ---------------------------------------------------------------
+
+    def bind_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(values by parameter name, axes given) from a call's arguments."""
+        if len(args) > len(self.positional):
+            msg = f"{self.name}() takes {len(self.positional)} positional arguments ({', '.join(self.positional)}), got {len(args)}"
+            raise ArgumentTypeError(msg)
+        values = dict(zip(self.positional, args))
+        axes = {}
+        for key, value in kwargs.items():
+            if key in self.axes:
+                axes[key] = value
+            elif key in values:
+                msg = f"{self.name}(): {key} given twice, by position and by name"
+                raise ArgumentTypeError(msg)
+            elif key in self.positional or key in self.outs:
+                values[key] = value
+            else:
+                known = ", ".join((*self.positional, *self.outs, *self.axes, "stream"))
+                msg = f"{self.name}(): unknown argument {key!r} (known: {known})"
+                raise ArgumentTypeError(msg)
+        missing = [name for name in self.positional if name not in values]
+        if missing:
+            msg = f"{self.name}(): missing argument {missing[0]}"
+            raise ArgumentTypeError(msg)
+        return values, axes
+
+    def choose(self, dtypes: dict[str, str], axes: dict[str, Any]) -> IndexKernel:
+        """The kernel for these arrays' dtypes and these axis values; each refusal one line."""
+        key = (tuple(dtypes.items()), tuple(axes.items()))
+        name = self._chosen.get(key)
+        if name is None:
+            name = self._chosen[key] = self._choose(dtypes, axes)
+        return self.kernels[name]
+
+    def _choose(self, dtypes: dict[str, str], axes: dict[str, Any]) -> str:
+        matches = list(self.kernels.values())
+        for axis, value in axes.items():
+            matches = [k for k in matches if k.axes is not None and k.axes.get(axis) == value]
+            if not matches:
+                msg = f"{axis}: {echo(value)} is not a value of {self.name}'s axis {axis} (values: {', '.join(map(str, self.axes[axis]))})"
+                raise ArgumentError(msg)
+        for name, dtype in dtypes.items():
+            fits = [k for k in matches if _array(k, name).dtype == dtype]
+            if not fits:
+                have = sorted({_array(k, name).dtype for k in matches})
+                msg = f"{name}: dtype {dtype}, but {self.name}'s kernels take {' or '.join(have)} there"
+                if len(matches) < len(self.kernels):
+                    msg += " with the other arguments' dtypes and axes"
+                raise ArgumentError(msg)
+            matches = fits
+        if len(matches) > 1:
+            open_axes = [a for a in self.axes if len({k.axes[a] for k in matches if k.axes is not None}) > 1]
+            axis = open_axes[0]
+            values = ", ".join(sorted({str(k.axes[axis]) for k in matches if k.axes is not None}))
+            msg = f"{self.name}(): {len(matches)} kernels fit these arrays; choose one with {axis}= ({values})"
+            raise ArgumentError(msg)
+        return matches[0].name
+
+    # --- the call ------------------------------------------------------------------
+
+    def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
+        values, axes = self.bind_arguments(args, kwargs)
+        return self._call(values, axes, stream)
+
+    def full(self, args: tuple[Any, ...], outs: dict[str, Any], stream: Any, kwargs: dict[str, Any]) -> Any:
+        """The generated entry's way in when no plan answered: its positional
+        arguments, its out arrays (None: not given) and its other keywords."""
+        values, axes = self.bind_arguments(args, kwargs)
+        values.update((name, out) for name, out in outs.items() if out is not None)
+        return self._call(values, axes, stream)
+
+    def _call(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(values[self.given[0]], torch.Tensor):
+            from aotc.kernels import _torch_route
+
+            if _torch_route.to_op(self, values):
+                return _torch_route.call_op(self, values, axes, stream)
+        return self.run(values, axes, stream)
+
+    def run(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+        """The launch, for arguments already bound: the out and inout arrays, one bare."""
+        arrays = self.launch(values, axes, stream)
+        results = tuple(arrays[name] for name in self.results)
+        return results[0] if len(results) == 1 else results
+
+    def launch(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> dict[str, Any]:
+        """The launch itself (the torch ops' kernels call it): every array, by name."""
+        ops = {name: as_operand(values[name], name) for name in self.given}
+        first_name = self.given[0]
+        first = ops[first_name]
+        device = device_of(first, first_name, self.library)
+        for name, op in ops.items():
+            if op.device != first.device and device_of(op, name, self.library) != device:
+                msg = f"{name}: on {op.device}, but {first_name} is on {first.device}"
+                raise ArgumentError(msg)
+        given_stream, stream = stream, stream_handle(stream, first)
+        plan = self._plan(ops, values, axes)
+        kernel = self.kernels[plan.kernel]
+        inputs = []
+        for name in self.given:
+            op = ops[name]
+            if _array(kernel, name).role == "inout":
+                ops[name] = output(values[name], name, first, op.shape, op.dtype, tuple(inputs), self.library, stream)
+            elif not is_row_major(op):
+                ops[name] = contiguous(op, name)
+            inputs.append((ops[name], name))
+        for name in self.outs:
+            ops[name] = output(values.get(name), name, first, plan.out_shapes[name], plan.dtypes[name], tuple(inputs), self.library, stream)
+            inputs.append((ops[name], name))
+        backend = self.library.backend_on(device)
+        wait_for_producers(backend, stream, tuple(ops.values()))
+        if given_stream is not None:
+            hold_until_done(tuple(ops.values()), stream)
+        memory = Memory(backend, on_host_memory(backend), stream)
+        try:
+            arguments = []
+            for param in self.params:
+                if not param.scalar:
+                    role = param.role
+                    arguments.append(memory.pointer(ops[param.name], param.name, result=role != "in", inout=role == "inout"))
+                elif param.dim:
+                    arguments.append(plan.dims[param.name])
+                else:
+                    arguments.append(_scalar(values[param.name], param.name, param.dtype))
+            launcher = self._launcher(kernel.name, device, stream)
+            if not plan.grid_checked:
+                grid = launcher.grid(*arguments)
+                if any(extent > limit for extent, limit in zip(grid, _GRID_LIMITS)):
+                    msg = f"{self.name}: a grid of {grid} blocks is past CUDA's limits {_GRID_LIMITS}; split the work"
+                    raise ArgumentError(msg)
+                plan.grid_checked = True
+            launcher(*arguments, stream=stream)
+        finally:
+            memory.finish()
+        arrays = {name: op.obj for name, op in ops.items()}
+        if given_stream is None and not axes and self.entry is not None and first.kind == "numpy":
+            self._keep_plan(values, arrays, launcher, arguments, backend)
+        return arrays
+
+    def _keep_plan(self, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
+        """Leave the generated entry a plan for calls alike to this one, where one fits."""
+        from aotc.kernels._entry import MAX_PLANS, make_plan, plan_key
+
+        plan = make_plan(self, values, arrays, launcher, arguments, backend)
+        if plan is not None:
+            if len(self.numpy_plans) >= MAX_PLANS:
+                self.numpy_plans.clear()
+            self.numpy_plans[plan_key(self, values)] = plan
+
+    def _launcher(self, name: str, device: int, stream: int) -> Any:
+        state = self.library.on(device)
+        launcher = state.launchers.get(name)
+        if launcher is None:
+            refuse_while_capturing(state.backend, stream, f"loading kernel {name!r}")
+            launcher = self.library.kernel(name, device)
+        return launcher
+
+    def _plan(self, ops: dict[str, Any], values: dict[str, Any], axes: dict[str, Any]) -> _Plan:
+        """The plan for arrays like these: made once, then found by their kinds, shapes, dtypes and devices."""
+        # A given out array's dtype can choose the kernel: its library's dtype object is in the key.
+        outs_given = tuple(None if values.get(name) is None else (type(values[name]), getattr(values[name], "dtype", None)) for name in self.outs)
+        key = (tuple((op.kind, op.shape, op.dtype, op.device) for op in ops.values()), outs_given, tuple(axes.items()))
+        plan = self._plans.get(key)
+        if plan is None:
+            dtypes = {name: op.dtype for name, op in ops.items()}
+            for name in self.outs:
+                if values.get(name) is not None:
+                    dtypes[name] = as_operand(values[name], name).dtype
+            plan = self.plan_for({name: op.shape for name, op in ops.items()}, dtypes, axes)
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
+
+    def plan_for(self, shapes: dict[str, tuple[Any, ...]], dtypes: dict[str, str], axes: dict[str, Any]) -> _Plan:
+        """The kernel, dimensions and out arrays for in and inout arrays of these
+        shapes and dtypes (and out arrays of these dtypes, where given); the
+        ops' fake implementations call it with symbolic shapes."""
+        dtypes = dict(dtypes)
+        kernel = self.choose(dtypes, axes)
+        dims: dict[str, int] = {}
+        bound_by: dict[str, str] = {}
+        for name in self.given:
+            declared = _array(kernel, name)
+            shape = shapes[name]
+            if len(shape) != len(declared.shape):
+                msg = f"{name}: expected a {len(declared.shape)}-D array ({', '.join(map(str, declared.shape))}), got shape {shape}"
+                raise ArgumentError(msg)
+            for extent, size in zip(declared.shape, shape):
+                if type(extent) is int:
+                    if size != extent:
+                        msg = f"{name}: shape {shape}, but {self.name} needs {extent} where it has {size}"
+                        raise ArgumentError(msg)
+                    continue
+                known = dims.setdefault(extent, size)
+                if known != size:
+                    msg = f"{name}: shape {shape} gives {extent}={size}, but {bound_by[extent]} gave {extent}={known}"
+                    raise ArgumentError(msg)
+                bound_by.setdefault(extent, name)
+        for param in kernel.signature or ():
+            if param.scalar and param.dim and dims[param.name] > _INT_LIMITS[param.dtype]:
+                msg = f"{bound_by[param.name]}: {param.name}={dims[param.name]} is past the kernel's {param.dtype} limit"
+                raise ArgumentError(msg)
+        out_shapes = {}
+        for name in self.outs:
+            declared = _array(kernel, name)
+            dtypes[name] = declared.dtype
+            out_shapes[name] = tuple(extent if type(extent) is int else dims[extent] for extent in declared.shape)
+        return _Plan(kernel.name, dims, dtypes, out_shapes)
+
+
+def _array(kernel: IndexKernel, name: str) -> Any:
+    """The declared parameter ``name`` of ``kernel``: every kernel of a family declares the same names."""
+    return next(param for param in kernel.signature or () if param.name == name)
+
+
+def _scalar(value: Any, name: str, kind: str) -> Any:
+    """A caller's scalar as the kernel takes it: an int in range, or a float."""
+    if isinstance(value, bool) or not hasattr(value, "__index__" if kind in _INT_LIMITS else "__float__"):
+        what = "an integer" if kind in _INT_LIMITS else "a number"
+        msg = f"{name}: expected {what} ({kind}), got {echo(value)}"
+        raise ArgumentTypeError(msg)
+    if kind in _INT_LIMITS:
+        number = value.__index__()
+        if not -_INT_LIMITS[kind] - 1 <= number <= _INT_LIMITS[kind]:
+            msg = f"{name}: {number} does not fit {kind}"
+            raise ArgumentError(msg)
+        return number
+    return float(value)

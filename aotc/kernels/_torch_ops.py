@@ -1,0 +1,159 @@
+"""Declared families as PyTorch custom ops: ``torch.ops.<library>.<family>``.
+
+Each family becomes one op whose schema comes from its declaration: in
+arrays are ``Tensor``, inout arrays ``Tensor(a!)`` (mutated in place, so not
+returned), the caller's scalars ``int`` or ``float``, axes with more than one
+value optional keywords, and the out arrays the op's results. Its fake
+implementation allocates the out arrays from the declared shapes
+(``Family.plan_for``, on the fake tensors' symbolic sizes), so
+``torch.compile(fullgraph=True)`` traces it and ``torch.library.opcheck``
+checks it.
+
+Defined with ``torch.library.Library`` (``define``/``impl``) and
+``register_fake``, as the tropical ops are (``aotc.tropical._torch_ops`` says
+why not ``custom_op``). One namespace per library name; a second library of
+the same name in one process is refused in one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from aotc.errors import ArgumentError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotc.kernels import Kernels
+    from aotc.kernels._family import Family
+
+__all__ = ["register", "schema"]
+
+TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "i32": torch.int32, "i64": torch.int64, "bool": torch.bool}
+_DTYPE_NAMES = {value: key for key, value in TORCH_DTYPES.items()}
+_bump_version = torch.autograd.graph.increment_version
+
+# namespace -> (its torch.library.Library, the Kernels whose ops it holds): kept for the process.
+_registered: dict[str, tuple[Any, Kernels]] = {}
+
+
+def schema(family: Family) -> str:
+    """The op's schema, from the family's declaration."""
+    parts, aliases = [], iter("abcdefghijklmnopqrstuvwxyz")
+    for param in family.params:
+        if param.scalar:
+            if not param.dim:
+                parts.append(f"{'int' if param.dtype in ('i32', 'i64') else 'float'} {param.name}")
+        elif param.role == "inout":
+            parts.append(f"Tensor({next(aliases)}!) {param.name}")
+        elif param.role == "in":
+            parts.append(f"Tensor {param.name}")
+    keywords = [
+        f"{'int' if all(type(v) is int for v in values) else 'str'}? {axis}=None"
+        for axis, values in family.axes.items()
+        if len(values) > 1
+    ]
+    if keywords:
+        parts += ["*", *keywords]
+    outs = len(family.outs)
+    returns = "()" if outs == 0 else "Tensor" if outs == 1 else f"({', '.join(['Tensor'] * outs)})"
+    return f"{family.name}({', '.join(parts)}) -> {returns}"
+
+
+def register(kernels: Kernels) -> Any:
+    """Define every declared family of ``kernels``' library as an op (once per
+    process); returns ``torch.ops.<library>``."""
+    namespace = kernels.library.name
+    found = _registered.get(namespace)
+    if found is not None:
+        if found[1] is not kernels:
+            msg = f"torch.ops.{namespace}: already holds the ops of the library at {found[1].library.folder}; one process registers one library of a name"
+            raise ArgumentError(msg)
+        return getattr(torch.ops, namespace)
+    try:
+        library = torch.library.Library(namespace, "DEF")
+    except RuntimeError as exc:
+        msg = f"torch.ops.{namespace}: PyTorch refused the namespace ({str(exc).splitlines()[0]})"
+        raise ArgumentError(msg) from None
+    for name in kernels.names:
+        family = kernels.family(name)
+        library.define(schema(family), tags=(torch.Tag.pt2_compliant_tag,))
+        library.impl(name, _kernel(family), "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{namespace}::{name}", _fake(family), lib=library)
+    for name in kernels.names:
+        family = kernels.family(name)
+        if family.backward is not None:
+            backward, setup_context = _autograd(family, kernels.family(family.backward[0]), namespace)
+            torch.library.register_autograd(f"{namespace}::{name}", backward, setup_context=setup_context, lib=library)
+    _registered[namespace] = (library, kernels)
+    return getattr(torch.ops, namespace)
+
+
+def _axes(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {axis: value for axis, value in kwargs.items() if value is not None}
+
+
+def _kernel(family: Family) -> Callable[..., Any]:
+    """The op's kernel: the family's launch, on the tensors as given."""
+    outs = family.outs
+    inouts = tuple(name for name in family.results if name not in outs)
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        values = dict(zip(family.positional, args))
+        arrays = family.launch(values, _axes(kwargs), None)
+        for name in inouts:
+            _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
+        results = tuple(arrays[name] for name in outs)
+        return None if not results else results[0] if len(results) == 1 else results
+
+    return kernel
+
+
+def _autograd(family: Family, gradients: Family, namespace: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The autograd formula of a family paired with the family computing its
+    gradients (``backward:`` in the manifest; its naming convention is
+    ``aotc.build._backward_fields``'): the forward keeps the arrays named in
+    ``saves`` and its scalar arguments, the backward calls the other op."""
+    saves = family.backward[1]
+    positional = family.positional  # the op's positional inputs; open axes are its keyword-only ones
+    open_axes = [axis for axis, values in gradients.axes.items() if len(values) > 1]
+
+    # torch calls it with these keywords: the names are its.
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any, keyword_only_inputs: Any = None) -> None:
+        values = dict(zip(positional, inputs))
+        values.update(zip(family.outs, output if isinstance(output, tuple) else (output,)))
+        ctx.save_for_backward(*(values[name] for name in saves))
+        ctx.arguments = {name: values[name] for name in family.arguments}
+        ctx.axes = {axis: value for axis, value in (keyword_only_inputs or {}).items() if axis in open_axes and value is not None}
+
+    def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        known = dict(zip(saves, ctx.saved_tensors))
+        known.update((f"grad_{name}", grad.contiguous()) for name, grad in zip(family.outs, grads))
+        known.update(ctx.arguments)
+        op = getattr(getattr(torch.ops, namespace), gradients.name)
+        results = op(*(known[name] for name in gradients.positional), **ctx.axes)
+        by_name = dict(zip(gradients.outs, results if isinstance(results, tuple) else (results,)))
+        return tuple(by_name.get(f"grad_{name}") if ctx.needs_input_grad[i] else None for i, name in enumerate(positional))
+
+    return backward, setup_context
+
+
+def _fake(family: Family) -> Callable[..., Any]:
+    """The op's fake implementation: out arrays of the declared shapes and dtypes, nothing run."""
+
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        values = dict(zip(family.positional, args))
+        first = values[family.given[0]]
+        dtypes = {}
+        for name in family.given:
+            tensor = values[name]
+            if tensor.device != first.device:
+                msg = f"{name}: on {tensor.device}, but {family.given[0]} is on {first.device}"
+                raise ArgumentError(msg)
+            dtypes[name] = _DTYPE_NAMES.get(tensor.dtype, str(tensor.dtype))
+        plan = family.plan_for({name: tuple(values[name].shape) for name in family.given}, dtypes, _axes(kwargs))
+        results = tuple(first.new_empty(plan.out_shapes[name], dtype=TORCH_DTYPES[plan.dtypes[name]]) for name in family.outs)
+        return None if not results else results[0] if len(results) == 1 else results
+
+    return fake

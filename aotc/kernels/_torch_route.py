@@ -1,0 +1,49 @@
+"""Which calls with PyTorch tensors go through a family's custom op.
+
+A call whose in and inout arrays are all tensors, and whose out arrays are not
+given, goes through ``torch.ops.<library>.<family>`` (``_torch_ops``), so
+autograd and ``torch.compile`` see an operator. The op's kernel runs the
+family itself (``Family.run``), never the op again. A call given out
+arrays writes them in place and runs directly: the ops return new tensors.
+Nothing here imports torch: the caller found it in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotc.kernels._family import Family
+
+__all__ = ["call_op", "to_op"]
+
+
+def to_op(family: Family, values: dict[str, Any]) -> bool:
+    """Whether this call goes through the family's op."""
+    tensor = sys.modules["torch"].Tensor
+    if any(values.get(name) is not None for name in family.outs):
+        return False
+    return all(isinstance(values[name], tensor) for name in family.given)
+
+
+def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+    """The call, through the op; ``stream`` (if any) becomes PyTorch's current stream for it."""
+    op = family.torch_op
+    if op is None:
+        from aotc.kernels import over
+
+        op = family.torch_op = getattr(over(family.library).torch_ops(), family.name)
+    args = [values[name] for name in family.positional]
+    if stream is None:
+        outs = op(*args, **axes)
+    else:
+        torch = sys.modules["torch"]
+        with torch.cuda.stream(stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.ExternalStream(stream)):
+            outs = op(*args, **axes)
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,) if family.outs else ()
+    by_name = dict(zip(family.outs, outs))
+    results = tuple(by_name[name] if name in by_name else values[name] for name in family.results)
+    return results[0] if len(results) == 1 else results

@@ -1,0 +1,141 @@
+"""Generated bindings (aotc.kernels) on the emulator: the rowops example's
+families and an inout family, from NumPy, against the references."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aotc
+import aotc.kernels
+from aotc.errors import ArgumentError, ArgumentTypeError
+from declared_support import axpy, reference, rowops  # noqa: F401 - fixtures
+
+RNG = np.random.default_rng(23)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7, 1000), (1, 1), (3, 257), (2, 0), (0, 5)])
+def test_softmax_matches_the_reference(rowops: Any, dtype: Any, shape: tuple[int, int]) -> None:  # noqa: F811 - the fixture imported above
+    x = (RNG.normal(size=shape) * 300).astype(dtype)
+    y = rowops.softmax(x)
+    assert y.dtype == dtype and y.shape == shape
+    np.testing.assert_allclose(y, reference.softmax(x), rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-30)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_scan_matches_the_reference(rowops: Any, dtype: Any) -> None:  # noqa: F811 - the fixture imported above
+    x = (RNG.normal(size=(5, 2049)) * 100).astype(dtype)
+    y = rowops.scan(x)
+    if np.issubdtype(dtype, np.integer):
+        np.testing.assert_array_equal(y, reference.scan(x))
+    else:
+        scale = np.cumsum(np.abs(x.astype(np.float64)), axis=-1)
+        assert np.all(np.abs(y - reference.scan(x.astype(np.float64))) <= scale * (1e-5 if dtype == np.float32 else 1e-13))
+
+
+def test_strided_inputs_are_copied_and_out_is_written_in_place(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    base = RNG.normal(size=(6, 40))
+    x = base[::2, ::3]  # neither rows nor columns adjacent
+    out = np.empty(x.shape)
+    assert rowops.softmax(x, y=out) is out
+    np.testing.assert_allclose(out, reference.softmax(np.ascontiguousarray(x)), rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda k: k.softmax(np.zeros((2, 3), np.int32)), ArgumentError, "x: dtype i32, but softmax's kernels take f32 or f64 there"),
+        (lambda k: k.softmax(np.zeros(3, np.float32)), ArgumentError, "x: expected a 2-D array (rows, cols), got shape (3,)"),
+        (lambda k: k.softmax(np.zeros((2, 3)), y=np.zeros((2, 4))), ArgumentError, "y: expected shape (2, 3) and dtype f64, got (2, 4) and f64"),
+        (lambda k: k.softmax(np.zeros((2, 3)), y=np.zeros((2, 3), np.float32)), ArgumentError, "y: dtype f32, but softmax's kernels take f64 there"),
+        (lambda k: k.softmax(np.zeros((2, 3)), z=1), ArgumentTypeError, "softmax(): unknown argument 'z' (known: x, y, dtype, threads, stream)"),
+        (lambda k: k.softmax(), TypeError, "softmax() missing 1 required positional argument: 'x'"),
+        (lambda k: k.softmax(np.zeros((2, 3)), np.zeros((2, 3))), TypeError, "softmax() takes 1 positional argument but 2 were given"),
+        (lambda k: k.family("softmax")(), ArgumentTypeError, "softmax(): missing argument x"),
+        (lambda k: k.family("softmax")(np.zeros((2, 3)), np.zeros((2, 3))), ArgumentTypeError, "softmax() takes 1 positional arguments (x), got 2"),
+        (lambda k: k.softmax(np.zeros((2, 3)), dtype="f16"), ArgumentError, "dtype: 'f16' is not a value of softmax's axis dtype (values: f32, f64)"),
+        (lambda k: k.family("gemm"), AttributeError, "rowops has no declared family 'gemm' (families: softmax, softmax_backward, scan)"),
+    ],
+)
+def test_each_refusal_is_one_line_naming_the_argument(rowops: Any, call: Any, error: type, message: str) -> None:  # noqa: F811 - the fixture imported above
+    with pytest.raises(error) as info:
+        call(rowops)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_an_inout_array_is_updated_in_place_and_returned(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
+    x = RNG.normal(size=(3, 50))
+    y = RNG.normal(size=(3, 50))
+    expected = y + 2.5 * x
+    assert axpy.axpy(x, y, 2.5, threads=128) is y
+    np.testing.assert_allclose(y, expected, rtol=1e-15)
+    assert axpy.axpy(x.astype(np.float32), y.astype(np.float32), 1, threads=64).dtype == np.float32
+
+
+def test_an_axis_the_arrays_do_not_decide_must_be_given(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
+    x = np.ones((2, 2))
+    with pytest.raises(ArgumentError, match=r"axpy\(\): 2 kernels fit these arrays; choose one with threads= \(128, 64\)"):
+        axpy.axpy(x, x.copy(), 1.0)
+    with pytest.raises(ArgumentTypeError, match=r"alpha: expected a number \(f64\), got 'two'"):
+        axpy.axpy(x, x.copy(), "two", threads=64)
+    with pytest.raises(ArgumentError, match="y: is read-only; pass a writable array"):
+        readonly = x.copy()
+        readonly.flags.writeable = False
+        axpy.axpy(x, readonly, 1.0, threads=64)
+
+
+def test_a_repeat_call_with_alike_arrays_takes_its_plan(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    family = rowops.family("softmax")
+    family._plans.clear()  # noqa: SLF001 - what the test watches
+    family.numpy_plans.clear()
+    x = RNG.normal(size=(4, 9))
+    first = rowops.softmax(x)
+    assert len(family.numpy_plans) == 1 and len(family._plans) == 1  # noqa: SLF001
+    second = rowops.softmax(x + 1)  # through the generated entry's plan
+    assert len(family._plans) == 1  # noqa: SLF001
+    np.testing.assert_allclose(first, second, rtol=1e-13)  # softmax is shift-invariant
+    out = np.empty_like(x)
+    assert rowops.softmax(x + 2, y=out) is out
+    np.testing.assert_allclose(out, first, rtol=1e-13)
+    rowops.softmax(x.astype(np.float32))
+    assert len(family._plans) == 3  # noqa: SLF001
+
+
+def test_a_plan_refuses_what_the_full_path_must_name(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
+    """A plan never vouches for a call it cannot check: a read-only, aliased or
+    overlapping inout array, or an odd scalar, goes the full way and gets its error."""
+    x, y = RNG.normal(size=(3, 8)), RNG.normal(size=(3, 8))
+    axpy.axpy(x, y, 1.0, threads=64)  # axes given: no plan (the entry's key has none)
+    entry = axpy.family("axpy")
+    assert not entry.numpy_plans
+    kernels = aotc.kernels.over(axpy.library)
+    assert kernels.axpy is entry.entry
+    with pytest.raises(ArgumentError, match="y: shares memory with x; pass a separate array"):
+        axpy.axpy(x, x, 1.0, threads=64)
+    with pytest.raises(ArgumentTypeError, match=r"alpha: expected a number \(f64\), got None"):
+        axpy.axpy(x, y, None, threads=64)
+
+
+def test_a_plan_checks_the_objects_every_call(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    x = RNG.normal(size=(2, 16))
+    out = np.empty_like(x)
+    rowops.softmax(x, y=out)
+    rowops.softmax(x, y=out)  # the plan's call
+    out.flags.writeable = False
+    with pytest.raises(ArgumentError, match="y: is read-only"):
+        rowops.softmax(x, y=out)
+    out.flags.writeable = True
+    with pytest.raises(ArgumentError, match="y: shares memory with x"):
+        rowops.softmax(out, y=out)  # the same key: the plan sees the overlap and hands the call on
+
+
+def test_families_are_listed_and_kept_with_the_library(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    assert rowops.names == ("softmax", "softmax_backward", "scan")
+    assert aotc.kernels.over(rowops.library) is rowops
+    assert "softmax(x, *, y=None, dtype=None, stream=None)" in repr(rowops.family("softmax"))
+    assert rowops.softmax.family is rowops.family("softmax")
+    assert {"softmax", "scan"} <= set(dir(rowops))
