@@ -147,3 +147,13 @@ cp -r "$work/clone/examples/downstream" "$work/downstream"
 # -P: import the installed bottleneck package, not the source folder beside check.py.
 AOTC_BACKEND=emulator AOTC_CACHE_DIR="$work/cache" "$py" -P "$work/downstream/check.py" || fail "the downstream kernels on the emulator"
 say "downstream project built against the aotc wheel and ran on the emulator"
+
+# 8. Kernels nobody wrote for GEMM: declared families (softmax, scan), their generated
+#    bindings and torch ops, built by pip against the aotc wheel and checked on the emulator.
+cp -r "$work/clone/examples/rowops" "$work/rowops"
+( cd "$work/rowops" && AOTC_ARCHS=$archs "$py" -m pip install --find-links "$work/wheels" . >"$work/rowops.log" 2>&1 ) ||
+  { tail -40 "$work/rowops.log"; fail "pip install examples/rowops"; }
+"$py" -m pip install --quiet torch==2.13.0 >/dev/null 2>&1 || fail "pip install torch==2.13.0 (the CPU build)"
+AOTC_BACKEND=emulator AOTC_CACHE_DIR="$work/cache" "$py" -P "$work/rowops/check.py" >"$work/rowops-check.log" 2>&1 ||
+  { tail -40 "$work/rowops-check.log"; fail "the rowops kernels on the emulator"; }
+say "$(tail -1 "$work/rowops-check.log")"

@@ -268,7 +268,7 @@ def contiguous(operand: Operand, name: str) -> Operand:
     raise ArgumentError(msg)
 
 
-def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool, stream: Any = None) -> Any:
+def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool, stream: Any = None, name: str = "out") -> Any:
     numpy_name = next(k for k, v in DTYPE_NAMES.items() if v == dtype)
     if like.kind == "numpy":
         import numpy as np
@@ -286,14 +286,15 @@ def _allocate(like: Operand, shape: tuple[int, ...], dtype: str, *, zero: bool, 
     gpuarray = sys.modules.get("pycuda.gpuarray")
     if gpuarray is not None and isinstance(like.obj, gpuarray.GPUArray):
         return (gpuarray.zeros if zero else gpuarray.empty)(shape, numpy_name)
-    msg = f"out: cannot allocate a result like {type(like.obj).__name__}; pass out="
+    msg = f"{name}: cannot allocate a result like {type(like.obj).__name__}; pass {name}="
     raise ArgumentTypeError(msg)
 
 
-def empty_like_kind(like: Operand, shape: tuple[int, ...], dtype: str, stream: Any = None) -> Any:
+def empty_like_kind(like: Operand, shape: tuple[int, ...], dtype: str, stream: Any = None, name: str = "out") -> Any:
     """A new uninitialised array of the same library and device as ``like``,
-    allocated by that library on the CUDA stream ``stream`` (None: its current one)."""
-    return _allocate(like, shape, dtype, zero=False, stream=stream)
+    allocated by that library on the CUDA stream ``stream`` (None: its current
+    one); ``name`` is the result's argument, for the error where none can be made."""
+    return _allocate(like, shape, dtype, zero=False, stream=stream, name=name)
 
 
 def zeros_like_kind(like: Operand, shape: tuple[int, ...], dtype: str, stream: Any = None) -> Any:

@@ -50,7 +50,7 @@ def output(
     the call's ``stream``. ``out`` must be written in place, so it must be exactly
     what the kernel writes and share no memory with an input (or another result)."""
     if out is None:
-        return as_operand(empty_like_kind(like, shape, dtype, stream), name)
+        return as_operand(empty_like_kind(like, shape, dtype, stream, name), name)
     op = as_operand(out, name)
     if op.obj is not out and getattr(getattr(out, "dtype", None), "isnative", True) is False:
         msg = f"{name}: has non-native byte order ({out.dtype.str}); pass a native-endian array"
