@@ -59,6 +59,8 @@ def main() -> None:
         rowops.torch_ops()
         cases["rowops.softmax(t), torch tensor (the op)"] = lambda: rowops.softmax(t)
         cases["torch.ops.rowops.softmax(t)"] = lambda: torch.ops.rowops.softmax(t)
+        # scan has no backward: its op has no autograd kernel to pass through.
+        cases["rowops.scan(t), torch tensor (the op)"] = lambda: rowops.scan(t)
     for function in cases.values():
         function()  # first use loads the kernel and makes the plan: not part of the per-call cost
     samples: dict[str, list[float]] = {name: [] for name in cases}

@@ -40,15 +40,16 @@ if TYPE_CHECKING:
 
     from aotc.kernels._family import Family
 
-__all__ = ["entry_for", "make_plan"]
+__all__ = ["enable_tensors", "entry_for", "make_plan", "plan_key"]
 
 _INT_RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
 MAX_PLANS = 256  # per family; a job that sees more shapes than this starts over
 
 
 def _generatable(family: Family) -> bool:
-    names = [p.name for p in family.params]
-    return not any(keyword.iskeyword(n) or n.startswith("_aotc") or n == "stream" for n in [*names, *family.axes])
+    """Whether every name the source would hold is one Python takes and ours do not shadow."""
+    names = [family.name, *(p.name for p in family.params), *family.axes]
+    return not any(keyword.iskeyword(n) or n.startswith("_aotc") or n == "stream" for n in names)
 
 
 def entry_for(family: Family) -> Any:
@@ -69,7 +70,7 @@ def entry_for(family: Family) -> Any:
     )
     call = ", ".join([*given, *outs, *family.arguments])
     given_outs = ", ".join(f"{name!r}: {name}" for name in outs)
-    source = "\n".join([
+    lines = [
         f"def {family.name}({positional}, *, {''.join(f'{name}=None, ' for name in outs)}stream=None, **_aotc_axes):",
         f"    if {guard}:",
         f"        _aotc_plan = _aotc_plans.get(({key},))",
@@ -77,16 +78,34 @@ def entry_for(family: Family) -> Any:
         f"            _aotc_result = _aotc_plan({call})",
         "            if _aotc_result is not None:",
         "                return _aotc_result",
-        f"    return _aotc_full(({positional},), {{{given_outs}}}, stream, _aotc_axes)",
-        "",
-    ])
-    namespace = {"_aotc_ndarray": numpy.ndarray, "_aotc_plans": family.numpy_plans, "_aotc_full": family.full}
+    ]
+    if family.results == family.outs:
+        # Tensors, once the op is known (``enable_tensors``): straight to it, as _torch_route would send them.
+        tensors = " and ".join([f"type({name}) is _aotc_tensor" for name in given] + ["stream is None"] + [f"{name} is None" for name in outs])
+        lines += [f"    elif {tensors}:", f"        return _aotc_op({positional}, **_aotc_axes)"]
+    lines += [f"    return _aotc_full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
+    source = "\n".join(lines)
+    namespace = {
+        "_aotc_ndarray": numpy.ndarray, "_aotc_plans": family.numpy_plans, "_aotc_full": family.full,
+        "_aotc_tensor": _NoTensor, "_aotc_op": None,
+    }  # fmt: skip
     # The source holds only the index's validated identifiers (no keyword, none of ours) and our own text.
     exec(compile(source, f"<aotc entry {family.library.name}.{family.name}>", "exec"), namespace)
     entry = namespace[family.name]
     entry.family = family
     entry.__doc__ = f"{family!r}: generated from its declared signature (aotc.kernels._entry)."
     return entry
+
+
+class _NoTensor:
+    """The tensor type until the family's op is known: no argument has it."""
+
+
+def enable_tensors(family: Family, tensor: type, op: Any) -> None:
+    """Send the entry's plain-tensor calls straight to ``op`` from now on."""
+    if family.entry is not None and "_aotc_op" in family.entry.__globals__:
+        family.entry.__globals__["_aotc_op"] = op
+        family.entry.__globals__["_aotc_tensor"] = tensor
 
 
 def plan_key(family: Family, values: dict[str, Any]) -> tuple[Any, ...]:

@@ -16,9 +16,12 @@ values and their declared signature (``aotc.build.signature``, checked by
    place on the emulator and staged on a GPU (``aotc.arrays.memory``);
 6. returns the out and inout arrays, in declared order (one: itself).
 
-What steps 1 to 4 decide depends only on the arrays' kinds, shapes, dtypes
-and devices, so a repeat call with alike arrays takes it from a call plan
-keyed on those (``_Plan``) and does only the pointer work and the launch.
+What steps 2 to 4 decide depends only on the arrays' kinds, shapes, dtypes
+and devices, so a repeat call with alike arrays takes it from a decision
+kept per key (``_Plan``). NumPy calls on a host-memory backend go further:
+the family's generated entry runs a call plan that does only the pointer work
+and the launch (``aotc.kernels._entry``), and comes here only when no plan
+answers.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ _MAX_PLANS = 64  # per family: alike calls are few; a workload of ever-new shape
 
 class _Plan:
     """What a call with arrays alike to an earlier one's needs: the kernel, the
-    dimensions, the out arrays' shapes and dtypes, and the packed scalars' order."""
+    dimensions, and the out arrays' shapes and dtypes."""
 
     __slots__ = ("dims", "dtypes", "grid_checked", "kernel", "out_shapes")
 
@@ -86,6 +89,7 @@ class Family:
         # NumPy calls' plans, looked up by the generated entry (aotc.kernels._entry).
         self.numpy_plans: dict[tuple[Any, ...], Any] = {}
         self.torch_op: Any = None  # torch.ops.<library>.<family>, once registered (_torch_route)
+        self.tensor_plans: dict[tuple[Any, ...], Any] = {}  # the op's plans (_tensor_plan)
         # (the family computing its gradients, the arrays it keeps), from the manifest's backward:
         self.backward: tuple[str, tuple[str, ...]] | None = kernels[0].backward
         from aotc.kernels._entry import entry_for
@@ -174,8 +178,8 @@ class Family:
         if torch is not None and isinstance(values[self.given[0]], torch.Tensor):
             from aotc.kernels import _torch_route
 
-            if _torch_route.to_op(self, values):
-                return _torch_route.call_op(self, values, axes, stream)
+            if _torch_route.to_op(self, values, stream):
+                return _torch_route.call_op(self, values, axes)
         return self.run(values, axes, stream)
 
     def run(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
@@ -184,8 +188,11 @@ class Family:
         results = tuple(arrays[name] for name in self.results)
         return results[0] if len(results) == 1 else results
 
-    def launch(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> dict[str, Any]:
-        """The launch itself (the torch ops' kernels call it): every array, by name."""
+    def launch(self, values: dict[str, Any], axes: dict[str, Any], stream: Any, keep: Any = None) -> dict[str, Any]:
+        """The launch itself (the torch ops' kernels call it): every array, by
+        name. ``keep(values, arrays, launcher, arguments, backend)`` is given the
+        launch to make a plan of; by default NumPy calls leave the generated
+        entry one (``_keep_plan``)."""
         ops = {name: as_operand(values[name], name) for name in self.given}
         first_name = self.given[0]
         first = ops[first_name]
@@ -234,8 +241,10 @@ class Family:
         finally:
             memory.finish()
         arrays = {name: op.obj for name, op in ops.items()}
-        if given_stream is None and not axes and self.entry is not None and first.kind == "numpy":
-            self._keep_plan(values, arrays, launcher, arguments, backend)
+        if keep is None and given_stream is None and not axes and self.entry is not None and first.kind == "numpy":
+            keep = self._keep_plan
+        if keep is not None:
+            keep(values, arrays, launcher, arguments, backend)
         return arrays
 
     def _keep_plan(self, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:

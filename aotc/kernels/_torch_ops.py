@@ -22,6 +22,7 @@ from typing import Any, Callable
 import torch
 
 from aotc.errors import ArgumentError
+from aotc.kernels._tensor_plan import MAX_PLANS, make_tensor_plan, tensor_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -95,16 +96,31 @@ def _axes(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _kernel(family: Family) -> Callable[..., Any]:
-    """The op's kernel: the family's launch, on the tensors as given."""
-    outs = family.outs
+    """The op's kernel: a repeat call's plan (``_tensor_plan``), else the
+    family's launch on the tensors as given, which leaves a plan where one fits."""
+    outs, given, positional, plans = family.outs, family.given, family.positional, family.tensor_plans
     inouts = tuple(name for name in family.results if name not in outs)
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        values = dict(zip(family.positional, args))
-        arrays = family.launch(values, _axes(kwargs), None)
-        for name in inouts:
-            _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
-        results = tuple(arrays[name] for name in outs)
+        values = dict(zip(positional, args))
+        tensors = tuple(values[name] for name in given)
+        key = tensor_key(tensors, kwargs)
+        plan = plans.get(key)
+        if plan is not None:
+            results = plan(tensors, values)
+        else:
+
+            def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
+                made = make_tensor_plan(family, values, arrays, launcher, arguments, backend)
+                if made is not None:
+                    if len(plans) >= MAX_PLANS:
+                        plans.clear()
+                    plans[key] = made
+
+            arrays = family.launch(values, _axes(kwargs), None, keep)
+            for name in inouts:
+                _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
+            results = tuple(arrays[name] for name in outs)
         return None if not results else results[0] if len(results) == 1 else results
 
     return kernel

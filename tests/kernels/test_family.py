@@ -3,6 +3,7 @@ families and an inout family, from NumPy, against the references."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 import aotc
 import aotc.kernels
 from aotc.errors import ArgumentError, ArgumentTypeError
-from declared_support import axpy, reference, rowops  # noqa: F401 - fixtures
+from declared_support import AXPY, axpy, declared_library, reference, rowops, write_project  # noqa: F401 - fixtures
 
 RNG = np.random.default_rng(23)
 
@@ -139,3 +140,18 @@ def test_families_are_listed_and_kept_with_the_library(rowops: Any) -> None:  # 
     assert "softmax(x, *, y=None, dtype=None, stream=None)" in repr(rowops.family("softmax"))
     assert rowops.softmax.family is rowops.family("softmax")
     assert {"softmax", "scan"} <= set(dir(rowops))
+
+
+def test_names_python_reserves_get_no_generated_entry(tmp_path: Path) -> None:
+    """C takes `lambda` as a parameter name and Python does not: that family is
+    called through Family itself, with the same results and errors."""
+    files = {
+        "manifest.yaml": AXPY["manifest.yaml"].replace("alpha", "lambda"),
+        "templates/axpy.cu.j2": AXPY["templates/axpy.cu.j2"].replace("alpha", "lambda"),
+    }
+    lib = declared_library(tmp_path, write_project(tmp_path / "project", files))
+    kernels = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    assert kernels.family("axpy").entry is None
+    x, y = np.ones((2, 3)), np.zeros((2, 3))
+    kernels.axpy(x, y, **{"lambda": 3.0, "threads": 64})
+    np.testing.assert_array_equal(y, np.full((2, 3), 3.0))

@@ -92,3 +92,28 @@ def test_a_compiled_training_step_runs_the_backward_kernel(rowops: Any) -> None:
     (got,) = torch.autograd.grad(compiled(x, target), x)
     (want,) = torch.autograd.grad(((torch.softmax(x, dim=1) - target) ** 2).sum(), x)
     torch.testing.assert_close(got, want)
+
+
+def test_a_stream_or_out_array_runs_directly(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    """A call that names its stream, or writes into given out arrays, runs the
+    kernel itself: the op returns new tensors on PyTorch's current stream."""
+    x = torch.randn(3, 50, dtype=torch.float64)
+    expected = rowops.softmax(x)
+    torch.testing.assert_close(rowops.softmax(x, stream=0), expected)
+    out = torch.empty_like(x)
+    assert rowops.softmax(x, y=out) is out
+    torch.testing.assert_close(out, expected)
+
+
+def test_a_repeat_op_call_takes_its_tensor_plan(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    family = rowops.family("scan")
+    family.tensor_plans.clear()
+    x = torch.arange(24, dtype=torch.int64).reshape(4, 6)
+    first = rowops.scan(x)
+    assert len(family.tensor_plans) == 1
+    again = rowops.scan(x * 2)  # the plan's call
+    torch.testing.assert_close(again, first * 2)
+    strided = torch.arange(48, dtype=torch.int64).reshape(4, 12)[:, ::2]
+    torch.testing.assert_close(rowops.scan(strided), strided.cumsum(dim=1))
+    torch.testing.assert_close(rowops.scan(strided), strided.cumsum(dim=1))  # copied each time: no plan
+    assert len(family.tensor_plans) == 1

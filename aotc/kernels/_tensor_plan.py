@@ -1,0 +1,88 @@
+"""Call plans for tensors inside a declared family's op: a repeat op call as a key lookup and a launch.
+
+The op's kernel (``_torch_ops``) receives tensors and runs ``Family.launch``,
+which reads every argument, decides the kernel, dimensions and out arrays,
+and launches. For tensors alike in shape, strides, dtype and device, all of
+that but the data pointers and the new out tensors is the same every call,
+so the first call leaves a plan under that key, and a repeat reads the
+pointers, allocates the out tensors and launches on the stream the full path
+would use: the current stream of the tensors' device (0 for CPU tensors on the
+emulator, which is then waited for, as host memory must be).
+
+A plan is made only where the full path used every tensor in place (no
+copy of a strided input), for families without inout arrays (whose
+per-object checks the full path keeps), and where the tensors' memory is the
+backend's own (CPU tensors on a host-memory backend, CUDA tensors on a GPU
+backend). The first call on a device loads the kernel; a plan never does.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from aotc.arrays.memory import on_host_memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotc.kernels._family import Family
+
+__all__ = ["MAX_PLANS", "make_tensor_plan", "tensor_key"]
+
+MAX_PLANS = 256  # per family, as the NumPy plans
+
+
+def tensor_key(tensors: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """What a plan is found by: each given tensor's shape, strides, dtype and device, and the axes given."""
+    key: list[Any] = [tuple(kwargs.items())]
+    for tensor in tensors:
+        key += [tensor.shape, tensor.stride(), tensor.dtype, tensor.device]
+    return tuple(key)
+
+
+def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> Any:
+    """The plan for the op call that just launched with ``arguments``, or None where none fits."""
+    torch = sys.modules.get("torch")
+    if torch is None or len(family.results) != len(family.outs):
+        return None  # inout arrays: the full path's checks stay per call
+    first = values[family.given[0]]
+    if any(arrays[name] is not values[name] for name in family.given):
+        return None  # a strided input was copied: each call must copy again
+    host = on_host_memory(backend)
+    if host != (first.device.type == "cpu"):
+        return None  # staged or unreachable memory: the full path's business
+    device = first.device
+    layout = [(i, param.name) for i, param in enumerate(family.params) if not param.scalar]
+    given = {name: i for i, name in layout if name in family.given}
+    outs = [(i, arrays[name].shape, arrays[name].dtype) for i, name in layout if name in family.outs]
+    scalars = [(i, param.name) for i, param in enumerate(family.params) if param.scalar and not param.dim]
+    template = list(arguments)
+    names = family.given
+    empty = torch.empty
+    launch = launcher.__call__
+    if host:
+        wait = backend.stream_synchronize
+        current = None
+    else:
+        wait = None
+        current = torch.cuda.current_stream
+
+    def plan(tensors: tuple[Any, ...], scalar_values: dict[str, Any]) -> tuple[Any, ...]:
+        args = template.copy()
+        for name, tensor in zip(names, tensors):
+            args[given[name]] = tensor.data_ptr()
+        results = []
+        for i, shape, dtype in outs:
+            out = empty(shape, dtype=dtype, device=device)
+            args[i] = out.data_ptr()
+            results.append(out)
+        for i, name in scalars:
+            args[i] = scalar_values[name]
+        stream = 0 if current is None else current(device).cuda_stream
+        launch(*args, stream=stream)
+        if wait is not None:
+            wait(stream)  # host memory: the results are read once this returns
+        return tuple(results)
+
+    return plan
