@@ -11,7 +11,7 @@ from pathlib import Path
 from aotc._version import __version__
 from aotc.build.index_writer import dumps, seal
 from aotc.index import SCHEMA
-from conftest import RunAotc
+from conftest import REPO, RunAotc
 from index_support import TOOLKIT, kernel_entry, param
 
 MANIFEST = """\
@@ -111,6 +111,17 @@ def test_list_prints_every_kernel(run_aotc: RunAotc, tmp_path: Path) -> None:
     smem = str(2 * 8 * (32 + 64) * 4)
     assert rows[0] == ["gemm_maxplus_f32_forward", "maxplus", "f32", "forward", "single", "gemm.cu.j2", "32x64x8/4x8", "64", smem]
     assert rows[3][3:5] == ["argmax", "batched"]
+
+
+def test_list_prints_a_declared_familys_kernels(run_aotc: RunAotc) -> None:
+    result = run_aotc("list", str(REPO / "examples" / "rowops" / "kernels" / "manifest.yaml"))
+    assert (result.returncode, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "library rowops: 8 kernels"
+    assert re.split(r"\s{2,}", lines[2]) == ["kernel", "family", "axes", "template", "parameters", "grid", "block", "dynamic smem"]
+    assert re.split(r"\s{2,}", lines[3]) == [
+        "softmax_f32", "softmax", "dtype=f32 threads=256", "softmax.cu.j2", "const float* x, float* y, int rows, int cols", "rows, 1, 1", "256x1x1", "0",
+    ]  # fmt: skip
 
 
 def test_list_of_a_missing_manifest_is_one_line_exit_1(run_aotc: RunAotc, tmp_path: Path) -> None:

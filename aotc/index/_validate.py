@@ -62,6 +62,7 @@ _TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_li
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
 _DECLARED_REQUIRED = frozenset({*DECLARED_SEALED, CHECKSUM_KEY})
 _ROLES = ("in", "out", "inout")
+_DTYPES = ("f32", "f64", "i32", "i64", "bool")  # aotc.semiring.DTYPES' names, without importing it at load
 _KERNEL_OPTIONAL = frozenset({"resources"})
 _DECLARED_OPTIONAL = frozenset({"resources", "backward"})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
@@ -300,6 +301,8 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
         if item["name"] != param.name or param.kind != "ptr":
             _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as an array")
         dtype = _text(where, f"{at}.array.dtype", array["dtype"], _IDENTIFIER, "a dtype")
+        if dtype not in _DTYPES:
+            _fail(where, f"{at}.array.dtype", f"{echo(dtype)} is not one of {', '.join(_DTYPES)}")
         if array["role"] not in _ROLES:
             _fail(where, f"{at}.array.role", f"{echo(array['role'])} is not one of {', '.join(_ROLES)}")
         shape = _list(where, f"{at}.array.shape", array["shape"], 8)
@@ -307,6 +310,13 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
             if not (extent in dims if type(extent) is str else type(extent) is int and 0 < extent <= _MAX_INT):
                 _fail(where, f"{at}.array.shape[{j}]", f"{echo(extent)} is neither an integer size parameter nor a positive number")
         result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False))
+    # A dimension is bound from the shapes that name it: each scalar marked so is named, and only those are.
+    named = {extent for p in result for extent in p.shape if type(extent) is str}
+    for i, p in enumerate(result):
+        if p.scalar and p.dim != (p.name in named):
+            _fail(where, f"{path}[{i}].dim", f"{p.dim} for {p.name}, which {'no' if p.dim else 'an'} array's shape names")
+    if not any(not p.scalar and p.role != "out" for p in result):
+        _fail(where, path, "has no in or inout array")
     return tuple(result)
 
 
