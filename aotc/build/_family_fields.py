@@ -101,9 +101,10 @@ def _pick(check: Checker, value: Any, key: str, line: int, known: tuple[AxisValu
 
 def expand_points(
     check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, key: str, fields: LineDict
-) -> list[tuple[Point, int, LineDict | None]]:
+) -> list[tuple[Point, int, LineDict | None, str]]:
     """The family's points: each matrix block's product (no matrix: the axes' whole
-    product), less the excludes; each with its line and its block's launch override."""
+    product), less the excludes; each with its line, and its block's launch
+    override with that override's key (None, "" where the block has none)."""
     names = tuple(axes.values)
     blocks: list[tuple[Any, int, str]] = [(None, axes.line, f"{key}.axes")]
     if matrix is not None:
@@ -123,14 +124,15 @@ def expand_points(
             if not rule:
                 check.fail(item_line, item_key, f"an exclude must name at least one of the axes ({listing(names)})")
             rules.append({a: _pick(check, v, f"{item_key}.{a}", line_of(rule, a), axes.values[a]) for a, v in rule.items()})
-    points: list[tuple[Point, int, LineDict | None]] = []
+    points: list[tuple[Point, int, LineDict | None, str]] = []
     for block, block_line, block_key in blocks:
-        chosen, override = axes.values, None
+        chosen, override, override_key = axes.values, None, ""
         if block is not None:
             selected = check.mapping(block, block_key, block_line, optional=(*names, "launch"))
             override = selected.get("launch")
             if override is not None:
-                check.mapping(override, f"{block_key}.launch", line_of(selected, "launch"), optional=("grid", "block", "shared"))
+                override_key = f"{block_key}.launch"
+                check.mapping(override, override_key, line_of(selected, "launch"), optional=("grid", "block", "shared"))
             chosen = {
                 a: _pick(check, selected[a], f"{block_key}.{a}", line_of(selected, a), axes.values[a]) if a in selected else axes.values[a]
                 for a in names
@@ -138,7 +140,7 @@ def expand_points(
         for combo in itertools.product(*(chosen[a] for a in names)):
             point = tuple(zip(names, combo))
             if not any(all(dict(point)[a] in vs for a, vs in rule.items()) for rule in rules):
-                points.append((point, block_line, override))
+                points.append((point, block_line, override, override_key))
     return points
 
 
@@ -259,7 +261,7 @@ def resolve_signature(declared: tuple[_Declared, ...], point: Point) -> Signatur
 
 
 def parse_launch(
-    check: Checker, launch: LineDict, override: LineDict | None, key: str, point: Point, signature: Signature
+    check: Checker, launch: LineDict, override: LineDict | None, key: str, point: Point, signature: Signature, override_key: str = ""
 ) -> DeclaredLaunch:
     """The launch geometry at ``point``: the family's ``launch:``, with the matrix
     block's ``launch:`` keys in its place where the block has them."""
@@ -267,7 +269,7 @@ def parse_launch(
     values = dict(point)
 
     def field(name: str) -> tuple[Any, str, int]:
-        source, source_key = (override, f"{key}[override]") if override is not None and name in override else (launch, key)
+        source, source_key = (override, override_key) if override is not None and name in override else (launch, key)
         return source[name], f"{source_key}.{name}", line_of(source, name)
 
     def axes_of(name: str, extents: set[str]) -> list[Extent]:

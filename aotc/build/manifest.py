@@ -231,10 +231,10 @@ def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templ
     launch = check.mapping(fields["launch"], f"{key}.launch", line_of(fields, "launch"), required=("grid", "block"), optional=("shared",))
     backward = backward_field(fields, check, key)
     kernels = []
-    for point, point_line, override in expand_points(check, axes, fields.get("matrix"), fields.get("exclude"), key, fields):
+    for point, point_line, override, override_key in expand_points(check, axes, fields.get("matrix"), fields.get("exclude"), key, fields):
         kernel = kernel_name(check, fields.get("name"), name, point, f"{key}.name", line_of(fields, "name"))
         signature = resolve_signature(declared, point)
-        geometry = parse_launch(check, launch, override, f"{key}.launch", point, signature)
+        geometry = parse_launch(check, launch, override, f"{key}.launch", point, signature, override_key)
         kernels.append((DeclaredKernelSpec(kernel, name, template, point, signature, geometry, backward), point_line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")

@@ -143,3 +143,8 @@ def test_a_backward_pairing_is_held_to_the_convention(tmp_path: Path, old: str, 
     assert old in ROWOPS_TEXT
     message = refused(write_project(tmp_path, {"manifest.yaml": ROWOPS_TEXT.replace(old, new, 1)}))
     assert f"families.{expected}" in message or expected in message, message
+
+
+def test_a_matrix_blocks_launch_override_is_named_by_its_own_key(tmp_path: Path) -> None:
+    path = axpy(tmp_path, "    launch:\n", "    matrix:\n      - {dtype: f64, launch: {block: [2048]}}\n    launch:\n")
+    assert "families.axpy.matrix[0].launch.block: [2048, 1, 1] at dtype=f64, threads=64 is not a block" in refused(path)
