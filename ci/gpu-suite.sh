@@ -7,8 +7,10 @@
 #      non-default streams (a driver stream, a pycuda Stream, a torch side
 #      stream, a CuPy stream), CUDA-graph capture, contexts made current by
 #      other code and a second GPU's, and a kernel's fault reported naming its
-#      launch; the torch, CuPy and two-GPU cases skip, saying why, where
-#      PyTorch with CUDA, CuPy or a second GPU is missing,
+#      launch; and the declared families of examples/rowops, built for this
+#      GPU and called with CUDA tensors, CuPy and staged NumPy arrays
+#      (tests/kernels/test_family_gpu.py); the torch, CuPy and two-GPU cases
+#      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing,
 #   3. times every forward and argmax kernel at 4096^3 against the issue limit
 #      (not with --no-timings).
 # Record what it prints in benchmarks/RESULTS.md.

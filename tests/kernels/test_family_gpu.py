@@ -5,6 +5,7 @@ Skipped, saying why, where there is no GPU (conftest.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -25,8 +26,10 @@ pytestmark = pytest.mark.gpu
 def rowops_gpu(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from aotc.runtime.backends import get_backend
 
-    if shutil.which("nvcc") is None or shutil.which("ninja") is None:
-        pytest.skip("needs nvcc and ninja to build examples/rowops for this GPU")
+    if shutil.which("cmake") is None or shutil.which("ninja") is None:
+        pytest.skip("needs cmake and ninja to build examples/rowops for this GPU")
+    if shutil.which("nvcc") is None and importlib.util.find_spec("nvidia.cuda_nvrtc") is None:
+        pytest.skip("needs nvcc, or NVRTC (nvidia-cuda-nvrtc), to build examples/rowops for this GPU")
     major, minor = get_backend("cuda-python").device().capability
     build = tmp_path_factory.mktemp("rowops-gpu")
     configure = [
