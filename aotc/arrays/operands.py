@@ -32,6 +32,7 @@ __all__ = [
     "fill",
     "is_row_major",
     "is_writable",
+    "meets",
     "numpy_pointer",
     "overlaps",
     "span",
@@ -334,6 +335,13 @@ def span(op: Operand, itemsize: int) -> tuple[int, int]:
         else:
             high += reach
     return low, high + itemsize
+
+
+def meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
+    """Bounds for the overlap test of two spans (``span``):
+    y's bytes [py + y_low, py + y_high) meet x's [px + x_low, px + x_high)
+    exactly when x_low - y_high < py - px < x_high - y_low. One subtraction a call."""
+    return x[0] - y[1], x[1] - y[0]
 
 
 def _byte_span(op: Operand) -> tuple[int, int]:

@@ -32,7 +32,7 @@ import keyword
 import sys
 
 from aotc.arrays.memory import on_host_memory
-from aotc.arrays.operands import as_operand, data_pointers, direct_pointer, span
+from aotc.arrays.operands import as_operand, data_pointers, direct_pointer, meets, span
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,10 +40,11 @@ if TYPE_CHECKING:
 
     from aotc.kernels._family import Family
 
-__all__ = ["enable_tensors", "entry_for", "make_plan", "plan_key"]
+__all__ = ["INT_RANGES", "MAX_PLANS", "enable_tensors", "entry_for", "make_plan", "plan_key"]
 
-_INT_RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
 MAX_PLANS = 256  # per family; a job that sees more shapes than this starts over
+# The integer scalars' ranges: what a dimension or a caller's argument must fit (Family checks them too).
+INT_RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
 
 
 def _generatable(family: Family) -> bool:
@@ -140,15 +141,10 @@ def make_plan(family: Family, values: dict[str, Any], arrays: dict[str, Any], la
     order = [*family.given, *family.outs]
     spans = {name: span(as_operand(arrays[name], name), arrays[name].dtype.itemsize) for name in order}
     # Each written array against every other array: the checks placement.output() makes.
-    checks = {name: tuple((other, _meets(spans[other], spans[name])) for other in order if other != name) for name in family.results}
+    checks = {name: tuple((other, meets(spans[other], spans[name])) for other in order if other != name) for name in family.results}
     shapes = {name: (arrays[name].shape, arrays[name].dtype) for name in family.outs}
     dims = {p.name: value for p, value in zip(family.params, arguments) if p.scalar and p.dim}
     return _factory(family)(data_pointers(), bound, dims, shapes, checks, numpy.empty, backend.stream_synchronize)
-
-
-def _meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
-    """y's bytes meet x's exactly when x_low - y_high < py - px < x_high - y_low."""
-    return x[0] - y[1], x[1] - y[0]
 
 
 _factories: dict[tuple[Any, ...], Any] = {}
@@ -197,8 +193,8 @@ def _generate_factory(family: Family) -> Any:
             lines += [f"{indent}if _aotc_from_{name}_{i} < _aotc_p_{name} - _aotc_p_{other} < _aotc_to_{name}_{i}:", f"{indent}    return None"]
     for p in family.params:
         if p.scalar and not p.dim:
-            if p.dtype in _INT_RANGES:
-                low, high = _INT_RANGES[p.dtype]
+            if p.dtype in INT_RANGES:
+                low, high = INT_RANGES[p.dtype]
                 lines.append(f"        if type({p.name}) is not int or not {low} <= {p.name} <= {high}:")
             else:
                 lines.append(f"        if type({p.name}) is not float and type({p.name}) is not int:")

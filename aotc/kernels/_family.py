@@ -33,7 +33,7 @@ from aotc.arrays.operands import as_operand, contiguous, is_row_major
 from aotc.arrays.placement import device_of, output, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.runtime.devices import refuse_while_capturing
+from aotc.kernels._entry import INT_RANGES, MAX_PLANS, entry_for, make_plan, plan_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Family"]
 
-_INT_LIMITS = {"i32": 2**31 - 1, "i64": 2**63 - 1}
 _GRID_LIMITS = (2**31 - 1, 65535, 65535)
 _MAX_PLANS = 64  # per family: alike calls are few; a workload of ever-new shapes must not grow them without end
 
@@ -92,8 +91,6 @@ class Family:
         self.tensor_plans: dict[tuple[Any, ...], Any] = {}  # the op's plans (_tensor_plan)
         # (the family computing its gradients, the arrays it keeps), from the manifest's backward:
         self.backward: tuple[str, tuple[str, ...]] | None = kernels[0].backward
-        from aotc.kernels._entry import entry_for
-
         self.entry = entry_for(self)  # None: call the Family itself
 
     def __repr__(self) -> str:
@@ -230,7 +227,7 @@ class Family:
                     arguments.append(plan.dims[param.name])
                 else:
                     arguments.append(_scalar(values[param.name], param.name, param.dtype))
-            launcher = self._launcher(kernel.name, device, stream)
+            launcher = self.library.kernel(kernel.name, device, stream)
             if not plan.grid_checked:
                 grid = launcher.grid(*arguments)
                 if any(extent > limit for extent, limit in zip(grid, _GRID_LIMITS)):
@@ -249,21 +246,11 @@ class Family:
 
     def _keep_plan(self, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
         """Leave the generated entry a plan for calls alike to this one, where one fits."""
-        from aotc.kernels._entry import MAX_PLANS, make_plan, plan_key
-
         plan = make_plan(self, values, arrays, launcher, arguments, backend)
         if plan is not None:
             if len(self.numpy_plans) >= MAX_PLANS:
                 self.numpy_plans.clear()
             self.numpy_plans[plan_key(self, values)] = plan
-
-    def _launcher(self, name: str, device: int, stream: int) -> Any:
-        state = self.library.on(device)
-        launcher = state.launchers.get(name)
-        if launcher is None:
-            refuse_while_capturing(state.backend, stream, f"loading kernel {name!r}")
-            launcher = self.library.kernel(name, device)
-        return launcher
 
     def _plan(self, ops: dict[str, Any], values: dict[str, Any], axes: dict[str, Any]) -> _Plan:
         """The plan for arrays like these: made once, then found by their kinds, shapes, dtypes and devices."""
@@ -308,7 +295,7 @@ class Family:
                     raise ArgumentError(msg)
                 bound_by.setdefault(extent, name)
         for param in kernel.signature or ():
-            if param.scalar and param.dim and dims[param.name] > _INT_LIMITS[param.dtype]:
+            if param.scalar and param.dim and dims[param.name] > INT_RANGES[param.dtype][1]:
                 msg = f"{bound_by[param.name]}: {param.name}={dims[param.name]} is past the kernel's {param.dtype} limit"
                 raise ArgumentError(msg)
         out_shapes = {}
@@ -326,13 +313,14 @@ def _array(kernel: IndexKernel, name: str) -> Any:
 
 def _scalar(value: Any, name: str, kind: str) -> Any:
     """A caller's scalar as the kernel takes it: an int in range, or a float."""
-    if isinstance(value, bool) or not hasattr(value, "__index__" if kind in _INT_LIMITS else "__float__"):
-        what = "an integer" if kind in _INT_LIMITS else "a number"
+    if isinstance(value, bool) or not hasattr(value, "__index__" if kind in INT_RANGES else "__float__"):
+        what = "an integer" if kind in INT_RANGES else "a number"
         msg = f"{name}: expected {what} ({kind}), got {echo(value)}"
         raise ArgumentTypeError(msg)
-    if kind in _INT_LIMITS:
+    if kind in INT_RANGES:
         number = value.__index__()
-        if not -_INT_LIMITS[kind] - 1 <= number <= _INT_LIMITS[kind]:
+        low, high = INT_RANGES[kind]
+        if not low <= number <= high:
             msg = f"{name}: {number} does not fit {kind}"
             raise ArgumentError(msg)
         return number

@@ -207,11 +207,14 @@ class Library:
 
     # -- the per-call surface ------------------------------------------------
 
-    def kernel(self, name: str, device: Any = None) -> Launcher:
-        """The launcher of kernel ``name`` on ``device`` (None: the current device), loading it on first use."""
+    def kernel(self, name: str, device: Any = None, stream: Any = None) -> Launcher:
+        """The launcher of kernel ``name`` on ``device`` (None: the current device),
+        loading it on first use; refused if it is not loaded there yet while
+        ``stream`` (None: no stream to ask) is being captured."""
         state = self.on(device)
         launcher = state.launchers.get(name)
         if launcher is None:
+            refuse_while_capturing(state.backend, stream, f"loading kernel {name!r}")
             launcher = self._load(name, state)
         return launcher
 
@@ -233,20 +236,13 @@ class Library:
         launcher = state.launchers_by_kind.get(key)
         if launcher is None:
             kernel = self.index.find(semiring, dtype, pass_, variant)
-            if kernel.name not in state.launchers:
-                refuse_while_capturing(state.backend, stream, f"loading kernel {kernel.name!r}")
-            launcher = state.launchers_by_kind[key] = self.kernel(kernel.name, state.ordinal)
+            launcher = state.launchers_by_kind[key] = self.kernel(kernel.name, state.ordinal, stream)
         return launcher
 
     def launch(self, name: str, *args: int, stream: Any = 0, device: Any = None) -> None:
-        """``lib.kernel(name, device)(*args, stream=stream)``, refused while ``stream`` is
-        being captured into a CUDA graph if the kernel is not loaded yet."""
-        state = self.on(device)
-        launcher = state.launchers.get(name)
-        if launcher is None:
-            refuse_while_capturing(state.backend, stream, f"loading kernel {name!r}")
-            launcher = self._load(name, state)
-        launcher(*args, stream=stream)
+        """``lib.kernel(name, device, stream)(*args, stream=stream)``: refused while
+        ``stream`` is being captured into a CUDA graph if the kernel is not loaded yet."""
+        self.kernel(name, device, stream)(*args, stream=stream)
 
     def preload(self, kernels: Any = None, device: Any = None) -> tuple[str, ...]:
         """Load ``kernels`` (names; None: every kernel of the library) on ``device``

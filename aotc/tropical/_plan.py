@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 
-from aotc.arrays.operands import as_operand, data_pointers, direct_pointer, span
+from aotc.arrays.operands import as_operand, data_pointers, direct_pointer, meets, span
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,17 +40,10 @@ if TYPE_CHECKING:
     # matmul_argmax(a, b, semiring, out, k_out, stream), positional
     ArgmaxEntry = Callable[[Any, Any, Any, Any, Any, Any], Any]
 
-__all__ = ["MAX_PLANS", "make_argmax_plan", "make_plan", "meets", "planned_argmax"]
+__all__ = ["MAX_PLANS", "make_argmax_plan", "make_plan", "planned_argmax"]
 
 # Plans kept per Tropical handle; a job that sees more shapes than this starts over.
 MAX_PLANS = 256
-
-
-def meets(x: tuple[int, int], y: tuple[int, int]) -> tuple[int, int]:
-    """Bounds for the overlap test of two spans (``aotc.arrays.operands.span``):
-    y's bytes [py + y_low, py + y_high) meet x's [px + x_low, px + x_high)
-    exactly when x_low - y_high < py - px < x_high - y_low. One subtraction a call."""
-    return x[0] - y[1], x[1] - y[0]
 
 
 def make_plan(a: Any, b: Any, semiring: str, out: Any, c: Any, launch: BoundLaunch) -> tuple[tuple[Any, ...], Plan] | None:

@@ -18,8 +18,7 @@ caller hands in the torch module.
 
 from __future__ import annotations
 
-from aotc.arrays.operands import as_operand, span
-from aotc.tropical._plan import meets
+from aotc.arrays.operands import as_operand, meets, span
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
