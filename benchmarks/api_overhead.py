@@ -15,11 +15,9 @@ alike, and each case's ratio to the bare launcher of the same run.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
-import run  # noqa: F401 - puts this checkout's aotc first on sys.path
+import run  # first: puts this checkout's aotc first on sys.path
 
 import aotc
 from aotc import tropical
@@ -60,14 +58,7 @@ def main() -> None:
         cases["matmul(ta, tb, out=tc), torch tensors"] = lambda: tropical.matmul(ta, ta, "maxplus", out=tout)
     for function in cases.values():
         function()  # first use loads the kernel: not part of the per-call cost
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(args.batches):
-        for name, function in cases.items():
-            start = time.perf_counter_ns()
-            for _ in range(args.calls):
-                function()
-            samples[name].append((time.perf_counter_ns() - start) / args.calls)
-    medians = {name: statistics.median(values) for name, values in samples.items()}
+    medians = run.interleaved_medians(cases, args.batches, args.calls)
     bare = medians["calibration: the held launcher alone (pack + launch)"]
     print(f"per-call host overhead, noop backend, median of {args.batches} interleaved batches of {args.calls} calls")
     for name, value in medians.items():

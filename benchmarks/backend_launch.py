@@ -15,10 +15,8 @@ packed launch alone.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
-import run  # noqa: F401 - puts this checkout's aotc first on sys.path
+import run  # first: puts this checkout's aotc first on sys.path
 from cuda.bindings import driver
 
 from aotc.runtime.backends.cuda_python import CudaPythonBackend
@@ -108,16 +106,10 @@ def main() -> None:
         pass
     else:
         cases["the packed cuLaunchKernel alone"] = lambda: launch_packed(instant, function, shape, 0, params)
-    samples: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(args.batches):
-        for name, call in cases.items():
-            start = time.perf_counter()
-            for _ in range(args.calls):
-                call()
-            samples[name].append((time.perf_counter() - start) / args.calls * 1e6)
+    medians = run.interleaved_medians(cases, args.batches, args.calls)
     print(f"host cost per launch, cuda-python backend over an instant driver, median of {args.batches} batches")
-    for name, values in samples.items():
-        print(f"  {name:48s} {statistics.median(values):6.2f} us")
+    for name, value in medians.items():
+        print(f"  {name:48s} {value / 1000:6.2f} us")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-__all__ = ["main"]
+__all__ = ["interleaved_medians", "main", "median_ns"]
 
 KERNEL = "gemm_maxplus_f32_forward"
 ARGS = (0x7F0000000000, 0x7F0000100000, 0x7F0000200000, 1000, 1000, 1000, 1000, 1000, 1000)
@@ -47,6 +47,20 @@ def median_ns(run: Callable[[], object], repeat: int, number: int = 1) -> float:
             run()
         samples.append((time.perf_counter_ns() - start) / number)
     return statistics.median(samples)
+
+
+def interleaved_medians(cases: dict[str, Callable[[], object]], batches: int, calls: int) -> dict[str, float]:
+    """Each case's median, over ``batches``, of its mean ns per call in a batch of
+    ``calls``; the cases run interleaved batch by batch, so that drift in the
+    machine's load hits all of them alike (the per-call benchmarks' method)."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(batches):
+        for name, function in cases.items():
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                function()
+            samples[name].append((time.perf_counter_ns() - start) / calls)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _interpreter(code: str, env: dict[str, str]) -> float:

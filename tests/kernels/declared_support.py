@@ -8,13 +8,13 @@ is needed. Not a conftest.py (see runtime_support).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime.runtime_support import stand_in_library
 
 __all__ = ["AXPY", "ROWOPS", "axpy", "declared_library", "reference", "rowops", "write_project"]
 
@@ -64,29 +64,10 @@ def write_project(root: Path, files: dict[str, str]) -> Path:
 
 def declared_library(root: Path, manifest_path: Path) -> Path:
     """The library of ``manifest_path``: real sources, stand-in fatbins, a sealed index."""
-    from aotc.build.codegen import generate, source_name
-    from aotc.build.index_writer import build_index, dumps, kernel_entry, seal
     from aotc.build.manifest import load_manifest
 
-    manifest = load_manifest(manifest_path)
-    gen, lib = root / "gen", root / "lib"
-    shutil.rmtree(lib, ignore_errors=True)
-    generate(manifest, gen)
-    entries = {}
-    for kernel in manifest.kernels:
-        source = (gen / source_name(kernel)).read_bytes()
-        fatbin = b"stand-in fatbin " + hashlib.sha256(source).digest()
-        entry = kernel_entry(kernel, manifest, fatbin, source, {})
-        for part, data in (("fatbin", fatbin), ("source", source)):
-            path = lib / entry[part]["file"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        entries[kernel.name] = entry
-    index = build_index(manifest, entries, {})
-    del index["toolkit"]  # no toolkit built these stand-ins: no driver check (as runtime_support's)
-    index["nvcc_version"] = "13.0.88"
-    (lib / "index.json").write_bytes(dumps(seal(index)))
-    return lib
+    shutil.rmtree(root / "lib", ignore_errors=True)
+    return stand_in_library(load_manifest(manifest_path), root)
 
 
 def _reference() -> Any:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from arrays.arrays_support import DLPackOnly
 
 import aotc
 import aotc.kernels
@@ -55,19 +55,6 @@ def test_device_arrays_wait_for_their_producer(libraries: tuple[Path, Path]) -> 
     y = arrays.empty((4, 300), np.float64, stream=consumer)
     assert rowops.softmax(x, y=y, stream=consumer.handle) is y
     np.testing.assert_allclose(y.get(consumer), reference.softmax(host), rtol=1e-13)
-
-
-class DLPackOnly:
-    """An array that speaks only DLPack (JAX, TensorFlow), over an emulated device array."""
-
-    def __init__(self, array: arrays.DeviceArray) -> None:
-        self._array = array
-
-    def __dlpack__(self, stream: Any = None) -> Any:
-        return self._array.__dlpack__(stream=stream)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return self._array.__dlpack_device__()
 
 
 def test_a_dlpack_array_is_read_in_place(libraries: tuple[Path, Path]) -> None:

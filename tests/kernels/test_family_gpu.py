@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +15,7 @@ import pytest
 import aotc
 import aotc.kernels
 from declared_support import REPO, reference
+from runtime.runtime_support import cmake_build
 
 pytestmark = pytest.mark.gpu
 
@@ -32,15 +30,9 @@ def rowops_gpu(tmp_path_factory: pytest.TempPathFactory) -> Any:
         pytest.skip("needs nvcc, or NVRTC (nvidia-cuda-nvrtc), to build examples/rowops for this GPU")
     major, minor = get_backend("cuda-python").device().capability
     build = tmp_path_factory.mktemp("rowops-gpu")
-    configure = [
-        "cmake", "-S", str(REPO / "examples" / "rowops"), "-B", str(build), "-G", "Ninja",
-        f"-Daotc_DIR={aotc.cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}",
-        f"-DAOTC_ARCHS={major}{minor}", f"-DAOTC_PTX_ARCHS={major}{minor}",
-    ]  # fmt: skip
-    for command in (configure, ["cmake", "--build", str(build)]):
-        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return aotc.kernels.over(aotc.load(Path(build) / "aotc" / "rowops" / "lib", backend="cuda-python"))
+    result = cmake_build(REPO / "examples" / "rowops", build, f"{major}{minor}")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return aotc.kernels.over(aotc.load(build / "aotc" / "rowops" / "lib", backend="cuda-python"))
 
 
 def test_cuda_tensors_eager_and_on_a_side_stream(rowops_gpu: Any) -> None:

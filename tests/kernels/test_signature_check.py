@@ -11,29 +11,19 @@ from pathlib import Path
 
 import pytest
 
-import aotc
 from declared_support import AXPY, write_project
+from runtime.runtime_support import cmake_build
 
 # The template spells its own parameter list, with x writable: not what the signature declares.
 WRONG = AXPY["templates/axpy.cu.j2"].replace("{{ params }}", "{{ ctype.x }}* x, {{ ctype.y }}* y, int rows, int n, double alpha")
 CMAKE = "cmake_minimum_required(VERSION 3.24)\nproject(axpy LANGUAGES NONE)\nfind_package(aotc CONFIG REQUIRED)\naotc_add_kernel_library(axpylib MANIFEST manifest.yaml)\n"
 
 
-def build(project: Path, build_dir: Path) -> subprocess.CompletedProcess:
-    configure = [
-        "cmake", "-S", str(project), "-B", str(build_dir), "-G", "Ninja",
-        f"-Daotc_DIR={aotc.cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}", "-DAOTC_ARCHS=80", "-DAOTC_PTX_ARCHS=80",
-    ]  # fmt: skip
-    result = subprocess.run(configure, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    return subprocess.run(["cmake", "--build", str(build_dir)], capture_output=True, text=True, timeout=600)
-
-
 @pytest.mark.skipif(shutil.which("nvcc") is None or shutil.which("ninja") is None, reason="needs nvcc and ninja to build")
 def test_the_build_names_the_family_and_the_parameter(tmp_path: Path) -> None:
     project = tmp_path / "project"
     write_project(project, {**AXPY, "templates/axpy.cu.j2": WRONG, "CMakeLists.txt": CMAKE})
-    result = build(project, tmp_path / "build")
+    result = cmake_build(project, tmp_path / "build", "80")
     assert result.returncode != 0
     log = result.stdout + result.stderr
     lines = [line for line in log.splitlines() if line.startswith("aotc: error:")]

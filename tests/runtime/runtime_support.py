@@ -23,7 +23,7 @@ from typing import Any
 import aotc
 from aotc.runtime.backends.noop import NoopBackend
 
-__all__ = ["FIXTURE", "RecordingBackend", "build_library", "make_library", "rewrite_index"]
+__all__ = ["FIXTURE", "RecordingBackend", "build_library", "cmake_build", "make_library", "rewrite_index", "stand_in_library"]
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "packages" / "runtime"
@@ -42,15 +42,21 @@ def make_library(
 
     ``manifest_text`` replaces the fixture's manifest (same templates), for a library of other kernels.
     """
-    from aotc.build.codegen import generate, source_name
-    from aotc.build.index_writer import build_index, dumps, kernel_entry, seal
     from aotc.build.manifest import load_manifest
-    from aotc.index import INDEX_NAME
 
     project = _project(root / "project")
     if manifest_text is not None:
         (project / "kernels" / "manifest.yaml").write_text(manifest_text)
-    manifest = load_manifest(project / "kernels" / "manifest.yaml").with_archs(sass=sass, ptx=ptx)
+    return stand_in_library(load_manifest(project / "kernels" / "manifest.yaml").with_archs(sass=sass, ptx=ptx), root)
+
+
+def stand_in_library(manifest: Any, root: Path) -> Path:
+    """``manifest``'s kernels rendered into ``root/gen`` and indexed in ``root/lib``
+    (returned): real sources, stand-in fatbins, no toolkit table."""
+    from aotc.build.codegen import generate, source_name
+    from aotc.build.index_writer import build_index, dumps, kernel_entry, seal
+    from aotc.index import INDEX_NAME
+
     gen = root / "gen"
     generate(manifest, gen)
     lib = root / "lib"
@@ -86,17 +92,23 @@ def rewrite_index(lib: Path, change: Any, *, reseal: bool = True) -> None:
 
 def build_library(root: Path, arch: str = "80") -> Path:
     """The fixture project built with CMake and nvcc for ``arch`` (SASS and PTX); returns the staged library."""
-    project = _project(root / "project")
     build = root / "build"
+    result = cmake_build(_project(root / "project"), build, arch)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return build / "aotc" / "rt" / "lib"
+
+
+def cmake_build(project: Path, build: Path, arch: str) -> subprocess.CompletedProcess:
+    """Configure ``project`` against this aotc for ``arch`` (SASS and PTX), asserting
+    that works, and return the build step's result (a test may expect it to fail)."""
     configure = [
         "cmake", "-S", str(project), "-B", str(build), "-G", "Ninja",
         f"-Daotc_DIR={aotc.cmake_dir()}", f"-DPython_EXECUTABLE={sys.executable}",
         f"-DAOTC_ARCHS={arch}", f"-DAOTC_PTX_ARCHS={arch}",
     ]  # fmt: skip
-    for command in (configure, ["cmake", "--build", str(build)]):
-        result = subprocess.run(command, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return build / "aotc" / "rt" / "lib"
+    result = subprocess.run(configure, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return subprocess.run(["cmake", "--build", str(build)], capture_output=True, text=True, timeout=900)
 
 
 class RecordingBackend(NoopBackend):

@@ -6,25 +6,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from arrays.arrays_support import DLPackOnly
 
 from aotc import reference, tropical
 from aotc.arrays.dlpack import read_capsule
 
 pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 MAXPLUS = reference.SEMIRINGS["maxplus"]
-
-
-class DLPackOnly:
-    """Exposes only ``__dlpack__`` and ``__dlpack_device__``, as JAX and TensorFlow arrays do."""
-
-    def __init__(self, array: Any) -> None:
-        self._array = array
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self._array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> Any:
-        return self._array.__dlpack_device__()
 
 
 def test_numpy_through_dlpack_gives_a_numpy_result() -> None:

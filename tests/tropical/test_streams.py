@@ -15,6 +15,7 @@ from typing import Any
 import emulated_cupy
 import numpy as np
 import pytest
+from arrays.arrays_support import DLPackOnly
 from conftest import installed_library
 
 from aotc import reference, tropical
@@ -107,19 +108,6 @@ def test_the_cuda_array_interface_stream_is_waited_for(api: Any) -> None:
     assert a.__cuda_array_interface__["stream"] == producer.handle
     api.matmul(a, b, out=out, stream=consumer.handle)
     np.testing.assert_array_equal(out.get(consumer), reference.matmul(a_host, b_host, "maxplus"))
-
-
-class DLPackOnly:
-    """An array that speaks only DLPack (JAX, TensorFlow), over an emulated device array."""
-
-    def __init__(self, array: arrays.DeviceArray) -> None:
-        self._array = array
-
-    def __dlpack__(self, stream: Any = None) -> Any:
-        return self._array.__dlpack__(stream=stream)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return self._array.__dlpack_device__()
 
 
 def test_a_dlpack_producer_is_asked_with_the_calls_stream(api: Any) -> None:
