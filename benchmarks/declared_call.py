@@ -43,7 +43,7 @@ def main() -> None:
     launcher = rowops.library.kernel("softmax_f32")
     pointer = x.ctypes.data
     cases = {
-        "calibration: the held launcher alone (pack + launch)": lambda: launcher(pointer, pointer, 64, 64),
+        "calibration: the held launcher alone (pack + launch)": lambda: launcher(pointer, pointer, 1, 64, 64),
         "rowops.softmax(x, y=out), 64x64 f32": lambda: rowops.softmax(x, y=out),
         "rowops.softmax(x), allocating y": lambda: rowops.softmax(x),
         "tropical.matmul(a, b, out=c), 64x64 f32": lambda: tropical.matmul(x, x, "maxplus", out=out),
@@ -54,11 +54,13 @@ def main() -> None:
         torch = None
     if torch is not None:
         t = torch.ones(64, 64)
+        leaf = torch.ones(64, 64, requires_grad=True)
         rowops.torch_ops()
-        cases["rowops.softmax(t), torch tensor (the op)"] = lambda: rowops.softmax(t)
+        # Autograd records nothing here: the entry runs the op's kernel without the dispatcher.
+        cases["rowops.softmax(t), torch tensor"] = lambda: rowops.softmax(t)
+        cases["rowops.softmax(t), t.requires_grad (the op, recorded)"] = lambda: rowops.softmax(leaf)
         cases["torch.ops.rowops.softmax(t)"] = lambda: torch.ops.rowops.softmax(t)
-        # scan has no backward: its op has no autograd kernel to pass through.
-        cases["rowops.scan(t), torch tensor (the op)"] = lambda: rowops.scan(t)
+        cases["rowops.scan(t), torch tensor"] = lambda: rowops.scan(t)
     for function in cases.values():
         function()  # first use loads the kernel and makes the plan: not part of the per-call cost
     medians = run.interleaved_medians(cases, args.batches, args.calls)

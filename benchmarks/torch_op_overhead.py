@@ -3,7 +3,7 @@ custom ops, against torch.mm on the same shapes, through the noop backend.
 
 The noop backend launches nothing, so an aotc row is aotc's own call path
 (plus the op dispatch, where the call needs the dispatcher: an eager call on
-plain tensors that autograd does not record skips it, ``_torch_direct``); torch.mm on CPU tensors this small is mostly its own
+plain tensors that autograd does not record skips it, ``aotc.arrays.torch_direct``); torch.mm on CPU tensors this small is mostly its own
 dispatch too (a 16x16 f32 product is ~4k flops). "call path, no op" is the
 same product with stream= another stream than torch's current one, which
 skips the op: the difference is what the op costs. Cases run interleaved, batch by batch, so drift in machine load

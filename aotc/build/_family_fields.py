@@ -186,11 +186,13 @@ class _Declared:
     dtype: Any = None  # an array's dtype name or dtype-valued axis
     role: str = ""
     shape: tuple[Any, ...] = ()
+    optional: tuple[str, ...] = ()  # the leading dimensions a call may leave out
 
 
 def parse_signature(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes) -> tuple[_Declared, ...]:
     """``signature: {name: spec}`` in parameter order: an array ``{array: dtype, role, shape}``
-    or a scalar (``i32``, or ``{scalar: i32}``)."""
+    (and ``optional: [batch]``, leading dimensions a call may leave out), or a
+    scalar (``i32``, or ``{scalar: i32}``)."""
     table = check.mapping(value, key, line, optional=value.keys() if isinstance(value, LineDict) else ())
     if not table:
         check.fail(line, key, "must declare at least one parameter")
@@ -207,16 +209,32 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
                 check.fail(p_line, p_key, f"unknown scalar type {echo(kind)} (known: {listing(SCALAR_TYPES)})")
             declared.append(_Declared(name, p_line, kind))
             continue
-        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"))
+        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional",))
         dtype = fields["array"]
         _dtype(check, dtype, f"{p_key}.array", line_of(fields, "array"), axes)
         role = fields["role"]
         if role not in ROLES:
             check.fail(line_of(fields, "role"), f"{p_key}.role", f"expected one of {listing(ROLES)}, got {describe(role)}")
         shape = check.sequence(fields["shape"], f"{p_key}.shape", line_of(fields, "shape"))
-        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape)))
+        optional = _optional(check, fields, p_key, tuple(shape)) if "optional" in fields else ()
+        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape), optional))
     _check_dimensions(check, declared, key, axes)
     return tuple(declared)
+
+
+def _optional(check: Checker, fields: LineDict, key: str, shape: tuple[Any, ...]) -> tuple[str, ...]:
+    """``optional: [batch]``: a leading run of the shape's named dimensions (one
+    name alone may stand for a list of one). Left out of a call's array, a
+    dimension is 1: the kernel sees the same memory either way."""
+    raw, at, at_line = fields["optional"], f"{key}.optional", line_of(fields, "optional")
+    names = tuple(check.sequence(raw, at, at_line) if isinstance(raw, LineList) else [raw])
+    for name in names:
+        if not isinstance(name, str):
+            check.fail(at_line, at, f"expected dimension names, got {describe(name)}: a fixed extent cannot be left out")
+    if names != shape[: len(names)] or len(names) >= len(shape):
+        lead = [e for e in shape[:-1] if isinstance(e, str)]
+        check.fail(at_line, at, f"{listing(map(echo, names))} must be the shape's leading dimensions, in order, before at least one other (shape: {list(shape)}; leading names: {listing(lead) or 'none'})")
+    return names
 
 
 def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes: FamilyAxes) -> None:
@@ -236,6 +254,8 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
                     bound.add(entry)
                 continue
             if isinstance(entry, str) and entry in axes.values and all(isinstance(v, int) for v in axes.values[entry]):
+                if entry in d.optional:
+                    check.fail(d.line, f"{key}.{d.name}.optional", f"{entry} is an axis, fixed per kernel; only a dimension the call binds may be left out")
                 continue
             reason = "neither an integer scalar of the signature, an integer axis, nor a positive number"
             check.fail(d.line, f"{key}.{d.name}.shape", f"{echo(entry)} is {reason}")
@@ -256,7 +276,7 @@ def resolve_signature(declared: tuple[_Declared, ...], point: Point) -> Signatur
         else:
             dtype = DTYPES[values[d.dtype] if d.dtype in values else d.dtype]
             shape = tuple(values.get(e, e) if isinstance(e, str) else e for e in d.shape)
-            params.append(ArrayParam(d.name, dtype, d.role, shape))
+            params.append(ArrayParam(d.name, dtype, d.role, shape, d.optional))
     return Signature(tuple(params))
 
 

@@ -40,12 +40,15 @@ class ArrayParam:
 
     Each entry of ``shape`` is a dimension's name (a scalar of the signature)
     or a fixed extent. An ``in`` array is read only, so its pointer is const.
+    ``optional`` names the leading dimensions a call may leave out (a batch:
+    ``[batch, rows, cols]`` takes ``(rows, cols)`` arrays too, with batch 1).
     """
 
     name: str
     dtype: DType
     role: str  # one of ROLES
     shape: tuple[str | int, ...]
+    optional: tuple[str, ...] = ()
 
     @property
     def ctype(self) -> str:
@@ -56,7 +59,10 @@ class ArrayParam:
         return "ptr"
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "array": {"dtype": self.dtype.name, "role": self.role, "shape": list(self.shape)}}
+        array: dict[str, object] = {"dtype": self.dtype.name, "role": self.role, "shape": list(self.shape)}
+        if self.optional:  # written only where declared: indexes without it read as before
+            array["optional"] = list(self.optional)
+        return {"name": self.name, "array": array}
 
 
 @dataclass(frozen=True)

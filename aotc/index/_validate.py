@@ -297,7 +297,7 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
             result.append(DeclaredParam(param.name, "", param.kind, (), True, item["dim"]))
             continue
         item = _object(where, at, raw, frozenset({"name", "array"}))
-        array = _object(where, f"{at}.array", item["array"], frozenset({"dtype", "role", "shape"}))
+        array = _object(where, f"{at}.array", item["array"], frozenset({"dtype", "role", "shape"}), frozenset({"optional"}))
         if item["name"] != param.name or param.kind != "ptr":
             _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as an array")
         dtype = _text(where, f"{at}.array.dtype", array["dtype"], _IDENTIFIER, "a dtype")
@@ -309,7 +309,10 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
         for j, extent in enumerate(shape):
             if not (extent in dims if type(extent) is str else type(extent) is int and 0 < extent <= _MAX_INT):
                 _fail(where, f"{at}.array.shape[{j}]", f"{echo(extent)} is neither an integer size parameter nor a positive number")
-        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False))
+        optional = tuple(_list(where, f"{at}.array.optional", array.get("optional", []), 8))
+        if optional and (optional != tuple(shape[: len(optional)]) or len(optional) >= len(shape) or not all(type(e) is str for e in optional)):
+            _fail(where, f"{at}.array.optional", f"{echo(list(optional))} is not a run of the shape's leading dimensions")
+        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional)))
     # A dimension is bound from the shapes that name it: each scalar marked so is named, and only those are.
     named = {extent for p in result for extent in p.shape if type(extent) is str}
     for i, p in enumerate(result):

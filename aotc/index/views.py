@@ -55,10 +55,12 @@ class Launch(Record):
 
 class DeclaredParam(Record):
     """One parameter of a declared signature: an array (``role`` "in", "out" or
-    "inout", ``dtype``, ``shape`` of dimension names and fixed extents) or a
-    scalar (``scalar`` its type, ``dim`` whether an array's shape binds it)."""
+    "inout", ``dtype``, ``shape`` of dimension names and fixed extents, the
+    first ``optional`` of which a call may leave out) or a scalar (``scalar``
+    its type, ``dim`` whether an array's shape binds it)."""
 
-    _fields = ("name", "role", "dtype", "shape", "scalar", "dim")
+    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional")
+    _defaults: ClassVar[dict[str, Any]] = {"optional": 0}
     __slots__ = _fields
     name: str
     role: str  # "" for a scalar
@@ -66,6 +68,7 @@ class DeclaredParam(Record):
     shape: tuple[str | int, ...]
     scalar: bool
     dim: bool
+    optional: int
 
 
 class IndexKernel(Record):

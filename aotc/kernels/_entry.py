@@ -83,12 +83,20 @@ def entry_for(family: Family) -> Any:
     if family.results == family.outs:
         # Tensors, once the op is known (``enable_tensors``): straight to it, as _torch_route would send them.
         tensors = " and ".join([f"type({name}) is _aotc_tensor" for name in given] + ["stream is None"] + [f"{name} is None" for name in outs])
-        lines += [f"    elif {tensors}:", f"        return _aotc_op({positional}, **_aotc_axes)"]
+        # Where autograd records nothing and nothing else would see the op
+        # (aotc.arrays.torch_direct), its kernel runs without the dispatcher.
+        records = " or ".join(f"{name}.requires_grad" for name in given)
+        lines += [
+            f"    elif {tensors}:",
+            f"        if not (_aotc_grad() and ({records})) and _aotc_direct(({', '.join(given)},)):",
+            f"            return _aotc_kernel({positional}, **_aotc_axes)",
+            f"        return _aotc_op({positional}, **_aotc_axes)",
+        ]
     lines += [f"    return _aotc_full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
     source = "\n".join(lines)
     namespace = {
         "_aotc_ndarray": numpy.ndarray, "_aotc_plans": family.numpy_plans, "_aotc_full": family.full,
-        "_aotc_tensor": _NoTensor, "_aotc_op": None,
+        "_aotc_tensor": _NoTensor, "_aotc_op": None, "_aotc_kernel": None, "_aotc_grad": None, "_aotc_direct": None,
     }  # fmt: skip
     # The source holds only the index's validated identifiers (no keyword, none of ours) and our own text.
     exec(compile(source, f"<aotc entry {family.library.name}.{family.name}>", "exec"), namespace)
@@ -102,11 +110,13 @@ class _NoTensor:
     """The tensor type until the family's op is known: no argument has it."""
 
 
-def enable_tensors(family: Family, tensor: type, op: Any) -> None:
-    """Send the entry's plain-tensor calls straight to ``op`` from now on."""
+def enable_tensors(family: Family, tensor: type, op: Any, kernel: Any, grad_enabled: Any, direct: Any) -> None:
+    """Send the entry's plain-tensor calls to ``op`` from now on, or straight to
+    its ``kernel`` where autograd (``grad_enabled``) would record nothing and
+    ``direct`` says nothing else would see the op."""
     if family.entry is not None and "_aotc_op" in family.entry.__globals__:
-        family.entry.__globals__["_aotc_op"] = op
-        family.entry.__globals__["_aotc_tensor"] = tensor
+        family.entry.__globals__.update(_aotc_op=op, _aotc_kernel=kernel, _aotc_grad=grad_enabled, _aotc_direct=direct)
+        family.entry.__globals__["_aotc_tensor"] = tensor  # last: the branch is taken only once all are set
 
 
 def plan_key(family: Family, values: dict[str, Any]) -> tuple[Any, ...]:

@@ -88,6 +88,7 @@ class Family:
         # NumPy calls' plans, looked up by the generated entry (aotc.kernels._entry).
         self.numpy_plans: dict[tuple[Any, ...], Any] = {}
         self.torch_op: Any = None  # torch.ops.<library>.<family>, once registered (_torch_route)
+        self.torch_kernel: Any = None  # that op's kernel (_torch_ops)
         self.tensor_plans: dict[tuple[Any, ...], Any] = {}  # the op's plans (_tensor_plan)
         # (the family computing its gradients, the arrays it keeps), from the manifest's backward:
         self.backward: tuple[str, tuple[str, ...]] | None = kernels[0].backward
@@ -277,13 +278,19 @@ class Family:
         kernel = self.choose(dtypes, axes)
         dims: dict[str, int] = {}
         bound_by: dict[str, str] = {}
+        left_out: dict[str, str] = {}  # an optional dimension -> the first array without it
         for name in self.given:
             declared = _array(kernel, name)
             shape = shapes[name]
-            if len(shape) != len(declared.shape):
-                msg = f"{name}: expected a {len(declared.shape)}-D array ({', '.join(map(str, declared.shape))}), got shape {shape}"
+            dropped = len(declared.shape) - len(shape)
+            if not 0 <= dropped <= declared.optional:
+                ranks = [f"{n}-D" for n in range(len(declared.shape) - declared.optional, len(declared.shape) + 1)]
+                rank = ", ".join(ranks[:-1]) + " or " + ranks[-1] if len(ranks) > 1 else ranks[0]
+                msg = f"{name}: expected a {rank} array ({_shape_text(declared)}), got shape {shape}"
                 raise ArgumentError(msg)
-            for extent, size in zip(declared.shape, shape):
+            for extent in declared.shape[:dropped]:
+                left_out.setdefault(extent, name)
+            for extent, size in zip(declared.shape[dropped:], shape):
                 if type(extent) is int:
                     if size != extent:
                         msg = f"{name}: shape {shape}, but {self.name} needs {extent} where it has {size}"
@@ -294,6 +301,13 @@ class Family:
                     msg = f"{name}: shape {shape} gives {extent}={size}, but {bound_by[extent]} gave {extent}={known}"
                     raise ArgumentError(msg)
                 bound_by.setdefault(extent, name)
+        present = set(dims)  # the out arrays keep an optional dimension where a given array had it
+        for extent, name in left_out.items():
+            # Left out, a dimension is 1; another array giving it more would read past this one.
+            if dims.setdefault(extent, 1) != 1:
+                msg = f"{name}: shape {shapes[name]} leaves out {extent}, but {bound_by[extent]} gives {extent}={dims[extent]}"
+                raise ArgumentError(msg)
+            bound_by.setdefault(extent, name)
         for param in kernel.signature or ():
             if param.scalar and param.dim and dims[param.name] > INT_RANGES[param.dtype][1]:
                 msg = f"{bound_by[param.name]}: {param.name}={dims[param.name]} is past the kernel's {param.dtype} limit"
@@ -302,13 +316,19 @@ class Family:
         for name in self.outs:
             declared = _array(kernel, name)
             dtypes[name] = declared.dtype
-            out_shapes[name] = tuple(extent if type(extent) is int else dims[extent] for extent in declared.shape)
+            kept = declared.shape[next((i for i, e in enumerate(declared.shape[: declared.optional]) if e in present), declared.optional) :]
+            out_shapes[name] = tuple(extent if type(extent) is int else dims[extent] for extent in kept)
         return _Plan(kernel.name, dims, dtypes, out_shapes)
 
 
 def _array(kernel: IndexKernel, name: str) -> Any:
     """The declared parameter ``name`` of ``kernel``: every kernel of a family declares the same names."""
     return next(param for param in kernel.signature or () if param.name == name)
+
+
+def _shape_text(declared: Any) -> str:
+    """A declared shape as errors show it: the optional dimensions in brackets."""
+    return ", ".join(f"[{e}]" if i < declared.optional else str(e) for i, e in enumerate(declared.shape))
 
 
 def _scalar(value: Any, name: str, kind: str) -> Any:

@@ -80,7 +80,8 @@ def register(kernels: Kernels) -> Any:
     for name in kernels.names:
         family = kernels.family(name)
         library.define(schema(family), tags=(torch.Tag.pt2_compliant_tag,))
-        library.impl(name, _kernel(family), "CompositeExplicitAutograd")
+        family.torch_kernel = _kernel(family)  # also called directly where nothing but it would see the op
+        library.impl(name, family.torch_kernel, "CompositeExplicitAutograd")
         torch.library.register_fake(f"{namespace}::{name}", _fake(family), lib=library)
     for name in kernels.names:
         family = kernels.family(name)

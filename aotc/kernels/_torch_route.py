@@ -38,9 +38,11 @@ def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> Any
         from aotc.kernels import over
 
         op = family.torch_op = getattr(over(family.library).torch_ops(), family.name)
+        from aotc.arrays.torch_direct import direct_all
         from aotc.kernels._entry import enable_tensors
 
-        enable_tensors(family, sys.modules["torch"].Tensor, op)
+        torch = sys.modules["torch"]
+        enable_tensors(family, torch.Tensor, op, family.torch_kernel, torch.is_grad_enabled, direct_all)
     outs = op(*(values[name] for name in family.positional), **axes)
     outs = outs if isinstance(outs, (tuple, list)) else (outs,) if family.outs else ()
     by_name = dict(zip(family.outs, outs))

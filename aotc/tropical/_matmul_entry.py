@@ -8,7 +8,7 @@ which decides everything again (and raises the usual one-line errors).
 - NumPy arrays: the plans of ``_plan``, keyed by shapes, strides and dtypes.
 - PyTorch tensors: the plans the ``aotc::`` ops' kernel leaves
   (``_torch_plan``), the very ones ``op_matmul`` would find. An eager call on
-  plain tensors that nothing but aotc would see (``_torch_direct``'s
+  plain tensors that nothing but aotc would see (``aotc.arrays.torch_direct``'s
   conditions) and that autograd does not record runs its plan from here: the
   route to the ops (``_torch``) and the op's kernel would only look that plan
   up, and skipping them saves about a microsecond a call (RESULTS.md, issue 21).

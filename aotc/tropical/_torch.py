@@ -46,7 +46,7 @@ import torch
 from aotc.arrays.placement import stream_handle
 from aotc.errors import ArgumentError
 from aotc.tropical import _torch_ops
-from aotc.tropical._torch_direct import direct as _direct
+from aotc.arrays.torch_direct import direct as _direct
 from aotc.tropical._torch_plan import current_stream
 from aotc.tropical._torch_route import handle, library_key
 

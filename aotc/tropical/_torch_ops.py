@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from aotc.errors import ArgumentError, echo
-from aotc.tropical._torch_direct import direct
+from aotc.arrays.torch_direct import direct
 from aotc.tropical._torch_route import handle, inside_op
 
 __all__ = ["BELOW_AUTOGRAD", "call_back", "call_unrecorded", "keep_k", "result_shapes", "through_k"]
@@ -202,7 +202,7 @@ def _backward_op(grad_c: Tensor, k: Tensor, a: Tensor, b: Tensor, semiring: str,
     records nothing; a create_graph pass records, through the op's autograd."""
     if torch.is_grad_enabled():
         return _BACKWARD(grad_c, k, a, b, semiring, library)
-    if direct(grad_c, k, a, b):  # nothing but the op's kernel would see it (_torch_direct)
+    if direct(grad_c, k, a, b):  # nothing but the op's kernel would see it (aotc.arrays.torch_direct)
         return handle(library).op_matmul_backward(grad_c, k, a, b, semiring)
     return call_unrecorded(_BACKWARD, grad_c, k, a, b, semiring, library)
 

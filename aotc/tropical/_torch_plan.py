@@ -74,16 +74,16 @@ def planned_op_matmul(plans: dict[tuple[Any, ...], Plan], full: OpEntry) -> OpEn
 def planned_tensor_matmul(torch: Any, plans: dict[tuple[Any, ...], Plan], full: MatmulEntry) -> MatmulEntry:
     """``matmul(a, b, semiring, out, stream)`` for ``a`` a plain ``torch.Tensor``
     (``_matmul_entry`` sends it here): an eager call that nothing but aotc
-    would see (``_torch_direct``'s conditions, checked inline) and that
+    would see (``aotc.arrays.torch_direct``'s conditions, checked inline) and that
     autograd does not record runs the plan ``planned_op_matmul`` would find.
     The route to the ops (``_torch``) and the op's kernel would only look
     that plan up: skipping them saves about a microsecond a call. Anything
     else, or no plan, goes to ``full``, which decides everything again."""
-    from aotc.tropical import _torch_direct as state
+    from aotc.arrays import torch_direct as state
 
     tensor, compiling, grad_enabled = torch.Tensor, torch.compiler.is_compiling, torch.is_grad_enabled
     bump_version = torch.autograd.graph.increment_version
-    # _torch_direct.direct's checks, spelled out: a call level here is a tenth of what is saved.
+    # torch_direct.direct's checks, spelled out: a call level here is a tenth of what is saved.
     modes, function_modes, transforms = state.dispatch_modes, state.function_modes, state.transforms
     autocast, inference, tracing = state.autocast, state.inference, state.tracing
 

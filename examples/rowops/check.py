@@ -21,6 +21,10 @@ for dtype in (np.float32, np.float64):
     x = (rng.normal(size=(9, 1500)) * 300).astype(dtype)
     np.testing.assert_allclose(rowops.softmax(x), reference.softmax(x), rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-30)
     checked.append(f"softmax {np.dtype(dtype).name}")
+# A leading batch dimension: softmax declares it optional, so (batch, rows, cols) works too.
+x = rng.normal(size=(3, 4, 600))
+np.testing.assert_allclose(rowops.softmax(x), reference.softmax(x), rtol=1e-13, atol=1e-30)
+checked.append("batched softmax")
 for dtype in (np.int32, np.int64):
     x = rng.integers(-1000, 1000, size=(5, 3000)).astype(dtype)
     np.testing.assert_array_equal(rowops.scan(x), reference.scan(x))
@@ -43,6 +47,7 @@ if torch is not None:
     np.testing.assert_allclose(compiled(t).numpy(), reference.scan(reference.softmax(t.numpy())), rtol=1e-12)
     # softmax's backward: (its manifest entry names softmax_backward) checked against finite differences.
     assert torch.autograd.gradcheck(rowops.softmax, (t[:2, :30].clone().requires_grad_(True),), eps=1e-6, atol=1e-7)
+    assert torch.autograd.gradcheck(rowops.softmax, (t[:4, :30].reshape(2, 2, 30).clone().requires_grad_(True),), eps=1e-6, atol=1e-7)
     checked.append("torch.library.opcheck, torch.compile(fullgraph=True) and gradcheck")
 
 print(f"rowops: {len(rowops.kernels().library)} kernels agree with the NumPy references: {', '.join(checked)}")

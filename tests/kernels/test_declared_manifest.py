@@ -39,10 +39,11 @@ def test_rowops_expands_its_own_axes() -> None:
     assert isinstance(softmax, DeclaredKernelSpec)
     assert softmax.axes == (("dtype", "f32"), ("threads", 256))
     assert [(p.name, p.ctype, p.kind) for p in softmax.params] == [
-        ("x", "const float*", "ptr"), ("y", "float*", "ptr"), ("rows", "int", "i32"), ("cols", "int", "i32"),
+        ("x", "const float*", "ptr"), ("y", "float*", "ptr"), ("batch", "int", "i32"), ("rows", "int", "i32"), ("cols", "int", "i32"),
     ]  # fmt: skip
+    assert softmax.signature.params[0].optional == ("batch",)
     assert softmax.launch.block == (256, 1, 1)
-    assert softmax.launch.grid == (("rows", 1), ("1", 1), ("1", 1))
+    assert softmax.launch.grid == (("batch*rows", 1), ("1", 1), ("1", 1))
     assert manifest.semirings == ()
 
 
@@ -75,6 +76,9 @@ def test_grid_expressions(tmp_path: Path, expression: str, grid: tuple[str, int]
     assert load_manifest(path).kernels[0].launch.grid[0] == grid
 
 
+XIN = "{array: dtype, role: in, shape: [rows, n]}"
+
+
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
@@ -96,6 +100,12 @@ def test_grid_expressions(tmp_path: Path, expression: str, grid: tuple[str, int]
         ("threads: [64, 128]", "threads: [64, 64]", "axes.threads: value 64 is listed twice"),
         ("    launch:\n", "    matrix: {dtype: [f16]}\n    launch:\n", "matrix.dtype: 'f16' is not a value of this axis (declared: f32, f64)"),
         ("      rows: i32\n", "      rows: i32\n      dtype: i32\n", "signature.dtype: dtype is also an axis"),
+        (XIN, "{array: dtype, role: in, shape: [rows, n], optional: [n]}", "signature.x.optional: 'n' must be the shape's leading dimensions"),
+        (XIN, "{array: dtype, role: in, shape: [rows, n], optional: [rows, n]}", "before at least one other (shape: ['rows', 'n']"),
+        (XIN, "{array: dtype, role: in, shape: [4, rows, n], optional: [4]}", "signature.x.optional: expected dimension names, got int 4"),
+        (XIN, "{array: dtype, role: in, shape: [threads, rows, n], optional: [threads]}", "signature.x.optional: threads is an axis, fixed per kernel"),
+        (XIN, "{array: dtype, role: in, shape: [rows, n], optional: []}", "signature.x.optional: must not be empty"),
+        (XIN, "{array: dtype, role: in, shape: [rows, n], leading: [rows]}", "signature.x.leading: unknown key (known: array, role, shape, optional)"),
     ],
 )
 def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: str, expected: str) -> None:
@@ -103,6 +113,14 @@ def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: 
     assert str(tmp_path / "manifest.yaml") in message
     assert "families.axpy" in message
     assert expected in message
+
+
+def test_optional_leading_dimensions_reach_the_index(tmp_path: Path) -> None:
+    path = axpy(tmp_path, XIN, "{array: dtype, role: in, shape: [rows, n], optional: rows}")
+    x = load_manifest(path).kernels[0].signature.params[0]
+    assert x.optional == ("rows",)
+    assert x.to_json() == {"name": "x", "array": {"dtype": "f32", "role": "in", "shape": ["rows", "n"], "optional": ["rows"]}}
+    assert "optional" not in load_manifest(axpy(tmp_path / "plain")).kernels[0].signature.params[0].to_json()["array"]
 
 
 def test_matrix_blocks_excludes_and_launch_overrides(tmp_path: Path) -> None:

@@ -37,6 +37,20 @@ def test_scan_matches_the_reference(rowops: Any, dtype: Any) -> None:  # noqa: F
         assert np.all(np.abs(y - reference.scan(x.astype(np.float64))) <= scale * (1e-5 if dtype == np.float32 else 1e-13))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_optional_batch_dimension_may_lead_or_be_left_out(rowops: Any, dtype: Any) -> None:  # noqa: F811 - the fixture imported above
+    x = (RNG.normal(size=(3, 5, 70)) * 3).astype(dtype)
+    y = rowops.softmax(x)  # one kernel: batch 3, or batch 1 where x is 2-D
+    assert y.shape == (3, 5, 70) and y.dtype == dtype
+    np.testing.assert_allclose(y, reference.softmax(x), rtol=2e-6 if dtype == np.float32 else 1e-13, atol=1e-30)
+    assert rowops.softmax(x[1]).shape == (5, 70)
+    np.testing.assert_array_equal(rowops.softmax(x[1]), y[1])
+    grad_x = rowops.softmax_backward(np.ones_like(y), y)  # the batch in one array and given as 1 in the other both bind
+    assert grad_x.shape == (3, 5, 70)
+    assert rowops.softmax_backward(np.ones((1, 5, 70), dtype), y[0]).shape == (1, 5, 70)
+    assert rowops.softmax(np.zeros((0, 5, 70), dtype)).shape == (0, 5, 70)
+
+
 def test_strided_inputs_are_copied_and_out_is_written_in_place(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
     base = RNG.normal(size=(6, 40))
     x = base[::2, ::3]  # neither rows nor columns adjacent
@@ -49,7 +63,13 @@ def test_strided_inputs_are_copied_and_out_is_written_in_place(rowops: Any) -> N
     ("call", "error", "message"),
     [
         (lambda k: k.softmax(np.zeros((2, 3), np.int32)), ArgumentError, "x: dtype i32, but softmax's kernels take f32 or f64 there"),
-        (lambda k: k.softmax(np.zeros(3, np.float32)), ArgumentError, "x: expected a 2-D array (rows, cols), got shape (3,)"),
+        (lambda k: k.softmax(np.zeros(3, np.float32)), ArgumentError, "x: expected a 2-D or 3-D array ([batch], rows, cols), got shape (3,)"),
+        (lambda k: k.scan(np.zeros((2, 3, 4))), ArgumentError, "x: expected a 2-D array (rows, n), got shape (2, 3, 4)"),
+        (lambda k: k.softmax(np.zeros((2, 3, 4)), y=np.zeros((3, 4))), ArgumentError, "y: expected shape (2, 3, 4) and dtype f64, got (3, 4) and f64"),
+        (
+            lambda k: k.softmax_backward(np.zeros((2, 3, 4)), np.zeros((3, 4))), ArgumentError,
+            "y: shape (3, 4) leaves out batch, but grad_y gives batch=2",
+        ),  # fmt: skip
         (lambda k: k.softmax(np.zeros((2, 3)), y=np.zeros((2, 4))), ArgumentError, "y: expected shape (2, 3) and dtype f64, got (2, 4) and f64"),
         (lambda k: k.softmax(np.zeros((2, 3)), y=np.zeros((2, 3), np.float32)), ArgumentError, "y: dtype f32, but softmax's kernels take f64 there"),
         (lambda k: k.softmax(np.zeros((2, 3)), z=1), ArgumentTypeError, "softmax(): unknown argument 'z' (known: x, y, dtype, threads, stream)"),
@@ -173,7 +193,9 @@ def _rewrite(lib: Path, change: Any) -> None:
     ("change", "message"),
     [
         (lambda e: e["signature"][0]["array"].update(dtype="f16"), r"kernels\.softmax_f32\.signature\[0\]\.array\.dtype: 'f16' is not one of f32, f64, i32, i64, bool$"),
-        (lambda e: e["signature"][2].update(dim=False), r"kernels\.softmax_f32\.signature\[2\]\.dim: False for rows, which an array's shape names$"),
+        (lambda e: e["signature"][3].update(dim=False), r"kernels\.softmax_f32\.signature\[3\]\.dim: False for rows, which an array's shape names$"),
+        (lambda e: e["signature"][0]["array"].update(optional=["rows"]), r"signature\[0\]\.array\.optional: \['rows'\] is not a run of the shape's leading dimensions$"),
+        (lambda e: e["signature"][0]["array"].update(optional="batch"), r"signature\[0\]\.array\.optional: is "),
         (lambda e: e["signature"][1]["array"].update(shape=["rows", "x"]), r"signature\[1\]\.array\.shape\[1\]: 'x' is neither an integer size parameter nor a positive number$"),
         (lambda e: e["signature"][0]["array"].update(role="out"), r"kernels\.softmax_f32\.signature: has no in or inout array$"),
         (lambda e: e["launch"]["grid"][0].update(extent="rows*y"), r"launch\.grid\[0\]\.extent: 'rows\*y' is neither a size parameter, a number, nor a product of them$"),

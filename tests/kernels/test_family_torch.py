@@ -37,7 +37,8 @@ def test_tensors_go_through_the_op(rowops: Any, dtype: Any) -> None:  # noqa: F8
 @pytest.mark.parametrize("family", ["softmax", "scan"])
 def test_opcheck(rowops: Any, family: str) -> None:  # noqa: F811 - the fixture imported above
     op = getattr(rowops.torch_ops(), family).default
-    for shape in ((3, 17), (1, 300)):
+    shapes = ((3, 17), (1, 300)) + (((2, 3, 17),) if family == "softmax" else ())  # softmax's batch is optional
+    for shape in shapes:
         results = torch.library.opcheck(op, (torch.randn(shape, dtype=torch.float64),), test_utils=OPCHECKS)
         assert results == dict.fromkeys(OPCHECKS, "SUCCESS")
 
@@ -73,6 +74,53 @@ def test_a_declared_backward_gives_softmax_its_gradient(rowops: Any) -> None:  #
     (grad,) = torch.autograd.grad((y * weights).sum(), x)
     expected = y * (weights - (weights * y).sum(dim=1, keepdim=True))  # softmax's own formula
     torch.testing.assert_close(grad, expected.detach())
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_batch_dimension_traces_and_differentiates(rowops: Any, dynamic: bool) -> None:  # noqa: F811 - the fixture imported above
+    """softmax's optional batch: fake shapes keep the input's rank, compiled and eager agree, and so do gradients."""
+    compiled = torch.compile(lambda x: rowops.softmax(x).square().sum(), fullgraph=True, dynamic=dynamic, backend="aot_eager")
+    for shape in ((2, 3, 20), (3, 20), (4, 3, 20)):
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        (grad,) = torch.autograd.grad(compiled(x), x)
+        expected_x = x.detach().clone().requires_grad_(True)
+        (expected,) = torch.autograd.grad(torch.softmax(expected_x, dim=-1).square().sum(), expected_x)
+        torch.testing.assert_close(grad, expected)
+    x = (torch.randn(2, 3, 30, dtype=torch.float64) * 3).requires_grad_(True)
+    assert torch.autograd.gradcheck(rowops.softmax, (x,), eps=1e-6, atol=1e-7)
+
+
+def _ops_run(call: Any) -> tuple[list[str], Any]:
+    """The ``rowops::`` ops the dispatcher ran during ``call()``, and its result."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        result = call()
+    return sorted({e.name for e in profile.events() if e.name.startswith("rowops::")}), result
+
+
+def test_a_plain_eager_call_skips_the_dispatcher_and_a_recorded_one_does_not(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    """Where autograd records nothing and no mode or transform would see the op,
+    the generated entry runs the op's kernel itself (aotc.arrays.torch_direct)."""
+    x = torch.randn(3, 40, dtype=torch.float64)
+    rowops.softmax(x)  # the first tensor call registers the ops and opens the entry's tensor branch
+    for _ in range(2):  # the second takes the kernel's plan
+        ran, y = _ops_run(lambda: rowops.softmax(x))
+        assert ran == []
+        torch.testing.assert_close(y, torch.softmax(x, dim=-1))
+    x.requires_grad_(True)
+    ran, y = _ops_run(lambda: rowops.softmax(x))
+    assert ran == ["rowops::softmax"] and y.grad_fn is not None
+    with torch.no_grad():
+        assert _ops_run(lambda: rowops.softmax(x))[0] == []
+    with torch.inference_mode():
+        assert _ops_run(lambda: rowops.softmax(torch.ones(2, 3, dtype=torch.float64)))[0] == ["rowops::softmax"]
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    with Watch():
+        assert _ops_run(lambda: rowops.softmax(x.detach()))[0] == ["rowops::softmax"]
 
 
 def test_opcheck_with_gradients(rowops: Any) -> None:  # noqa: F811 - the fixture imported above

@@ -1,4 +1,4 @@
-"""``aotc.tropical._torch_direct``: which eager tensor calls skip the dispatcher.
+"""Which eager tropical tensor calls skip the dispatcher (``aotc.arrays.torch_direct``).
 
 A call that skips it never shows an ``aotc::`` op to PyTorch's profiler; a
 call the dispatcher must see (a mode, a transform, a subclass, autocast,

@@ -1,6 +1,7 @@
 """Whether an eager tensor call may skip PyTorch's dispatcher and run the op's kernel itself.
 
-The ``aotc::`` ops (``_torch_ops``) are what torch.compile, FakeTensorMode,
+The custom ops (tropical's ``aotc::`` ops, and a declared family's
+``<library>::<family>``) are what torch.compile, FakeTensorMode,
 torch.func, autocast, subclasses and autograd see. In a plain eager call none
 of them is there, and the dispatcher only hands the call to the op's kernel,
 a Python function, at some 3 us a call (RESULTS.md). ``direct`` says when
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "autocast", "direct", "dispatch_modes", "function_modes", "inference", "tracing", "transforms",
+    "autocast", "direct", "direct_all", "dispatch_modes", "function_modes", "inference", "tracing", "transforms",
 ]  # fmt: skip
 
 # PyTorch's own answers to "is anything but a plain eager call going on": no
@@ -58,3 +59,17 @@ def direct(a: Any, b: Any, c: Any = None, d: Any = None) -> bool:
         if t is not None and (t.is_meta or _wrapped(t)):
             return False
     return True
+
+
+def direct_all(tensors: tuple[Any, ...]) -> bool:
+    """``direct`` for any number of tensors (a declared family's in arrays)."""
+    if _compiling():
+        return False
+    for t in tensors:
+        if type(t) is not _Tensor:
+            return False
+    if dispatch_modes() or function_modes() or transforms() or autocast() or inference():
+        return False
+    if tracing() is not None:
+        return False
+    return not any(t.is_meta or _wrapped(t) for t in tensors)
