@@ -8,7 +8,9 @@
 #      stream, a CuPy stream), CUDA-graph capture, contexts made current by
 #      other code and a second GPU's, and a kernel's fault reported naming its
 #      launch; and the declared families of examples/rowops, built for this
-#      GPU and called with CUDA tensors, CuPy and staged NumPy arrays
+#      GPU and called with CUDA tensors (with and without softmax's optional
+#      batch), CuPy and staged NumPy arrays, and a family with declared strides
+#      reading CUDA views and broadcasts in place
 #      (tests/kernels/test_family_gpu.py); the torch, CuPy and two-GPU cases
 #      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing,
 #   3. times every forward and argmax kernel at 4096^3 against the issue limit

@@ -187,12 +187,14 @@ class _Declared:
     role: str = ""
     shape: tuple[Any, ...] = ()
     optional: tuple[str, ...] = ()  # the leading dimensions a call may leave out
+    strides: tuple[Any, ...] = ()  # per dimension: a stride scalar's name, or 1
 
 
 def parse_signature(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes) -> tuple[_Declared, ...]:
     """``signature: {name: spec}`` in parameter order: an array ``{array: dtype, role, shape}``
-    (and ``optional: [batch]``, leading dimensions a call may leave out), or a
-    scalar (``i32``, or ``{scalar: i32}``)."""
+    (and ``optional: [batch]``, leading dimensions a call may leave out;
+    ``strides: [s, 1]``, the strides the call binds), or a scalar (``i32``, or
+    ``{scalar: i32}``)."""
     table = check.mapping(value, key, line, optional=value.keys() if isinstance(value, LineDict) else ())
     if not table:
         check.fail(line, key, "must declare at least one parameter")
@@ -209,7 +211,7 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
                 check.fail(p_line, p_key, f"unknown scalar type {echo(kind)} (known: {listing(SCALAR_TYPES)})")
             declared.append(_Declared(name, p_line, kind))
             continue
-        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional",))
+        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional", "strides"))
         dtype = fields["array"]
         _dtype(check, dtype, f"{p_key}.array", line_of(fields, "array"), axes)
         role = fields["role"]
@@ -217,7 +219,12 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
             check.fail(line_of(fields, "role"), f"{p_key}.role", f"expected one of {listing(ROLES)}, got {describe(role)}")
         shape = check.sequence(fields["shape"], f"{p_key}.shape", line_of(fields, "shape"))
         optional = _optional(check, fields, p_key, tuple(shape)) if "optional" in fields else ()
-        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape), optional))
+        strides = ()
+        if "strides" in fields:
+            strides = tuple(check.sequence(fields["strides"], f"{p_key}.strides", line_of(fields, "strides")))
+            if len(strides) != len(shape):
+                check.fail(line_of(fields, "strides"), f"{p_key}.strides", f"has {len(strides)} entries for a shape of {len(shape)}; one stride a dimension")
+        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape), optional, strides))
     _check_dimensions(check, declared, key, axes)
     return tuple(declared)
 
@@ -259,6 +266,18 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
                 continue
             reason = "neither an integer scalar of the signature, an integer axis, nor a positive number"
             check.fail(d.line, f"{key}.{d.name}.shape", f"{echo(entry)} is {reason}")
+    strides: dict[str, str] = {}
+    for d in arrays:
+        for entry in d.strides:
+            at = f"{key}.{d.name}.strides"
+            if isinstance(entry, int) and not isinstance(entry, bool) and entry == 1:
+                continue
+            if not (isinstance(entry, str) and entry in scalars and scalars[entry].scalar in ("i32", "i64")):
+                check.fail(d.line, at, f"{echo(entry)} is neither an integer scalar of the signature nor 1 (a dense dimension)")
+            if entry in strides or any(entry in other.shape for other in arrays):
+                where = f"{strides[entry]}'s strides" if entry in strides else "a shape"
+                check.fail(d.line, at, f"{entry} is also named in {where}; a stride scalar is one array's one dimension")
+            strides[entry] = d.name
     for d in arrays:
         unbound = [e for e in d.shape if isinstance(e, str) and e in scalars and e not in bound]
         if unbound:
@@ -268,7 +287,8 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
 def resolve_signature(declared: tuple[_Declared, ...], point: Point) -> Signature:
     """The signature at ``point``: dtype axes and integer-axis extents replaced by their values."""
     values = dict(point)
-    dims = {e for d in declared if d.scalar is None for e in d.shape if isinstance(e, str) and e not in values}
+    # Dimensions and strides alike are bound from the arrays, never passed by the caller.
+    dims = {e for d in declared if d.scalar is None for e in (*d.shape, *d.strides) if isinstance(e, str) and e not in values}
     params: list[ArrayParam | ScalarParam] = []
     for d in declared:
         if d.scalar is not None:
@@ -276,7 +296,7 @@ def resolve_signature(declared: tuple[_Declared, ...], point: Point) -> Signatur
         else:
             dtype = DTYPES[values[d.dtype] if d.dtype in values else d.dtype]
             shape = tuple(values.get(e, e) if isinstance(e, str) else e for e in d.shape)
-            params.append(ArrayParam(d.name, dtype, d.role, shape, d.optional))
+            params.append(ArrayParam(d.name, dtype, d.role, shape, d.optional, d.strides))
     return Signature(tuple(params))
 
 
@@ -285,7 +305,8 @@ def parse_launch(
 ) -> DeclaredLaunch:
     """The launch geometry at ``point``: the family's ``launch:``, with the matrix
     block's ``launch:`` keys in its place where the block has them."""
-    sizes = {p.name for p in signature.params if isinstance(p, ScalarParam) and p.type in ("i32", "i64")}
+    strides = {s for p in signature.arrays for s in p.strides}  # where the array lies, not how much work there is
+    sizes = {p.name for p in signature.params if isinstance(p, ScalarParam) and p.type in ("i32", "i64") and p.name not in strides}
     values = dict(point)
 
     def field(name: str) -> tuple[Any, str, int]:

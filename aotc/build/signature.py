@@ -42,6 +42,10 @@ class ArrayParam:
     or a fixed extent. An ``in`` array is read only, so its pointer is const.
     ``optional`` names the leading dimensions a call may leave out (a batch:
     ``[batch, rows, cols]`` takes ``(rows, cols)`` arrays too, with batch 1).
+    ``strides``, where declared, gives each dimension's stride in elements: a
+    scalar of the signature the call binds from the array (so the array is
+    read where it lies, a view or a broadcast), or 1 where the kernel needs
+    the dimension dense. Without it the array is contiguous and row-major.
     """
 
     name: str
@@ -49,6 +53,7 @@ class ArrayParam:
     role: str  # one of ROLES
     shape: tuple[str | int, ...]
     optional: tuple[str, ...] = ()
+    strides: tuple[str | int, ...] = ()
 
     @property
     def ctype(self) -> str:
@@ -60,8 +65,11 @@ class ArrayParam:
 
     def to_json(self) -> dict[str, object]:
         array: dict[str, object] = {"dtype": self.dtype.name, "role": self.role, "shape": list(self.shape)}
-        if self.optional:  # written only where declared: indexes without it read as before
+        # Written only where declared: indexes without them read as before.
+        if self.optional:
             array["optional"] = list(self.optional)
+        if self.strides:
+            array["strides"] = list(self.strides)
         return {"name": self.name, "array": array}
 
 

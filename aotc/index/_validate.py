@@ -297,7 +297,7 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
             result.append(DeclaredParam(param.name, "", param.kind, (), True, item["dim"]))
             continue
         item = _object(where, at, raw, frozenset({"name", "array"}))
-        array = _object(where, f"{at}.array", item["array"], frozenset({"dtype", "role", "shape"}), frozenset({"optional"}))
+        array = _object(where, f"{at}.array", item["array"], frozenset({"dtype", "role", "shape"}), frozenset({"optional", "strides"}))
         if item["name"] != param.name or param.kind != "ptr":
             _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as an array")
         dtype = _text(where, f"{at}.array.dtype", array["dtype"], _IDENTIFIER, "a dtype")
@@ -312,9 +312,12 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
         optional = tuple(_list(where, f"{at}.array.optional", array.get("optional", []), 8))
         if optional and (optional != tuple(shape[: len(optional)]) or len(optional) >= len(shape) or not all(type(e) is str for e in optional)):
             _fail(where, f"{at}.array.optional", f"{echo(list(optional))} is not a run of the shape's leading dimensions")
-        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional)))
-    # A dimension is bound from the shapes that name it: each scalar marked so is named, and only those are.
-    named = {extent for p in result for extent in p.shape if type(extent) is str}
+        strides = tuple(_list(where, f"{at}.array.strides", array.get("strides", []), 8))
+        if strides and (len(strides) != len(shape) or not all(e in dims if type(e) is str else e == 1 and type(e) is int for e in strides)):
+            _fail(where, f"{at}.array.strides", f"{echo(list(strides))} is not one integer size parameter or 1 for each of the shape's {len(shape)} dimensions")
+        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional), strides))
+    # A dimension or a stride is bound from the arrays that name it: each scalar marked so is named, and only those are.
+    named = {extent for p in result for extent in (*p.shape, *p.strides) if type(extent) is str}
     for i, p in enumerate(result):
         if p.scalar and p.dim != (p.name in named):
             _fail(where, f"{path}[{i}].dim", f"{p.dim} for {p.name}, which {'no' if p.dim else 'an'} array's shape names")

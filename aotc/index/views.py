@@ -56,11 +56,12 @@ class Launch(Record):
 class DeclaredParam(Record):
     """One parameter of a declared signature: an array (``role`` "in", "out" or
     "inout", ``dtype``, ``shape`` of dimension names and fixed extents, the
-    first ``optional`` of which a call may leave out) or a scalar (``scalar``
-    its type, ``dim`` whether an array's shape binds it)."""
+    first ``optional`` of which a call may leave out, and its ``strides`` where
+    declared) or a scalar (``scalar`` its type, ``dim`` whether the arrays bind
+    it: a dimension or a stride)."""
 
-    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional")
-    _defaults: ClassVar[dict[str, Any]] = {"optional": 0}
+    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional", "strides")
+    _defaults: ClassVar[dict[str, Any]] = {"optional": 0, "strides": ()}
     __slots__ = _fields
     name: str
     role: str  # "" for a scalar
@@ -69,6 +70,7 @@ class DeclaredParam(Record):
     scalar: bool
     dim: bool
     optional: int
+    strides: tuple[str | int, ...]  # per dimension, where declared: a stride parameter's name, or 1
 
 
 class IndexKernel(Record):

@@ -75,6 +75,8 @@ class Family:
         self.results = tuple(p.name for p in signature if not p.scalar and p.role != "in")
         self.arguments = {p.name: p.dtype for p in signature if p.scalar and not p.dim}
         self.positional = tuple(p.name for p in signature if (not p.scalar and p.role != "out") or (p.scalar and not p.dim))
+        # A declared stride -> (its array, the declared rank, its dimension): bound per call from where the array lies.
+        self.strides = {s: (p.name, len(p.shape), i) for p in signature if not p.scalar for i, s in enumerate(p.strides) if type(s) is str}
         axes: dict[str, list[Any]] = {}
         for kernel in kernels:
             for axis, value in (kernel.axes or {}).items():
@@ -202,22 +204,29 @@ class Family:
         given_stream, stream = stream, stream_handle(stream, first)
         plan = self._plan(ops, values, axes)
         kernel = self.kernels[plan.kernel]
+        backend = self.library.backend_on(device)
+        host_memory = on_host_memory(backend)
         inputs = []
         for name in self.given:
             op = ops[name]
-            if _array(kernel, name).role == "inout":
+            declared = _array(kernel, name)
+            if declared.role == "inout":
                 ops[name] = output(values[name], name, first, op.shape, op.dtype, tuple(inputs), self.library, stream)
-            elif not is_row_major(op):
+            elif not is_row_major(op) and not (declared.strides and _lies_as_declared(op, declared, host_memory)):
                 ops[name] = contiguous(op, name)
             inputs.append((ops[name], name))
         for name in self.outs:
             ops[name] = output(values.get(name), name, first, plan.out_shapes[name], plan.dtypes[name], tuple(inputs), self.library, stream)
             inputs.append((ops[name], name))
-        backend = self.library.backend_on(device)
+        strides = {}
+        for stride, (name, rank, i) in self.strides.items():
+            op = ops[name]
+            left_out = rank - len(op.shape)
+            strides[stride] = 0 if i < left_out else op.strides[i - left_out]  # a dimension left out is broadcast
         wait_for_producers(backend, stream, tuple(ops.values()))
         if given_stream is not None:
             hold_until_done(tuple(ops.values()), stream)
-        memory = Memory(backend, on_host_memory(backend), stream)
+        memory = Memory(backend, host_memory, stream)
         try:
             arguments = []
             for param in self.params:
@@ -225,7 +234,7 @@ class Family:
                     role = param.role
                     arguments.append(memory.pointer(ops[param.name], param.name, result=role != "in", inout=role == "inout"))
                 elif param.dim:
-                    arguments.append(plan.dims[param.name])
+                    arguments.append(strides[param.name] if param.name in strides else plan.dims[param.name])
                 else:
                     arguments.append(_scalar(values[param.name], param.name, param.dtype))
             launcher = self.library.kernel(kernel.name, device, stream)
@@ -278,7 +287,7 @@ class Family:
         kernel = self.choose(dtypes, axes)
         dims: dict[str, int] = {}
         bound_by: dict[str, str] = {}
-        left_out: dict[str, str] = {}  # an optional dimension -> the first array without it
+        left_out: dict[str, list[tuple[str, int]]] = {}  # an optional dimension -> the arrays without it, and where
         for name in self.given:
             declared = _array(kernel, name)
             shape = shapes[name]
@@ -288,8 +297,8 @@ class Family:
                 rank = ", ".join(ranks[:-1]) + " or " + ranks[-1] if len(ranks) > 1 else ranks[0]
                 msg = f"{name}: expected a {rank} array ({_shape_text(declared)}), got shape {shape}"
                 raise ArgumentError(msg)
-            for extent in declared.shape[:dropped]:
-                left_out.setdefault(extent, name)
+            for i, extent in enumerate(declared.shape[:dropped]):
+                left_out.setdefault(extent, []).append((name, i))
             for extent, size in zip(declared.shape[dropped:], shape):
                 if type(extent) is int:
                     if size != extent:
@@ -302,14 +311,19 @@ class Family:
                     raise ArgumentError(msg)
                 bound_by.setdefault(extent, name)
         present = set(dims)  # the out arrays keep an optional dimension where a given array had it
-        for extent, name in left_out.items():
-            # Left out, a dimension is 1; another array giving it more would read past this one.
+        for extent, arrays in left_out.items():
+            # Left out, a dimension is 1, unless another array gives it: then an in
+            # array with a declared stride there is broadcast (stride 0); any other
+            # would be read past its end.
             if dims.setdefault(extent, 1) != 1:
-                msg = f"{name}: shape {shapes[name]} leaves out {extent}, but {bound_by[extent]} gives {extent}={dims[extent]}"
-                raise ArgumentError(msg)
-            bound_by.setdefault(extent, name)
+                for name, i in arrays:
+                    declared = _array(kernel, name)
+                    if declared.role != "in" or not declared.strides or type(declared.strides[i]) is not str:
+                        msg = f"{name}: shape {shapes[name]} leaves out {extent}, but {bound_by[extent]} gives {extent}={dims[extent]}"
+                        raise ArgumentError(msg)
+            bound_by.setdefault(extent, arrays[0][0])
         for param in kernel.signature or ():
-            if param.scalar and param.dim and dims[param.name] > INT_RANGES[param.dtype][1]:
+            if param.scalar and param.dim and param.name in dims and dims[param.name] > INT_RANGES[param.dtype][1]:
                 msg = f"{bound_by[param.name]}: {param.name}={dims[param.name]} is past the kernel's {param.dtype} limit"
                 raise ArgumentError(msg)
         out_shapes = {}
@@ -324,6 +338,16 @@ class Family:
 def _array(kernel: IndexKernel, name: str) -> Any:
     """The declared parameter ``name`` of ``kernel``: every kernel of a family declares the same names."""
     return next(param for param in kernel.signature or () if param.name == name)
+
+
+def _lies_as_declared(op: Any, declared: Any, host_memory: bool) -> bool:
+    """Whether the kernel can read ``op`` where it lies, by its declared strides:
+    each dimension declared dense (stride 1) is, and a host array needs no
+    staging (a staged copy is made contiguous)."""
+    if op.on_host and not host_memory:
+        return False
+    dense = declared.strides[len(declared.shape) - len(op.shape) :]
+    return all(stride == 1 or extent <= 1 for want, stride, extent in zip(dense, op.strides, op.shape) if want == 1)
 
 
 def _shape_text(declared: Any) -> str:

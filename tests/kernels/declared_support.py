@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from runtime.runtime_support import stand_in_library
 
-__all__ = ["AXPY", "ROWOPS", "axpy", "declared_library", "reference", "rowops", "write_project"]
+__all__ = ["AXPY", "BADD", "ROWOPS", "axpy", "badd", "declared_library", "reference", "rowops", "write_project"]
 
 REPO = Path(__file__).resolve().parents[2]
 ROWOPS = REPO / "examples" / "rowops" / "kernels"
@@ -48,6 +48,46 @@ extern "C" __global__ void __launch_bounds__({{ threads }}) {{ kernel_name }}({{
 {
     long long i = (long long)blockIdx.x * {{ threads }} + threadIdx.x;
     if (i < (long long)rows * n) y[i] += ({{ ctype.x }})alpha * x[i];
+}
+""",
+}
+
+
+# Arrays read where they lie: y[b, r, c] = x[b, r, c] + bias[b, c], with declared strides.
+# x takes any strides; bias must be dense along c; either may leave out the batch (broadcast).
+BADD = {
+    "manifest.yaml": """\
+library: badd
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  badd:
+    template: badd.cu.j2
+    axes: {dtype: [f32, f64]}
+    name: "badd_{dtype}"
+    signature:
+      x: {array: dtype, role: in, shape: [batch, rows, cols], optional: [batch], strides: [sxb, sxr, sxc]}
+      bias: {array: dtype, role: in, shape: [batch, cols], optional: [batch], strides: [sbb, 1]}
+      y: {array: dtype, role: out, shape: [batch, rows, cols], optional: [batch]}
+      batch: i32
+      rows: i32
+      cols: i32
+      sxb: i64
+      sxr: i64
+      sxc: i64
+      sbb: i64
+    launch:
+      grid: ["cdiv(batch * rows * cols, 128)"]
+      block: [128]
+""",
+    "templates/badd.cu.j2": """\
+// {{ kernel_name }}: y = x + bias over {{ dtype }}, x and bias read by their strides; y is dense.
+extern "C" __global__ void __launch_bounds__(128) {{ kernel_name }}({{ params }})
+{
+    long long i = (long long)blockIdx.x * 128 + threadIdx.x;
+    if (i >= (long long)batch * rows * cols) return;
+    long long c = i % cols, r = (i / cols) % rows, b = i / ((long long)cols * rows);
+    y[i] = x[b * sxb + r * sxr + c * sxc] + bias[b * sbb + c];
 }
 """,
 }
@@ -89,6 +129,17 @@ def rowops(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import aotc.kernels
 
     lib = declared_library(tmp_path_factory.mktemp("rowops"), ROWOPS / "manifest.yaml")
+    return aotc.kernels.over(aotc.load(lib, backend="emulator"))
+
+
+@pytest.fixture(scope="session")
+def badd(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The strided BADD family's library on the emulator; one per session (its torch ops are named badd)."""
+    import aotc
+    import aotc.kernels
+
+    root = tmp_path_factory.mktemp("badd")
+    lib = declared_library(root, write_project(root / "project", BADD))
     return aotc.kernels.over(aotc.load(lib, backend="emulator"))
 
 

@@ -1,6 +1,8 @@
 """The rowops example's declared families on a real GPU: built with nvcc for
 the device's arch, called with CUDA tensors (eager, on a side stream, through
-autograd and torch.compile) and CuPy arrays, against the NumPy references.
+autograd and torch.compile, with and without the optional batch) and CuPy
+arrays, against the NumPy references; and the strided BADD family, reading
+CUDA views and broadcasts in place.
 Skipped, saying why, where there is no GPU (conftest.py)."""
 
 from __future__ import annotations
@@ -14,25 +16,40 @@ import pytest
 
 import aotc
 import aotc.kernels
-from declared_support import REPO, reference
+from declared_support import BADD, REPO, reference, write_project
 from runtime.runtime_support import cmake_build
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def rowops_gpu(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def _build_for_this_gpu(project: Any, build: Any, library: str) -> Any:
     from aotc.runtime.backends import get_backend
 
     if shutil.which("cmake") is None or shutil.which("ninja") is None:
-        pytest.skip("needs cmake and ninja to build examples/rowops for this GPU")
+        pytest.skip(f"needs cmake and ninja to build {library} for this GPU")
     if shutil.which("nvcc") is None and importlib.util.find_spec("nvidia.cuda_nvrtc") is None:
-        pytest.skip("needs nvcc, or NVRTC (nvidia-cuda-nvrtc), to build examples/rowops for this GPU")
+        pytest.skip(f"needs nvcc, or NVRTC (nvidia-cuda-nvrtc), to build {library} for this GPU")
     major, minor = get_backend("cuda-python").device().capability
-    build = tmp_path_factory.mktemp("rowops-gpu")
-    result = cmake_build(REPO / "examples" / "rowops", build, f"{major}{minor}")
+    result = cmake_build(project, build, f"{major}{minor}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return aotc.kernels.over(aotc.load(build / "aotc" / "rowops" / "lib", backend="cuda-python"))
+    return aotc.kernels.over(aotc.load(build / "aotc" / library / "lib", backend="cuda-python"))
+
+
+@pytest.fixture(scope="module")
+def rowops_gpu(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return _build_for_this_gpu(REPO / "examples" / "rowops", tmp_path_factory.mktemp("rowops-gpu"), "rowops")
+
+
+@pytest.fixture(scope="module")
+def badd_gpu(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    project = tmp_path_factory.mktemp("badd-project")
+    files = {
+        **BADD,
+        "CMakeLists.txt": "cmake_minimum_required(VERSION 3.24)\nproject(badd LANGUAGES NONE)\n"
+        "find_package(aotc CONFIG REQUIRED)\naotc_add_kernel_library(badd MANIFEST manifest.yaml INSTALL_DIR badd)\n",
+    }
+    write_project(project, files)
+    return _build_for_this_gpu(project, tmp_path_factory.mktemp("badd-gpu"), "badd")
 
 
 def test_cuda_tensors_eager_and_on_a_side_stream(rowops_gpu: Any) -> None:
@@ -66,3 +83,25 @@ def test_cupy_arrays(rowops_gpu: Any) -> None:
     cupy = pytest.importorskip("cupy")
     x = cupy.asarray(np.random.default_rng(3).normal(size=(6, 1025)).astype(np.float32))
     np.testing.assert_allclose(cupy.asnumpy(rowops_gpu.softmax(x)), reference.softmax(cupy.asnumpy(x)), rtol=2e-6, atol=1e-30)
+
+
+def test_an_optional_batch_on_the_gpu(rowops_gpu: Any) -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(3, 5, 700, device="cuda", dtype=torch.float64, requires_grad=True)
+    y = rowops_gpu.softmax(x)
+    torch.testing.assert_close(y, torch.softmax(x, dim=-1))
+    (grad,) = torch.autograd.grad(y.square().sum(), x)
+    expected_x = x.detach().clone().requires_grad_(True)
+    (expected,) = torch.autograd.grad(torch.softmax(expected_x, dim=-1).square().sum(), expected_x)
+    torch.testing.assert_close(grad, expected)
+
+
+def test_strided_cuda_arrays_are_read_in_place(badd_gpu: Any) -> None:
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 300, 40, device="cuda", dtype=torch.float32).transpose(1, 2)  # (2, 40, 300), columns 40 apart
+    bias = torch.randn(300, device="cuda", dtype=torch.float32)  # no batch: broadcast
+    torch.testing.assert_close(badd_gpu.badd(x, bias), x + bias)
+    sliced = x[:, ::3, 1::2]
+    torch.testing.assert_close(badd_gpu.badd(sliced, bias.expand(2, 300)[:, 1::2]), sliced + bias[1::2])  # bias: copied dense
+    host = np.random.default_rng(4).normal(size=(3, 7, 9)).astype(np.float32)
+    np.testing.assert_array_equal(badd_gpu.badd(host[:, ::2], host[:, 0]), host[:, ::2] + host[:, 0][:, None, :])  # staged: copied dense
