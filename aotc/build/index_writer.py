@@ -113,18 +113,17 @@ def dumps(index: Mapping[str, Any]) -> bytes:
     without parsing the others (``aotc.index._lines``, which documents the layout)."""
     kernels = index.get("kernels", {})
     top = {key: value for key, value in index.items() if key not in ("kernels", DIRECTORY_KEY)}
-    # The line layout finds kernels by their four GEMM fields; a library with
-    # declared families is written whole, and read whole (it is small: a
-    # handful of families, not a semiring table's product).
-    if not kernels or any("axes" in entry for entry in kernels.values()):
+    if not kernels:
         return (json.dumps({**top, "kernels": kernels}, indent=1) + "\n").encode("utf-8")
     lines, directory, offset = [], {}, 0
     for name, entry in kernels.items():
-        ordered = {key: entry[key] for key in KINDS_FIRST if key in entry}
+        # A GEMM kernel is found by its four fields, a declared family's kernel by its family.
+        first = ("family",) if "axes" in entry else KINDS_FIRST
+        ordered = {key: entry[key] for key in first if key in entry}
         ordered.update((key, value) for key, value in entry.items() if key not in ordered)
         line = f"{json.dumps(name)}: {json.dumps(ordered)}"  # ASCII: json escapes the rest
         # Where the line starts, from the kernels table's opening brace: at the newline before it.
-        directory[name] = [offset, *(entry.get(key) for key in KINDS_FIRST)]
+        directory[name] = [offset, *(entry.get(key) for key in first)]
         lines.append(line)
         offset += len(line) + 2  # that newline, and the comma after the line
     head = json.dumps(top, indent=1)[: -len("\n}")]

@@ -15,7 +15,9 @@ four fields it is found by::
     }
 
 The directory gives each kernel's (semiring, dtype, pass, variant) and where
-its line starts, counted in bytes from the kernels table's opening brace.
+its line starts, counted in bytes from the kernels table's opening brace. A
+declared family's kernel (``aotc.build.signature``) is found by its family,
+so its entry is ``[offset, family]`` and its line opens with ``"family"``.
 JSON strings hold no raw newline, so every newline is whitespace between
 values, and each line of the table is one kernel's entry.
 
@@ -61,12 +63,15 @@ _DIRECTORY = LAYOUT_DIRECTORY.encode()
 _TABLE = LAYOUT_TABLE.encode()
 _CLOSE = LAYOUT_CLOSE.encode()
 _NAME = rb"([A-Za-z_][A-Za-z0-9_]{0,63})"  # the validator's rule for names: no escapes, so raw text is the value
-_ENTRY = re.compile(rb'"' + _NAME + rb'":\[(\d{1,10}),"' + rb'","'.join([_NAME] * 4) + rb'"\]')
-# A line's opening: the newline before it, its name, then the four fields.
+# A GEMM kernel's entry gives its four fields; a declared family's kernel, its family alone.
+_ENTRY = re.compile(rb'"' + _NAME + rb'":\[(\d{1,10}),"' + _NAME + rb'(?:","' + rb'","'.join([_NAME] * 3) + rb')?"\]')
+# A line's opening: the newline before it, its name, then the four fields (or the family).
 _LINE = re.compile(
     rb'\n"' + _NAME + rb'": \{"semiring": "' + _NAME + rb'", "dtype": "' + _NAME
     + rb'", "pass": "' + _NAME + rb'", "variant": "' + _NAME + rb'", '
 )  # fmt: skip
+_DECLARED_LINE = re.compile(rb'\n"' + _NAME + rb'": \{"family": "' + _NAME + rb'", ')
+_NO_KIND = ("", "", "", "")  # what a declared family's kernel has for the four GEMM fields
 # A directory entry's name: what loading reads of each kernel.
 _NAMES = re.compile(rb'"' + _NAME + rb'":\[')  # a literal first: the scan runs in C's fast search
 
@@ -106,15 +111,25 @@ class KernelLines:
         return entry
 
     def kind(self, name: str) -> tuple[str, str, str, str]:
-        """The four fields the directory gives ``name``: where to look, not yet verified."""
-        _, _, semiring, dtype, pass_, variant = self._entry_of(name)
-        return semiring.decode(), dtype.decode(), pass_.decode(), variant.decode()
+        """The four fields the directory gives ``name``: where to look, not yet
+        verified (empty for a declared family's kernel)."""
+        return _kind(self._entry_of(name))
 
     def kinds(self) -> dict[str, tuple[str, str, str, str]]:
         """``kind`` of every kernel, in one scan of the directory."""
+        return {found[0].decode(): _kind(found) for found in _ENTRY.findall(self._head, self._dir_start, self._dir_end)}
+
+    def family(self, name: str) -> str | None:
+        """The family the directory gives ``name``; None for a GEMM kernel."""
+        found = self._entry_of(name)
+        return None if found[3] else found[2].decode()
+
+    def families(self) -> dict[str, str]:
+        """The declared families' kernels: name -> family, as the directory says (unverified)."""
         return {
-            name.decode(): (semiring.decode(), dtype.decode(), pass_.decode(), variant.decode())
-            for name, _, semiring, dtype, pass_, variant in _ENTRY.findall(self._head, self._dir_start, self._dir_end)
+            name.decode(): family.decode()
+            for name, _, family, dtype, _, _ in _ENTRY.findall(self._head, self._dir_start, self._dir_end)
+            if not dtype
         }
 
     def claimants(self, key: tuple[str, str, str, str]) -> list[str]:
@@ -142,8 +157,9 @@ class KernelLines:
         where = f"{self.where}: kernels.{name}"
         position = self._start + int(found[1])
         line = self._fetch(position, self._end) if position < self._end else b""
-        opening = _LINE.match(line)
-        if opening is None or opening.groups() != (found[0], *found[2:]):
+        declared = not found[3]  # findall gives b"" for the absent fields, match None
+        opening = (_DECLARED_LINE if declared else _LINE).match(line)
+        if opening is None or opening.groups() != (found[0], *(found[2:3] if declared else found[2:])):
             msg = f"{where}: the directory ({DIRECTORY_KEY}) points at no line of this kernel; rebuild or reinstall the library"
             raise IndexFormatError(msg)
         last = position + len(line) >= self._end
@@ -161,6 +177,13 @@ class KernelLines:
             msg = f"{where}: is not an object"
             raise IndexFormatError(msg)
         return entry
+
+
+def _kind(found: tuple[bytes, ...]) -> tuple[str, str, str, str]:
+    """The four GEMM fields of a directory entry's groups; empty for a declared family's kernel."""
+    if not found[3]:
+        return _NO_KIND
+    return found[2].decode(), found[3].decode(), found[4].decode(), found[5].decode()
 
 
 def split(data: bytes, where: str) -> tuple[Any, KernelLines] | None:
@@ -263,10 +286,13 @@ def check(data: bytes, document: dict[str, Any], where: str) -> None:
         raise IndexFormatError(msg)
     lines = split_at[1]
     for name, entry in kernels.items():
-        kind = [entry.get(key) for key in KINDS_FIRST]
+        declared = "axes" in entry
+        kind = [entry.get("family")] if declared else [entry.get(key) for key in KINDS_FIRST]
         given = directory[name]
-        if name not in lines.names or list(lines.kind(name)) != kind or not isinstance(given, list) or given[1:] != kind:
-            msg = f"{where}: {DIRECTORY_KEY}.{name}: does not give the kernel's semiring, dtype, pass and variant"
+        said = [lines.family(name)] if declared else list(lines.kind(name))
+        if name not in lines.names or said != kind or not isinstance(given, list) or given[1:] != kind:
+            fields = "family" if declared else "semiring, dtype, pass and variant"
+            msg = f"{where}: {DIRECTORY_KEY}.{name}: does not give the kernel's {fields}"
             raise IndexFormatError(msg)
         if lines.entry(name) != entry:
             msg = f"{where}: {DIRECTORY_KEY}.{name}: does not point at the kernel's line"

@@ -92,6 +92,14 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
             duplicate_kind(self._where, found[1].name, found[0].name)
         return found[0] if found[0].key == key else None
 
+    def families(self) -> dict[str, str]:
+        """The declared families' kernels, name -> family, in index order. Where the
+        index was opened lazily, what its directory says, unchecked: each kernel is
+        checked when it is looked up, before it is used."""
+        if self._lines is None:
+            return {name: k.family for name, k in self._checked.items() if k.axes is not None}
+        return self._lines.families()
+
     def kinds(self) -> dict[str, KernelKey]:
         """Each kernel's (semiring, dtype, pass, variant). Where the index was opened
         lazily, these are what its lines say, unchecked: a kernel chosen by them is
@@ -110,7 +118,8 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
         assert self._lines is not None
         entry = self._lines.entry(name)
         checked = kernel(self._where, name, entry, self._semirings)
-        if checked.key != self._lines.kind(name):  # cannot be, for strict JSON without duplicate keys
+        if checked.key != self._lines.kind(name) or self._lines.family(name) != (checked.family if checked.axes is not None else None):
+            # cannot be, for strict JSON without duplicate keys
             msg = f"{self._where}: kernels.{name}: its line opens with fields its entry does not hold"
             raise IndexFormatError(msg)
         others = [other for other in self._lines.claimants(checked.key) if other != name]

@@ -34,12 +34,12 @@ class Kernels:
 
     def __init__(self, library: Any) -> None:
         self.library = library
-        by_family: dict[str, list[Any]] = {}
-        index = library.index
-        for name in index.kernels:
-            kernel = index.kernel(name)
-            if kernel.axes is not None:
-                by_family.setdefault(kernel.family, []).append(kernel)
+        # Grouped by what the index's directory says: a family's kernels are each
+        # checked when the family is first used, so a library of many kernels
+        # loads at one cost (aotc.index._lines).
+        by_family: dict[str, list[str]] = {}
+        for name, family in library.index.kernels.families().items():
+            by_family.setdefault(family, []).append(name)
         self._kernels = by_family
         self._families: dict[str, Family] = {}
 
@@ -59,7 +59,9 @@ class Kernels:
                 raise AttributeError(msg)
             from aotc.kernels._family import Family
 
-            found = self._families[name] = Family(self.library, name, kernels)
+            # Each checked now; the index holds its line to the family its directory gave.
+            checked = [self.library.index.kernel(kernel) for kernel in kernels]
+            found = self._families[name] = Family(self.library, name, checked)
         return found
 
     def __getattr__(self, name: str) -> Any:
