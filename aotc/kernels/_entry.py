@@ -58,8 +58,11 @@ def entry_for(family: Family) -> Any:
     numpy = sys.modules.get("numpy")
     if numpy is None or not _generatable(family) or not direct_pointer() or sys.maxsize < 2**32:
         return None
-    given, outs = family.given, family.outs
+    given, outs, open_axes = family.given, family.outs, family.open_axes
     positional = ", ".join(family.positional)
+    # The axes a call may choose are keywords of their own, so a call that
+    # names one still finds its plan: their values end the key.
+    chosen = "".join(f", {axis}={axis}" for axis in open_axes)
     guard = " and ".join(
         ["stream is None", "not _aotc_axes"]
         + [f"type({name}) is _aotc_ndarray" for name in given]
@@ -68,11 +71,12 @@ def entry_for(family: Family) -> Any:
     key = ", ".join(
         [f"{name}.shape, {name}.strides, {name}.dtype" for name in given]
         + [f"None if {name} is None else ({name}.shape, {name}.strides, {name}.dtype)" for name in outs]
+        + list(open_axes)
     )
     call = ", ".join([*given, *outs, *family.arguments])
     given_outs = ", ".join(f"{name!r}: {name}" for name in outs)
     lines = [
-        f"def {family.name}({positional}, *, {''.join(f'{name}=None, ' for name in outs)}stream=None, **_aotc_axes):",
+        f"def {family.name}({positional}, *, {''.join(f'{name}=None, ' for name in (*outs, *open_axes))}stream=None, **_aotc_axes):",
         f"    if {guard}:",
         f"        _aotc_plan = _aotc_plans.get(({key},))",
         "        if _aotc_plan is not None:",
@@ -80,18 +84,23 @@ def entry_for(family: Family) -> Any:
         "            if _aotc_result is not None:",
         "                return _aotc_result",
     ]
-    if family.results == family.outs:
-        # Tensors, once the op is known (``enable_tensors``): straight to it, as _torch_route would send them.
-        tensors = " and ".join([f"type({name}) is _aotc_tensor" for name in given] + ["stream is None"] + [f"{name} is None" for name in outs])
-        # Where autograd records nothing and nothing else would see the op
-        # (aotc.arrays.torch_direct), its kernel runs without the dispatcher.
-        records = " or ".join(f"{name}.requires_grad" for name in given)
-        lines += [
-            f"    elif {tensors}:",
-            f"        if not (_aotc_grad() and ({records})) and _aotc_direct(({', '.join(given)},)):",
-            f"            return _aotc_kernel({positional}, **_aotc_axes)",
-            f"        return _aotc_op({positional}, **_aotc_axes)",
-        ]
+    # Tensors, once the op is known (``enable_tensors``): straight to it, as _torch_route would send them.
+    tensors = " and ".join(
+        [f"type({name}) is _aotc_tensor" for name in given] + ["stream is None", "not _aotc_axes"] + [f"{name} is None" for name in outs]
+    )
+    # Where autograd records nothing and nothing else would see the op
+    # (aotc.arrays.torch_direct), its kernel runs without the dispatcher.
+    records = " or ".join(f"{name}.requires_grad" for name in given)
+    lines += [
+        f"    elif {tensors}:",
+        f"        if not (_aotc_grad() and ({records})) and _aotc_direct(({', '.join(given)},)):",
+        f"            _aotc_r = _aotc_kernel({positional}{chosen})",
+        "        else:",
+        f"            _aotc_r = _aotc_op({positional}{chosen})",
+        f"        return {_results(family)}",
+    ]
+    for axis in open_axes:
+        lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]
     lines += [f"    return _aotc_full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
     source = "\n".join(lines)
     namespace = {
@@ -104,6 +113,14 @@ def entry_for(family: Family) -> Any:
     entry.family = family
     entry.__doc__ = f"{family!r}: generated from its declared signature (aotc.kernels._entry)."
     return entry
+
+
+def _results(family: Family) -> str:
+    """What the entry returns after the op (whose results, ``_aotc_r``, are the
+    out arrays: none, one, or a tuple): the out and inout arrays in declared order."""
+    outs = family.outs
+    parts = [name if name not in outs else "_aotc_r" if len(outs) == 1 else f"_aotc_r[{outs.index(name)}]" for name in family.results]
+    return parts[0] if len(parts) == 1 else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})" if parts else "()"
 
 
 class _NoTensor:
@@ -119,8 +136,8 @@ def enable_tensors(family: Family, tensor: type, op: Any, kernel: Any, grad_enab
         family.entry.__globals__["_aotc_tensor"] = tensor  # last: the branch is taken only once all are set
 
 
-def plan_key(family: Family, values: dict[str, Any]) -> tuple[Any, ...]:
-    """The key the generated entry builds, from the same arguments."""
+def plan_key(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Any, ...]:
+    """The key the generated entry builds, from the same arguments and axes."""
     parts: list[Any] = []
     for name in family.given:
         array = values[name]
@@ -128,6 +145,7 @@ def plan_key(family: Family, values: dict[str, Any]) -> tuple[Any, ...]:
     for name in family.outs:
         out = values.get(name)
         parts.append(None if out is None else (out.shape, out.strides, out.dtype))
+    parts += [axes.get(axis) for axis in family.open_axes]
     return tuple(parts)
 
 

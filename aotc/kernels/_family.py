@@ -84,6 +84,8 @@ class Family:
                 if value not in values:
                     values.append(value)
         self.axes = {axis: tuple(values) for axis, values in axes.items()}
+        # The axes a call may choose by keyword: those with more than one value.
+        self.open_axes = tuple(axis for axis, values in self.axes.items() if len(values) > 1)
         self.kernels = {k.name: k for k in kernels}
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._chosen: dict[tuple[Any, ...], str] = {}
@@ -248,19 +250,19 @@ class Family:
         finally:
             memory.finish()
         arrays = {name: op.obj for name, op in ops.items()}
-        if keep is None and given_stream is None and not axes and self.entry is not None and first.kind == "numpy":
-            keep = self._keep_plan
         if keep is not None:
             keep(values, arrays, launcher, arguments, backend)
+        elif given_stream is None and self.entry is not None and first.kind == "numpy" and all(a in self.open_axes for a in axes):
+            self._keep_plan(values, arrays, launcher, arguments, backend, axes)
         return arrays
 
-    def _keep_plan(self, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
+    def _keep_plan(self, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, axes: dict[str, Any]) -> None:
         """Leave the generated entry a plan for calls alike to this one, where one fits."""
         plan = make_plan(self, values, arrays, launcher, arguments, backend)
         if plan is not None:
             if len(self.numpy_plans) >= MAX_PLANS:
                 self.numpy_plans.clear()
-            self.numpy_plans[plan_key(self, values)] = plan
+            self.numpy_plans[plan_key(self, values, axes)] = plan
 
     def _plan(self, ops: dict[str, Any], values: dict[str, Any], axes: dict[str, Any]) -> _Plan:
         """The plan for arrays like these: made once, then found by their kinds, shapes, dtypes and devices."""

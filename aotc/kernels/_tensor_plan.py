@@ -10,10 +10,12 @@ would use: the current stream of the tensors' device (0 for CPU tensors on the
 emulator, which is then waited for, as host memory must be).
 
 A plan is made only where the full path used every tensor in place (no
-copy of a strided input), for families without inout arrays (whose
-per-object checks the full path keeps), and where the tensors' memory is the
-backend's own (CPU tensors on a host-memory backend, CUDA tensors on a GPU
-backend). The first call on a device loads the kernel; a plan never does.
+copy of a strided input), and where the tensors' memory is the backend's own
+(CPU tensors on a host-memory backend, CUDA tensors on a GPU backend). An
+inout tensor is checked every call against the others' bytes, from spans
+the key fixes, as ``placement.output`` checks it: where they meet the plan
+returns None and the full path names the overlap. The first call on a
+device loads the kernel; a plan never does.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import sys
 
 from aotc.arrays.memory import on_host_memory
+from aotc.arrays.operands import as_operand, meets, span
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,8 +47,8 @@ def tensor_key(tensors: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, .
 def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> Any:
     """The plan for the op call that just launched with ``arguments``, or None where none fits."""
     torch = sys.modules.get("torch")
-    if torch is None or len(family.results) != len(family.outs):
-        return None  # inout arrays: the full path's checks stay per call
+    if torch is None:
+        return None
     first = values[family.given[0]]
     if any(arrays[name] is not values[name] for name in family.given):
         return None  # a strided input was copied: each call must copy again
@@ -59,6 +62,16 @@ def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, A
     scalars = [(i, param.name) for i, param in enumerate(family.params) if param.scalar and not param.dim]
     template = list(arguments)
     names = family.given
+    # Each inout tensor (by its place among the given ones) against every other
+    # given one: the bounds of the pointer difference at which their bytes meet.
+    spans = {name: span(as_operand(arrays[name], name), arrays[name].element_size()) for name in names}
+    apart = [
+        (i, j, *meets(spans[other], spans[name]))
+        for i, name in enumerate(names)
+        if name not in family.outs and name in family.results
+        for j, other in enumerate(names)
+        if other != name and 0 not in arrays[name].shape and 0 not in arrays[other].shape
+    ]
     empty = torch.empty
     launch = launcher.__call__
     if host:
@@ -68,10 +81,13 @@ def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, A
         wait = None
         current = torch.cuda.current_stream
 
-    def plan(tensors: tuple[Any, ...], scalar_values: dict[str, Any]) -> tuple[Any, ...]:
+    def plan(tensors: tuple[Any, ...], scalar_values: dict[str, Any]) -> tuple[Any, ...] | None:
         args = template.copy()
         for name, tensor in zip(names, tensors):
             args[given[name]] = tensor.data_ptr()
+        for i, j, low, high in apart:
+            if low < args[given[names[i]]] - args[given[names[j]]] < high:
+                return None  # an inout tensor meets another's bytes: the full path says so
         results = []
         for i, shape, dtype in outs:
             out = empty(shape, dtype=dtype, device=device)

@@ -50,11 +50,7 @@ def schema(family: Family) -> str:
             parts.append(f"Tensor({next(aliases)}!) {param.name}")
         elif param.role == "in":
             parts.append(f"Tensor {param.name}")
-    keywords = [
-        f"{'int' if all(type(v) is int for v in values) else 'str'}? {axis}=None"
-        for axis, values in family.axes.items()
-        if len(values) > 1
-    ]
+    keywords = [f"{'int' if all(type(v) is int for v in family.axes[axis]) else 'str'}? {axis}=None" for axis in family.open_axes]
     if keywords:
         parts += ["*", *keywords]
     outs = len(family.outs)
@@ -107,9 +103,8 @@ def _kernel(family: Family) -> Callable[..., Any]:
         tensors = tuple(values[name] for name in given)
         key = tensor_key(tensors, kwargs)
         plan = plans.get(key)
-        if plan is not None:
-            results = plan(tensors, values)
-        else:
+        results = None if plan is None else plan(tensors, values)
+        if results is None:  # no plan, or one that cannot vouch for this call
 
             def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
                 made = make_tensor_plan(family, values, arrays, launcher, arguments, backend)
@@ -119,9 +114,9 @@ def _kernel(family: Family) -> Callable[..., Any]:
                     plans[key] = made
 
             arrays = family.launch(values, _axes(kwargs), None, keep)
-            for name in inouts:
-                _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
             results = tuple(arrays[name] for name in outs)
+        for name in inouts:
+            _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
         return None if not results else results[0] if len(results) == 1 else results
 
     return kernel

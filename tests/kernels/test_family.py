@@ -130,9 +130,14 @@ def test_a_plan_refuses_what_the_full_path_must_name(axpy: Any) -> None:  # noqa
     """A plan never vouches for a call it cannot check: a read-only, aliased or
     overlapping inout array, or an odd scalar, goes the full way and gets its error."""
     x, y = RNG.normal(size=(3, 8)), RNG.normal(size=(3, 8))
-    axpy.axpy(x, y, 1.0, threads=64)  # axes given: no plan (the entry's key has none)
     entry = axpy.family("axpy")
-    assert not entry.numpy_plans
+    entry.numpy_plans.clear()
+    axpy.axpy(x, y, 1.0, threads=64)  # the axis chosen by keyword ends the plan's key
+    axpy.axpy(x, y, 1.0, threads=128)
+    assert [key[-1] for key in entry.numpy_plans] == [64, 128]
+    expected = y + 2.0 * x
+    assert axpy.axpy(x, y, 2.0, threads=64) is y  # the plan's call
+    np.testing.assert_allclose(y, expected, rtol=1e-15)
     kernels = aotc.kernels.over(axpy.library)
     assert kernels.axpy is entry.entry
     with pytest.raises(ArgumentError, match="y: shares memory with x; pass a separate array"):

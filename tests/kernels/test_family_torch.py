@@ -5,10 +5,12 @@ the public binding."""
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
 
+from aotc.errors import ArgumentError
 from declared_support import axpy, reference, rowops  # noqa: F401 - fixtures
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
@@ -121,6 +123,27 @@ def test_a_plain_eager_call_skips_the_dispatcher_and_a_recorded_one_does_not(row
 
     with Watch():
         assert _ops_run(lambda: rowops.softmax(x.detach()))[0] == ["rowops::softmax"]
+
+
+def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
+    family = axpy.family("axpy")
+    x, y = torch.randn(4, 33, dtype=torch.float64), torch.randn(4, 33, dtype=torch.float64)
+    axpy.axpy(x, y, 1.0, threads=64)  # registers the ops; the op's kernel leaves a plan
+    family.tensor_plans.clear()
+    for alpha in (0.5, 2.0):  # the first leaves the plan, the second takes it
+        expected, before = y + alpha * x, y._version  # noqa: SLF001 - autograd's version counter
+        ran, result = _ops_run(lambda alpha=alpha: axpy.axpy(x, y, alpha, threads=64))
+        assert ran == [] and result is y  # the entry ran the op's kernel: nothing records
+        torch.testing.assert_close(y, expected)
+        assert y._version > before  # noqa: SLF001 - as for PyTorch's own in-place ops
+    assert len(family.tensor_plans) == 1
+    with mock.patch.object(family, "launch", side_effect=AssertionError("the full path ran")):
+        axpy.axpy(x, y, 1.0, threads=64)  # the plan alone
+    base = torch.zeros(5, 33, dtype=torch.float64)
+    with pytest.raises(ArgumentError, match="y: shares memory with x"):
+        axpy.axpy(base[:4], base[1:], 1.0, threads=64)  # the same key as the plan's: it sees the overlap
+    with pytest.raises(ArgumentError, match="y: shares memory with x"):
+        axpy.axpy(y, y, 1.0, threads=64)
 
 
 def test_opcheck_with_gradients(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
