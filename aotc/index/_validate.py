@@ -316,6 +316,12 @@ def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> 
         if strides and (len(strides) != len(shape) or not all(e in dims if type(e) is str else e == 1 and type(e) is int for e in strides)):
             _fail(where, f"{at}.array.strides", f"{echo(list(strides))} is not one integer size parameter or 1 for each of the shape's {len(shape)} dimensions")
         result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional), strides))
+    # A stride is one array's one dimension: named once, and in no shape.
+    stride_names = [e for p in result for e in p.strides if type(e) is str]
+    shape_names = {e for p in result for e in p.shape}
+    for name in stride_names:
+        if stride_names.count(name) > 1 or name in shape_names:
+            _fail(where, path, f"stride {name} is named twice, or also in a shape; it must be one array's one dimension")
     # A dimension or a stride is bound from the arrays that name it: each scalar marked so is named, and only those are.
     named = {extent for p in result for extent in (*p.shape, *p.strides) if type(extent) is str}
     for i, p in enumerate(result):

@@ -120,7 +120,9 @@ def _results(family: Family) -> str:
     out arrays: none, one, or a tuple): the out and inout arrays in declared order."""
     outs = family.outs
     parts = [name if name not in outs else "_aotc_r" if len(outs) == 1 else f"_aotc_r[{outs.index(name)}]" for name in family.results]
-    return parts[0] if len(parts) == 1 else f"({', '.join(parts)}{',' if len(parts) == 1 else ''})" if parts else "()"
+    if len(parts) == 1:
+        return parts[0]
+    return f"({', '.join(parts)})" if parts else "()"
 
 
 class _NoTensor:

@@ -122,6 +122,8 @@ def test_the_strides_reach_the_index_and_the_parameters(tmp_path: Path) -> None:
         (["sbb"], r"signature\[1\]\.array\.strides: \['sbb'\] is not one integer size parameter or 1 for each of the shape's 2 dimensions$"),
         (["sbb", 2], r"signature\[1\]\.array\.strides: \['sbb', 2\] is not one"),
         (["sbb", "alpha"], r"signature\[1\]\.array\.strides: \['sbb', 'alpha'\] is not one"),
+        (["cols", 1], r"kernels\.badd_f64\.signature: stride cols is named twice, or also in a shape"),
+        (["sxb", 1], r"kernels\.badd_f64\.signature: stride sxb is named twice, or also in a shape"),
     ],
 )
 def test_an_index_entry_with_strides_the_bindings_could_not_trust_is_refused(tmp_path: Path, strides: list[Any], message: str) -> None:

@@ -188,3 +188,47 @@ def test_a_repeat_op_call_takes_its_tensor_plan(rowops: Any) -> None:  # noqa: F
     torch.testing.assert_close(rowops.scan(strided), strided.cumsum(dim=1))
     torch.testing.assert_close(rowops.scan(strided), strided.cumsum(dim=1))  # copied each time: no plan
     assert len(family.tensor_plans) == 1
+
+
+MIXED = {
+    "manifest.yaml": """\
+library: mixedlib
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  mixed:
+    template: mixed.cu.j2
+    axes: {dtype: [f64]}
+    signature:
+      x: {array: dtype, role: in, shape: [n]}
+      total: {array: dtype, role: inout, shape: [n]}
+      twice: {array: dtype, role: out, shape: [n]}
+      n: i32
+    launch: {grid: ["cdiv(n, 64)"], block: [64]}
+""",
+    "templates/mixed.cu.j2": """\
+extern "C" __global__ void {{ kernel_name }}({{ params }})
+{
+    int i = blockIdx.x * 64 + threadIdx.x;
+    if (i < n) { total[i] += x[i]; twice[i] = 2 * x[i]; }
+}
+""",
+}
+
+
+def test_a_family_with_inout_and_out_arrays_returns_both_in_declared_order(tmp_path: Any) -> None:
+    import aotc
+    import aotc.kernels
+    from declared_support import declared_library, write_project
+
+    lib = declared_library(tmp_path, write_project(tmp_path / "project", MIXED))
+    mixed = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    x, total = torch.arange(5, dtype=torch.float64), torch.ones(5, dtype=torch.float64)
+    for _ in range(3):  # the op and its plan, then the entry's tensor branch, then its plan
+        before = total.clone()
+        got_total, twice = mixed.mixed(x, total)
+        assert got_total is total
+        torch.testing.assert_close(total, before + x)
+        torch.testing.assert_close(twice, 2 * x)
+    got_total, twice = mixed.mixed(x.numpy(), total.numpy().copy())
+    np.testing.assert_array_equal(twice, 2 * x.numpy())
