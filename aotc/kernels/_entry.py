@@ -91,13 +91,26 @@ def entry_for(family: Family) -> Any:
     # Where autograd records nothing and nothing else would see the op
     # (aotc.arrays.torch_direct), its kernel runs without the dispatcher.
     records = " or ".join(f"{name}.requires_grad" for name in given)
+    # There, a repeat call takes the kernel's tensor plan itself, by the key
+    # the kernel would build (_tensor_plan.tensor_key of these keywords).
+    tensor_key = ", ".join([f"({', '.join(f'({axis!r}, {axis})' for axis in open_axes)}{',' if len(open_axes) == 1 else ''})"] + [
+        f"{name}.shape, {name}.stride(), {name}.dtype, {name}.device" for name in given
+    ])  # fmt: skip
+    scalars = ", ".join(f"{name!r}: {name}" for name in family.arguments)
+    inouts = [name for name in family.results if name not in outs]
     lines += [
         f"    elif {tensors}:",
         f"        if not (_aotc_grad() and ({records})) and _aotc_direct(({', '.join(given)},)):",
+        f"            _aotc_tp = _aotc_tensor_plans.get(({tensor_key}))",
+        "            if _aotc_tp is not None:",
+        f"                _aotc_o = _aotc_tp(({', '.join(given)},), {{{scalars}}})",
+        "                if _aotc_o is not None:",
+        *[f"                    _aotc_bump({name})" for name in inouts],
+        f"                    return {_results(family, '_aotc_o', planned=True)}",
         f"            _aotc_r = _aotc_kernel({positional}{chosen})",
         "        else:",
         f"            _aotc_r = _aotc_op({positional}{chosen})",
-        f"        return {_results(family)}",
+        f"        return {_results(family, '_aotc_r')}",
     ]
     for axis in open_axes:
         lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]
@@ -106,6 +119,7 @@ def entry_for(family: Family) -> Any:
     namespace = {
         "_aotc_ndarray": numpy.ndarray, "_aotc_plans": family.numpy_plans, "_aotc_full": family.full,
         "_aotc_tensor": _NoTensor, "_aotc_op": None, "_aotc_kernel": None, "_aotc_grad": None, "_aotc_direct": None,
+        "_aotc_tensor_plans": family.tensor_plans, "_aotc_bump": None,
     }  # fmt: skip
     # The source holds only the index's validated identifiers (no keyword, none of ours) and our own text.
     exec(compile(source, f"<aotc entry {family.library.name}.{family.name}>", "exec"), namespace)
@@ -115,11 +129,12 @@ def entry_for(family: Family) -> Any:
     return entry
 
 
-def _results(family: Family) -> str:
-    """What the entry returns after the op (whose results, ``_aotc_r``, are the
-    out arrays: none, one, or a tuple): the out and inout arrays in declared order."""
+def _results(family: Family, got: str, *, planned: bool = False) -> str:
+    """What the entry returns: the out and inout arrays in declared order, the
+    out arrays from ``got``: what the op returned (none, one, or a tuple), or
+    what a tensor plan did (``planned``: a tuple always)."""
     outs = family.outs
-    parts = [name if name not in outs else "_aotc_r" if len(outs) == 1 else f"_aotc_r[{outs.index(name)}]" for name in family.results]
+    parts = [name if name not in outs else got if len(outs) == 1 and not planned else f"{got}[{outs.index(name)}]" for name in family.results]
     if len(parts) == 1:
         return parts[0]
     return f"({', '.join(parts)})" if parts else "()"
@@ -129,12 +144,13 @@ class _NoTensor:
     """The tensor type until the family's op is known: no argument has it."""
 
 
-def enable_tensors(family: Family, tensor: type, op: Any, kernel: Any, grad_enabled: Any, direct: Any) -> None:
+def enable_tensors(family: Family, tensor: type, op: Any, kernel: Any, grad_enabled: Any, direct: Any, bump: Any) -> None:
     """Send the entry's plain-tensor calls to ``op`` from now on, or straight to
-    its ``kernel`` where autograd (``grad_enabled``) would record nothing and
-    ``direct`` says nothing else would see the op."""
+    its ``kernel`` (or the kernel's plan) where autograd (``grad_enabled``)
+    would record nothing and ``direct`` says nothing else would see the op;
+    ``bump`` marks an inout tensor changed, as the kernel does."""
     if family.entry is not None and "_aotc_op" in family.entry.__globals__:
-        family.entry.__globals__.update(_aotc_op=op, _aotc_kernel=kernel, _aotc_grad=grad_enabled, _aotc_direct=direct)
+        family.entry.__globals__.update(_aotc_op=op, _aotc_kernel=kernel, _aotc_grad=grad_enabled, _aotc_direct=direct, _aotc_bump=bump)
         family.entry.__globals__["_aotc_tensor"] = tensor  # last: the branch is taken only once all are set
 
 

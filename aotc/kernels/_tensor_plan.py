@@ -20,6 +20,7 @@ device loads the kernel; a plan never does.
 
 from __future__ import annotations
 
+import struct
 import sys
 
 from aotc.arrays.memory import on_host_memory
@@ -73,7 +74,12 @@ def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, A
         if other != name and 0 not in arrays[name].shape and 0 not in arrays[other].shape
     ]
     empty = torch.empty
-    launch = launcher.__call__
+    # The grid follows from the key's shapes: bound once, as the NumPy plans' is
+    # (an empty grid has none: the launcher's own call then skips the launch).
+    bound = launcher.bind(arguments, len(arguments))
+    if bound is None:
+        return None
+    pack, launch, function, geometry = bound.pack_head, bound.launch, bound.function, bound.shape
     if host:
         wait = backend.stream_synchronize
         current = None
@@ -95,8 +101,12 @@ def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, A
             results.append(out)
         for i, name in scalars:
             args[i] = scalar_values[name]
+        try:
+            params = pack(*args)
+        except (struct.error, TypeError, OverflowError):
+            return None  # a scalar the kernel cannot take: the full path names it
         stream = 0 if current is None else current(device).cuda_stream
-        launch(*args, stream=stream)
+        launch(function, geometry, stream, params)
         if wait is not None:
             wait(stream)  # host memory: the results are read once this returns
         return tuple(results)

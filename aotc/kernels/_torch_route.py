@@ -42,7 +42,7 @@ def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> Any
         from aotc.kernels._entry import enable_tensors
 
         torch = sys.modules["torch"]
-        enable_tensors(family, torch.Tensor, op, family.torch_kernel, torch.is_grad_enabled, direct_all)
+        enable_tensors(family, torch.Tensor, op, family.torch_kernel, torch.is_grad_enabled, direct_all, torch.autograd.graph.increment_version)
     outs = op(*(values[name] for name in family.positional), **axes)
     outs = outs if isinstance(outs, (tuple, list)) else (outs,) if family.outs else ()
     by_name = dict(zip(family.outs, outs))

@@ -10,7 +10,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, ArgumentTypeError
 from declared_support import axpy, reference, rowops  # noqa: F401 - fixtures
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
@@ -144,6 +144,8 @@ def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: An
         axpy.axpy(base[:4], base[1:], 1.0, threads=64)  # the same key as the plan's: it sees the overlap
     with pytest.raises(ArgumentError, match="y: shares memory with x"):
         axpy.axpy(y, y, 1.0, threads=64)
+    with pytest.raises(ArgumentTypeError, match=r"alpha: expected a number \(f64\), got 'two'"):
+        axpy.axpy(x, y, "two", threads=64)  # the plan cannot pack it: the full path names it
 
 
 def test_opcheck_with_gradients(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
