@@ -58,6 +58,8 @@ def main() -> None:
         rowops.torch_ops()
         # Autograd records nothing here: the entry runs the op's kernel without the dispatcher.
         cases["rowops.softmax(t), torch tensor"] = lambda: rowops.softmax(t)
+        t_out = torch.empty(64, 64)
+        cases["rowops.softmax(t, y=t_out), tensors (.out)"] = lambda: rowops.softmax(t, y=t_out)
         cases["rowops.softmax(t), t.requires_grad (the op, recorded)"] = lambda: rowops.softmax(leaf)
         cases["torch.ops.rowops.softmax(t)"] = lambda: torch.ops.rowops.softmax(t)
         cases["rowops.scan(t), torch tensor"] = lambda: rowops.scan(t)

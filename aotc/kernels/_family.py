@@ -93,6 +93,7 @@ class Family:
         self.numpy_plans: dict[tuple[Any, ...], Any] = {}
         self.torch_op: Any = None  # torch.ops.<library>.<family>, once registered (_torch_route)
         self.torch_kernel: Any = None  # that op's kernel (_torch_ops)
+        self.torch_out_kernel: Any = None  # its .out overload's
         self.tensor_plans: dict[tuple[Any, ...], Any] = {}  # the op's plans (_tensor_plan)
         # (the family computing its gradients, the arrays it keeps), from the manifest's backward:
         self.backward: tuple[str, tuple[str, ...]] | None = kernels[0].backward

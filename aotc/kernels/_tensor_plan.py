@@ -45,31 +45,38 @@ def tensor_key(tensors: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, .
     return tuple(key)
 
 
-def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> Any:
-    """The plan for the op call that just launched with ``arguments``, or None where none fits."""
+def make_tensor_plan(
+    family: Family, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, *, outs_given: bool = False
+) -> Any:
+    """The plan for the op call that just launched with ``arguments``, or None
+    where none fits. ``outs_given``: the ``.out`` overload's, whose plan takes
+    the out tensors after the given ones, checks them as it checks inout ones,
+    and returns them."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     first = values[family.given[0]]
-    if any(arrays[name] is not values[name] for name in family.given):
+    names = family.given + (family.outs if outs_given else ())
+    if any(arrays[name] is not values[name] for name in names):
         return None  # a strided input was copied: each call must copy again
     host = on_host_memory(backend)
     if host != (first.device.type == "cpu"):
         return None  # staged or unreachable memory: the full path's business
     device = first.device
     layout = [(i, param.name) for i, param in enumerate(family.params) if not param.scalar]
-    given = {name: i for i, name in layout if name in family.given}
-    outs = [(i, arrays[name].shape, arrays[name].dtype) for i, name in layout if name in family.outs]
+    given = {name: i for i, name in layout if name in names}
+    outs = [] if outs_given else [(i, arrays[name].shape, arrays[name].dtype) for i, name in layout if name in family.outs]
+    returned = [names.index(name) for name in family.outs] if outs_given else None
     scalars = [(i, param.name) for i, param in enumerate(family.params) if param.scalar and not param.dim]
     template = list(arguments)
-    names = family.given
-    # Each inout tensor (by its place among the given ones) against every other
-    # given one: the bounds of the pointer difference at which their bytes meet.
+    # Each written tensor (inout, or an out one given; by its place among the
+    # tensors) against every other: the bounds of the pointer difference at
+    # which their bytes meet.
     spans = {name: span(as_operand(arrays[name], name), arrays[name].element_size()) for name in names}
     apart = [
         (i, j, *meets(spans[other], spans[name]))
         for i, name in enumerate(names)
-        if name not in family.outs and name in family.results
+        if name in family.results
         for j, other in enumerate(names)
         if other != name and 0 not in arrays[name].shape and 0 not in arrays[other].shape
     ]
@@ -109,6 +116,6 @@ def make_tensor_plan(family: Family, values: dict[str, Any], arrays: dict[str, A
         launch(function, geometry, stream, params)
         if wait is not None:
             wait(stream)  # host memory: the results are read once this returns
-        return tuple(results)
+        return tuple(results) if returned is None else tuple(tensors[k] for k in returned)
 
     return plan

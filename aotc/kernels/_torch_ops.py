@@ -39,8 +39,10 @@ _bump_version = torch.autograd.graph.increment_version
 _registered: dict[str, tuple[Any, Kernels]] = {}
 
 
-def schema(family: Family) -> str:
-    """The op's schema, from the family's declaration."""
+def schema(family: Family, *, out: bool = False) -> str:
+    """The op's schema, from the family's declaration; ``out``: its ``.out``
+    overload's, which takes the out arrays as keyword-only mutated tensors
+    (PyTorch's convention) and returns nothing, as the tropical ``_out`` ops."""
     parts, aliases = [], iter("abcdefghijklmnopqrstuvwxyz")
     for param in family.params:
         if param.scalar:
@@ -50,12 +52,13 @@ def schema(family: Family) -> str:
             parts.append(f"Tensor({next(aliases)}!) {param.name}")
         elif param.role == "in":
             parts.append(f"Tensor {param.name}")
-    keywords = [f"{'int' if all(type(v) is int for v in family.axes[axis]) else 'str'}? {axis}=None" for axis in family.open_axes]
+    keywords = [f"Tensor({next(aliases)}!) {name}" for name in family.outs] if out else []
+    keywords += [f"{'int' if all(type(v) is int for v in family.axes[axis]) else 'str'}? {axis}=None" for axis in family.open_axes]
     if keywords:
         parts += ["*", *keywords]
-    outs = len(family.outs)
+    outs = 0 if out else len(family.outs)
     returns = "()" if outs == 0 else "Tensor" if outs == 1 else f"({', '.join(['Tensor'] * outs)})"
-    return f"{family.name}({', '.join(parts)}) -> {returns}"
+    return f"{family.name}{'.out' if out else ''}({', '.join(parts)}) -> {returns}"
 
 
 def register(kernels: Kernels) -> Any:
@@ -79,6 +82,11 @@ def register(kernels: Kernels) -> Any:
         family.torch_kernel = _kernel(family)  # also called directly where nothing but it would see the op
         library.impl(name, family.torch_kernel, "CompositeExplicitAutograd")
         torch.library.register_fake(f"{namespace}::{name}", _fake(family), lib=library)
+        if family.outs:
+            library.define(schema(family, out=True), tags=(torch.Tag.pt2_compliant_tag,))
+            family.torch_out_kernel = _out_kernel(family)
+            library.impl(f"{name}.out", family.torch_out_kernel, "CompositeExplicitAutograd")
+            torch.library.register_fake(f"{namespace}::{name}.out", _out_fake(family), lib=library)
     for name in kernels.names:
         family = kernels.family(name)
         if family.backward is not None:
@@ -120,6 +128,52 @@ def _kernel(family: Family) -> Callable[..., Any]:
         return None if not results else results[0] if len(results) == 1 else results
 
     return kernel
+
+
+def _out_kernel(family: Family) -> Callable[..., Any]:
+    """The ``.out`` overload's kernel: the family's launch writing the out tensors
+    given, or a repeat call's plan (``_tensor_plan``, its ``outs_given`` form)."""
+    positional, outs, names = family.positional, family.outs, family.given + family.outs
+    written, plans = family.results, family.tensor_plans
+
+    def kernel(*args: Any, **kwargs: Any) -> None:
+        values = dict(zip(positional, args))
+        values.update((name, kwargs.pop(name)) for name in outs)
+        tensors = tuple(values[name] for name in names)
+        key = ("out", *tensor_key(tensors, kwargs))  # beside the op's own plans
+        plan = plans.get(key)
+        if plan is None or plan(tensors, values) is None:
+
+            def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
+                made = make_tensor_plan(family, values, arrays, launcher, arguments, backend, outs_given=True)
+                if made is not None:
+                    if len(plans) >= MAX_PLANS:
+                        plans.clear()
+                    plans[key] = made
+
+            family.launch(values, _axes(kwargs), None, keep)
+        for name in written:
+            _bump_version(values[name])
+
+    return kernel
+
+
+def _out_fake(family: Family) -> Callable[..., Any]:
+    """The ``.out`` overload's fake implementation: the out tensors checked against the declared shapes."""
+
+    def fake(*args: Any, **kwargs: Any) -> None:
+        values = dict(zip(family.positional, args))
+        dtypes = {name: _DTYPE_NAMES.get(values[name].dtype, str(values[name].dtype)) for name in family.given}
+        dtypes.update((name, _DTYPE_NAMES.get(kwargs[name].dtype, str(kwargs[name].dtype))) for name in family.outs)
+        axes = _axes({key: value for key, value in kwargs.items() if key not in family.outs})
+        plan = family.plan_for({name: tuple(values[name].shape) for name in family.given}, dtypes, axes)
+        for name in family.outs:
+            got = kwargs[name]
+            if tuple(got.shape) != plan.out_shapes[name] or dtypes[name] != plan.dtypes[name]:
+                msg = f"{name}: expected shape {plan.out_shapes[name]} and dtype {plan.dtypes[name]}, got {tuple(got.shape)} and {dtypes[name]}"
+                raise ArgumentError(msg)
+
+    return fake
 
 
 def _autograd(family: Family, gradients: Family, namespace: str) -> tuple[Callable[..., Any], Callable[..., Any]]:

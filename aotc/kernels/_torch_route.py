@@ -1,12 +1,12 @@
 """Which calls with PyTorch tensors go through a family's custom op.
 
-A call whose in and inout arrays are all tensors, with no out array and no
-stream given, goes through ``torch.ops.<library>.<family>`` (``_torch_ops``),
-so autograd and ``torch.compile`` see an operator. The op's kernel runs the
+A call whose in and inout arrays are all tensors, with no stream given, goes
+through ``torch.ops.<library>.<family>`` (``_torch_ops``), or through its
+``.out`` overload where every out array is given as a tensor, so autograd and
+``torch.compile`` see an operator. The op's kernel runs the
 family itself (``Family.launch``), never the op again, on PyTorch's current
-stream. A call given out arrays writes them in place, and one given a stream
-launches there: both run directly, as the ops return new tensors on the
-current stream.
+stream. A call given some out arrays but not all, or given a stream, runs
+directly: the ops allocate on, and launch on, PyTorch's current stream.
 Nothing here imports torch: the caller found it in ``sys.modules``.
 """
 
@@ -22,17 +22,24 @@ if TYPE_CHECKING:
 
 __all__ = ["call_op", "to_op"]
 
+_direct_all: Any = None  # aotc.arrays.torch_direct.direct_all, set with the first op
+
 
 def to_op(family: Family, values: dict[str, Any], stream: Any) -> bool:
-    """Whether this call goes through the family's op."""
+    """Whether this call goes through the family's op: every array a tensor,
+    and either no out array given (the op) or every one (its ``.out``)."""
     tensor = sys.modules["torch"].Tensor
-    if stream is not None or any(values.get(name) is not None for name in family.outs):
+    if stream is not None:
+        return False
+    given = [values.get(name) for name in family.outs]
+    if any(out is not None for out in given) and not all(isinstance(out, tensor) for out in given):
         return False
     return all(isinstance(values[name], tensor) for name in family.given)
 
 
 def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> Any:
     """The call, through the op."""
+    global _direct_all  # noqa: PLW0603 - imported once, where torch already is
     op = family.torch_op
     if op is None:
         from aotc.kernels import over
@@ -41,10 +48,18 @@ def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> Any
         from aotc.arrays.torch_direct import direct_all
         from aotc.kernels._entry import enable_tensors
 
+        _direct_all = direct_all
         torch = sys.modules["torch"]
         enable_tensors(family, torch.Tensor, op, family.torch_kernel, torch.is_grad_enabled, direct_all, torch.autograd.graph.increment_version)
-    outs = op(*(values[name] for name in family.positional), **axes)
-    outs = outs if isinstance(outs, (tuple, list)) else (outs,) if family.outs else ()
+    arguments = [values[name] for name in family.positional]
+    if family.outs and values.get(family.outs[0]) is not None:  # to_op: then every out array is given
+        outs = tuple(values[name] for name in family.outs)
+        # Nothing but the overload would see it (out= records no gradient): its kernel, directly.
+        direct = _direct_all((*(values[name] for name in family.given), *outs))
+        (family.torch_out_kernel if direct else op.out)(*arguments, **dict(zip(family.outs, outs)), **axes)
+    else:
+        outs = op(*arguments, **axes)
+        outs = outs if isinstance(outs, (tuple, list)) else (outs,) if family.outs else ()
     by_name = dict(zip(family.outs, outs))
     results = tuple(by_name[name] if name in by_name else values[name] for name in family.results)
     return results[0] if len(results) == 1 else results

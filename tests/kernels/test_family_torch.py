@@ -22,6 +22,7 @@ def test_the_schema_comes_from_the_declaration(rowops: Any, axpy: Any) -> None: 
     from aotc.kernels._torch_ops import schema
 
     assert schema(rowops.family("softmax")) == "softmax(Tensor x, *, str? dtype=None) -> Tensor"
+    assert schema(rowops.family("softmax"), out=True) == "softmax.out(Tensor x, *, Tensor(a!) y, str? dtype=None) -> ()"
     assert schema(axpy.family("axpy")) == "axpy(Tensor x, Tensor(a!) y, float alpha, *, str? dtype=None, int? threads=None) -> ()"
 
 
@@ -146,6 +147,34 @@ def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: An
         axpy.axpy(y, y, 1.0, threads=64)
     with pytest.raises(ArgumentTypeError, match=r"alpha: expected a number \(f64\), got 'two'"):
         axpy.axpy(x, y, "two", threads=64)  # the plan cannot pack it: the full path names it
+
+
+def test_out_arrays_go_through_the_out_overload(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    """A tensor call given its out arrays is the op's .out overload: opcheck holds,
+    torch.compile traces it, and eagerly its kernel runs directly, with a plan."""
+    ops = rowops.torch_ops()
+    x = torch.randn(3, 40, dtype=torch.float64)
+    results = torch.library.opcheck(ops.softmax.out, (x,), {"y": torch.empty_like(x)}, test_utils=OPCHECKS)
+    assert results == dict.fromkeys(OPCHECKS, "SUCCESS")
+
+    def step(x: Any) -> Any:
+        y = torch.empty_like(x)
+        rowops.softmax(x * 2, y=y)
+        return y.sum(dim=-1)
+
+    torch.testing.assert_close(torch.compile(step, fullgraph=True, backend="aot_eager")(x), torch.ones(3, dtype=torch.float64))
+    family, y = rowops.family("softmax"), torch.empty_like(x)
+    for _ in range(2):  # the first leaves the plan, the second takes it
+        before = y._version  # noqa: SLF001 - autograd's version counter
+        ran, result = _ops_run(lambda: rowops.softmax(x, y=y))
+        assert ran == [] and result is y and y._version > before  # noqa: SLF001
+        torch.testing.assert_close(y, torch.softmax(x, dim=-1))
+    with mock.patch.object(family, "launch", side_effect=AssertionError("the full path ran")):
+        rowops.softmax(x, y=y)
+    with pytest.raises(ArgumentError, match="y: shares memory with x"):
+        rowops.softmax(y, y=y)  # the same key as the plan's: it sees the overlap
+    with pytest.raises(ArgumentError, match=r"y: expected shape \(3, 40\) and dtype f64, got \(3, 41\) and f64"):
+        rowops.softmax(x, y=torch.empty(3, 41, dtype=torch.float64))
 
 
 def test_opcheck_with_gradients(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
