@@ -93,11 +93,11 @@ def test_a_batch_dimension_traces_and_differentiates(rowops: Any, dynamic: bool)
     assert torch.autograd.gradcheck(rowops.softmax, (x,), eps=1e-6, atol=1e-7)
 
 
-def _ops_run(call: Any) -> tuple[list[str], Any]:
-    """The ``rowops::`` ops the dispatcher ran during ``call()``, and its result."""
+def _ops_run(call: Any, namespace: str = "rowops") -> tuple[list[str], Any]:
+    """The ``<namespace>::`` ops the dispatcher ran during ``call()``, and its result."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
         result = call()
-    return sorted({e.name for e in profile.events() if e.name.startswith("rowops::")}), result
+    return sorted({e.name for e in profile.events() if e.name.startswith(f"{namespace}::")}), result
 
 
 def test_a_plain_eager_call_skips_the_dispatcher_and_a_recorded_one_does_not(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
@@ -133,13 +133,15 @@ def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: An
     family.tensor_plans.clear()
     for alpha in (0.5, 2.0):  # the first leaves the plan, the second takes it
         expected, before = y + alpha * x, y._version  # noqa: SLF001 - autograd's version counter
-        ran, result = _ops_run(lambda alpha=alpha: axpy.axpy(x, y, alpha, threads=64))
+        ran, result = _ops_run(lambda alpha=alpha: axpy.axpy(x, y, alpha, threads=64), "axpylib")
         assert ran == [] and result is y  # the entry ran the op's kernel: nothing records
         torch.testing.assert_close(y, expected)
         assert y._version > before  # noqa: SLF001 - as for PyTorch's own in-place ops
     assert len(family.tensor_plans) == 1
     with mock.patch.object(family, "launch", side_effect=AssertionError("the full path ran")):
         axpy.axpy(x, y, 1.0, threads=64)  # the plan alone
+    with torch.inference_mode():  # a mode the dispatcher must see: the op runs
+        assert _ops_run(lambda: axpy.axpy(x.clone(), y.clone(), 1.0, threads=64), "axpylib")[0] == ["axpylib::axpy"]
     base = torch.zeros(5, 33, dtype=torch.float64)
     with pytest.raises(ArgumentError, match="y: shares memory with x"):
         axpy.axpy(base[:4], base[1:], 1.0, threads=64)  # the same key as the plan's: it sees the overlap
