@@ -40,6 +40,8 @@ def to_op(family: Family, values: dict[str, Any], stream: Any) -> bool:
 def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> Any:
     """The call, through the op."""
     global _direct_all  # noqa: PLW0603 - imported once, where torch already is
+    if any(axis not in family.open_axes for axis in axes):
+        axes = _open_axes(family, axes)
     op = family.torch_op
     if op is None:
         from aotc.kernels import over
@@ -63,3 +65,17 @@ def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> Any
     by_name = dict(zip(family.outs, outs))
     results = tuple(by_name[name] if name in by_name else values[name] for name in family.results)
     return results[0] if len(results) == 1 else results
+
+
+def _open_axes(family: Family, axes: dict[str, Any]) -> dict[str, Any]:
+    """The axes the op takes: those of more than one value. An axis of one value
+    is no keyword of the op: named with that value it is dropped, with another
+    refused in the line ``Family.choose`` would give."""
+    for axis, value in axes.items():
+        if axis not in family.open_axes and value not in family.axes[axis]:
+            from aotc.errors import ArgumentError, echo
+
+            values = ", ".join(map(str, family.axes[axis]))
+            msg = f"{axis}: {echo(value)} is not a value of {family.name}'s axis {axis} (values: {values})"
+            raise ArgumentError(msg)
+    return {axis: value for axis, value in axes.items() if axis in family.open_axes}

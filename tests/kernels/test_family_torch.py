@@ -126,6 +126,17 @@ def test_a_plain_eager_call_skips_the_dispatcher_and_a_recorded_one_does_not(row
         assert _ops_run(lambda: rowops.softmax(x.detach()))[0] == ["rowops::softmax"]
 
 
+def test_an_axis_of_one_value_named_with_tensors(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    """The op has no keyword for an axis of one value: named with that value it is
+    dropped, with another refused in the line a NumPy call gives."""
+    x = torch.randn(2, 30, dtype=torch.float64)
+    torch.testing.assert_close(rowops.softmax(x, threads=256), torch.softmax(x, dim=-1))
+    with pytest.raises(ArgumentError, match=r"^threads: 128 is not a value of softmax's axis threads \(values: 256\)$"):
+        rowops.softmax(x, threads=128)
+    with pytest.raises(ArgumentError, match=r"^threads: 128 is not a value of softmax's axis threads \(values: 256\)$"):
+        rowops.softmax(x.numpy(), threads=128)
+
+
 def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
     family = axpy.family("axpy")
     x, y = torch.randn(4, 33, dtype=torch.float64), torch.randn(4, 33, dtype=torch.float64)
