@@ -139,13 +139,16 @@ class Family:
             name = self._chosen[key] = self._choose(dtypes, axes)
         return self.kernels[name]
 
+    def not_a_value(self, axis: str, value: Any) -> ArgumentError:
+        """The one-line error for an axis named with a value no kernel has."""
+        return ArgumentError(f"{axis}: {echo(value)} is not a value of {self.name}'s axis {axis} (values: {', '.join(map(str, self.axes[axis]))})")
+
     def _choose(self, dtypes: dict[str, str], axes: dict[str, Any]) -> str:
         matches = list(self.kernels.values())
         for axis, value in axes.items():
             matches = [k for k in matches if k.axes is not None and k.axes.get(axis) == value]
             if not matches:
-                msg = f"{axis}: {echo(value)} is not a value of {self.name}'s axis {axis} (values: {', '.join(map(str, self.axes[axis]))})"
-                raise ArgumentError(msg)
+                raise self.not_a_value(axis, value)
         for name, dtype in dtypes.items():
             fits = [k for k in matches if _array(k, name).dtype == dtype]
             if not fits:

@@ -100,6 +100,21 @@ def _axes(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {axis: value for axis, value in kwargs.items() if value is not None}
 
 
+def _keeper(family: Family, key: tuple[Any, ...], *, outs_given: bool = False) -> Callable[..., None]:
+    """What ``Family.launch`` is given to keep: the launch it just made, as the
+    tensor plan of ``key`` where one fits (``_tensor_plan``)."""
+    plans = family.tensor_plans
+
+    def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
+        made = make_tensor_plan(family, values, arrays, launcher, arguments, backend, outs_given=outs_given)
+        if made is not None:
+            if len(plans) >= MAX_PLANS:
+                plans.clear()
+            plans[key] = made
+
+    return keep
+
+
 def _kernel(family: Family) -> Callable[..., Any]:
     """The op's kernel: a repeat call's plan (``_tensor_plan``), else the
     family's launch on the tensors as given, which leaves a plan where one fits."""
@@ -113,15 +128,7 @@ def _kernel(family: Family) -> Callable[..., Any]:
         plan = plans.get(key)
         results = None if plan is None else plan(tensors, values)
         if results is None:  # no plan, or one that cannot vouch for this call
-
-            def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
-                made = make_tensor_plan(family, values, arrays, launcher, arguments, backend)
-                if made is not None:
-                    if len(plans) >= MAX_PLANS:
-                        plans.clear()
-                    plans[key] = made
-
-            arrays = family.launch(values, _axes(kwargs), None, keep)
+            arrays = family.launch(values, _axes(kwargs), None, _keeper(family, key))
             results = tuple(arrays[name] for name in outs)
         for name in inouts:
             _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
@@ -143,15 +150,7 @@ def _out_kernel(family: Family) -> Callable[..., Any]:
         key = ("out", *tensor_key(tensors, kwargs))  # beside the op's own plans
         plan = plans.get(key)
         if plan is None or plan(tensors, values) is None:
-
-            def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> None:
-                made = make_tensor_plan(family, values, arrays, launcher, arguments, backend, outs_given=True)
-                if made is not None:
-                    if len(plans) >= MAX_PLANS:
-                        plans.clear()
-                    plans[key] = made
-
-            family.launch(values, _axes(kwargs), None, keep)
+            family.launch(values, _axes(kwargs), None, _keeper(family, key, outs_given=True))
         for name in written:
             _bump_version(values[name])
 

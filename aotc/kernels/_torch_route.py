@@ -73,9 +73,5 @@ def _open_axes(family: Family, axes: dict[str, Any]) -> dict[str, Any]:
     refused in the line ``Family.choose`` would give."""
     for axis, value in axes.items():
         if axis not in family.open_axes and value not in family.axes[axis]:
-            from aotc.errors import ArgumentError, echo
-
-            values = ", ".join(map(str, family.axes[axis]))
-            msg = f"{axis}: {echo(value)} is not a value of {family.name}'s axis {axis} (values: {values})"
-            raise ArgumentError(msg)
+            raise family.not_a_value(axis, value)
     return {axis: value for axis, value in axes.items() if axis in family.open_axes}
