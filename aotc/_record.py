@@ -30,6 +30,10 @@ class Record:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = self._fields
+        if not kwargs and len(args) == len(fields):  # every field by position: an index entry's records
+            for name, value in zip(fields, args):
+                _set(self, name, value)
+            return
         if len(args) > len(fields):
             msg = f"{type(self).__name__}() takes {len(fields)} arguments, got {len(args)}"
             raise ArgumentTypeError(msg)

@@ -49,13 +49,14 @@ def _cmd_list(args: argparse.Namespace) -> int:
             rows.append((k.name, k.semiring.name, k.dtype.name, k.pass_name, k.variant, k.template, tile, str(t.threads), smem))
         print(_table(rows))
     if declared:
-        rows = [("kernel", "family", "axes", "template", "parameters", "grid", "block", "dynamic smem")]
+        rows = [("kernel", "family", "axes", "template", "parameters", "grid", "block", "static smem", "dynamic smem")]
         for k in declared:
             axes = " ".join(f"{axis}={value}" for axis, value in k.axes)
             params = ", ".join(f"{p.ctype} {p.name}" for p in k.params)
             launch = k.launch
             grid = ", ".join(extent if tile == 1 else f"cdiv({extent}, {tile})" for extent, tile in launch.grid)
-            rows.append((k.name, k.family, axes, k.template, params, grid, "x".join(map(str, launch.block)), str(launch.shared_bytes_dynamic)))
+            block = "x".join(map(str, launch.block))
+            rows.append((k.name, k.family, axes, k.template, params, grid, block, str(launch.shared_bytes_static), str(launch.shared_bytes_dynamic)))
         print(_table(rows))
     return 0
 

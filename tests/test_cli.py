@@ -118,10 +118,20 @@ def test_list_prints_a_declared_familys_kernels(run_aotc: RunAotc) -> None:
     assert (result.returncode, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
     assert lines[0] == "library rowops: 8 kernels"
-    assert re.split(r"\s{2,}", lines[2]) == ["kernel", "family", "axes", "template", "parameters", "grid", "block", "dynamic smem"]
+    assert re.split(r"\s{2,}", lines[2]) == ["kernel", "family", "axes", "template", "parameters", "grid", "block", "static smem", "dynamic smem"]
     assert re.split(r"\s{2,}", lines[3]) == [
-        "softmax_f32", "softmax", "dtype=f32 threads=256", "softmax.cu.j2", "const float* x, float* y, int batch, int rows, int cols", "batch*rows, 1, 1", "256x1x1", "0",
+        "softmax_f32", "softmax", "dtype=f32 threads=256", "softmax.cu.j2", "const float* x, float* y, int batch, int rows, int cols", "batch*rows, 1, 1", "256x1x1", "0", "0",
     ]  # fmt: skip
+
+
+def test_list_prints_the_tropical_familys_static_shared_memory(run_aotc: RunAotc) -> None:
+    result = run_aotc("list", str(REPO / "kernels" / "manifest.yaml"))
+    assert (result.returncode, result.stderr) == (0, "")
+    rows = {row[0]: row for row in (re.split(r"\s{2,}", line) for line in result.stdout.splitlines()[3:])}
+    assert len(rows) == 86
+    assert rows["gemm_maxplus_f64_argmax"][2] == "semiring=maxplus dtype=f64 pass=argmax variant=single"
+    assert rows["gemm_maxplus_f64_argmax"][5:] == ["cdiv(N, 64), cdiv(M, 64), 1", "16x16x1", str(2 * 8 * (64 + 64) * 8), "0"]
+    assert rows["gemm_maxplus_f32_backward_b_batched"][5:] == ["cdiv(N, 256), 1, batch", "256x1x1", "0", "0"]
 
 
 def test_list_of_a_missing_manifest_is_one_line_exit_1(run_aotc: RunAotc, tmp_path: Path) -> None:

@@ -1,39 +1,33 @@
 """The sections of a declared family: its axes, its matrix over them, its
-kernel-name pattern, its signature and its launch geometry.
+kernel-name pattern and its signature.
 
 A declared family names its own axes (``axes: {dtype: [f32, f64], threads: [256]}``)
 and its kernel's interface (``signature:``, ``launch:``); see README.md ("Any
 kernel"). Each problem is one line naming the file, the line and the key, as
-for the rest of the manifest (``aotc.build._checks``).
-
-Launch expressions are parsed with Python's own ``ast`` module, then held to
-a small grammar: names, integers, ``*``, ``cdiv(a, b)`` (a ceiling division
-by a constant) and ``sizeof(dtype)``; ``+``, ``-`` and ``//`` between
-constants. A grid expression reduces to ``ceil(scale * product(sizes) /
-tile)``, which is what the index records and the launcher computes per call.
+for the rest of the manifest (``aotc.build._checks``). What a family chooses
+per point (constants, alternatives, a parameter's ``when``) is
+``aotc.build._family_rules``; its launch shape is ``aotc.build._family_launch``.
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
 import string
 from dataclasses import dataclass
 from typing import Any
 
 from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._family_rules import Rule, matches, parse_when
 from aotc.build._yaml import LineDict, LineList, key_text
-from aotc.build.signature import ROLES, SCALAR_TYPES, ArrayParam, Extent, ScalarParam, Signature
+from aotc.build.signature import ELEMENT_TYPES, ROLES, SCALAR_TYPES, ArrayParam, ScalarParam, Signature
 from aotc.errors import echo
-from aotc.semiring import DTYPES
 
-__all__ = ["DeclaredLaunch", "FamilyAxes", "Point", "expand_points", "parse_axes", "parse_launch", "parse_signature"]
+__all__ = ["FamilyAxes", "Point", "expand_points", "kernel_name", "parse_axes", "parse_signature", "resolve_signature"]
 
-_MAX_THREADS = 1024
-_MAX_BLOCK = (1024, 1024, 64)
-# Dynamic shared memory past 48 KiB needs a per-kernel opt-in the launchers do not make.
-_MAX_DYNAMIC_SHARED = 48 * 1024
 _MAX_AXIS_VALUES = 64
+# The most one-bit values a packed word holds, and values an element's lanes.
+_MAX_PACK = 64
+_MAX_LANES = 16
 
 AxisValue = str | int
 Point = tuple[tuple[str, AxisValue], ...]  # (axis, value) in the axes' order
@@ -45,16 +39,6 @@ class FamilyAxes:
 
     values: dict[str, tuple[AxisValue, ...]]
     line: int
-
-
-@dataclass(frozen=True)
-class DeclaredLaunch:
-    """Launch geometry resolved at one point: grid extents over the scalar
-    parameters, block shape and dynamic shared memory as numbers."""
-
-    grid: tuple[Extent, Extent, Extent]
-    block: tuple[int, int, int]
-    shared_bytes_dynamic: int
 
 
 def parse_axes(check: Checker, value: Any, key: str, line: int) -> FamilyAxes:
@@ -99,12 +83,21 @@ def _pick(check: Checker, value: Any, key: str, line: int, known: tuple[AxisValu
     return tuple(items)
 
 
-def expand_points(
-    check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, key: str, fields: LineDict
-) -> list[tuple[Point, int, LineDict | None, str]]:
+@dataclass(frozen=True)
+class Place:
+    """Where a point comes from: its matrix block's line, and that block's own
+    ``launch:`` and ``constants:`` with their keys (None where it has none)."""
+
+    line: int
+    launch: LineDict | None = None
+    launch_key: str = ""
+    constants: Any = None
+    constants_key: str = ""
+
+
+def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, key: str, fields: LineDict) -> list[tuple[Point, Place]]:
     """The family's points: each matrix block's product (no matrix: the axes' whole
-    product), less the excludes; each with its line, and its block's launch
-    override with that override's key (None, "" where the block has none)."""
+    product), less the excludes; each with its place."""
     names = tuple(axes.values)
     blocks: list[tuple[Any, int, str]] = [(None, axes.line, f"{key}.axes")]
     if matrix is not None:
@@ -124,15 +117,17 @@ def expand_points(
             if not rule:
                 check.fail(item_line, item_key, f"an exclude must name at least one of the axes ({listing(names)})")
             rules.append({a: _pick(check, v, f"{item_key}.{a}", line_of(rule, a), axes.values[a]) for a, v in rule.items()})
-    points: list[tuple[Point, int, LineDict | None, str]] = []
+    points: list[tuple[Point, Place]] = []
     for block, block_line, block_key in blocks:
-        chosen, override, override_key = axes.values, None, ""
+        chosen, place = axes.values, Place(block_line)
         if block is not None:
-            selected = check.mapping(block, block_key, block_line, optional=(*names, "launch"))
+            selected = check.mapping(block, block_key, block_line, optional=(*names, "launch", "constants"))
             override = selected.get("launch")
             if override is not None:
-                override_key = f"{block_key}.launch"
-                check.mapping(override, override_key, line_of(selected, "launch"), optional=("grid", "block", "shared"))
+                check.mapping(override, f"{block_key}.launch", line_of(selected, "launch"), optional=("grid", "block", "shared", "static_shared"))
+            if "constants" in selected:
+                check.mapping(selected["constants"], f"{block_key}.constants", line_of(selected, "constants"), optional=selected["constants"].keys() if isinstance(selected["constants"], LineDict) else ())
+            place = Place(block_line, override, f"{block_key}.launch", selected.get("constants"), f"{block_key}.constants")
             chosen = {
                 a: _pick(check, selected[a], f"{block_key}.{a}", line_of(selected, a), axes.values[a]) if a in selected else axes.values[a]
                 for a in names
@@ -140,40 +135,39 @@ def expand_points(
         for combo in itertools.product(*(chosen[a] for a in names)):
             point = tuple(zip(names, combo))
             if not any(all(dict(point)[a] in vs for a, vs in rule.items()) for rule in rules):
-                points.append((point, block_line, override, override_key))
+                points.append((point, place))
     return points
 
 
-def kernel_name(check: Checker, pattern: Any, family: str, point: Point, key: str, line: int) -> str:
-    """The kernel's name: ``pattern`` formatted with the point's axis values, or
-    by default the family's name and every value, joined by ``_``."""
+def kernel_name(check: Checker, pattern: Any, family: str, point: Point, constants: dict[str, Any], key: str, line: int) -> str:
+    """The kernel's name: ``pattern`` formatted with the point's axis values and
+    constants, or by default the family's name and every axis value, joined by ``_``."""
     if pattern is None:
         return "_".join([family, *(str(v) for _, v in point)])
     if not isinstance(pattern, str):
         check.fail(line, key, f"expected a name pattern such as '{family}_{{dtype}}', got {describe(pattern)}")
-    values = dict(point)
+    values = {**constants, **dict(point)}
     try:
         fields = [field for _, field, _, _ in string.Formatter().parse(pattern) if field is not None]
     except ValueError as exc:
         check.fail(line, key, f"{echo(pattern)} is not a name pattern: {exc}")
     for field in fields:
         if field not in values:
-            check.fail(line, key, f"{echo(pattern)} names {{{field}}}, which is not an axis (axes: {listing(values)})")
+            check.fail(line, key, f"{echo(pattern)} names {{{field}}}, which is not an axis or a constant here (known: {listing(values)})")
     name = pattern.format(**values)
     check.identifier(name, key, line)
     return name
 
 
-def _dtype(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes) -> str | None:
-    """An array's dtype: a dtype's name, or a dtype-valued axis (returns the axis, to resolve per point)."""
+def _dtype(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes, constants: frozenset[str]) -> None:
+    """An array's dtype: an element type's name, a dtype-valued axis, or a
+    constant (whose value each point checks)."""
     if isinstance(value, str) and value in axes.values:
-        bad = [v for v in axes.values[value] if v not in DTYPES]
+        bad = [v for v in axes.values[value] if v not in ELEMENT_TYPES]
         if bad:
-            check.fail(line, key, f"axis {value} has value {echo(bad[0])}, which is not a dtype (dtypes: {listing(DTYPES)})")
-        return None
-    if value not in DTYPES:
-        check.fail(line, key, f"expected a dtype ({listing(DTYPES)}) or a dtype-valued axis ({listing(axes.values)}), got {describe(value)}")
-    return value
+            check.fail(line, key, f"axis {value} has value {echo(bad[0])}, which is not a dtype (dtypes: {listing(ELEMENT_TYPES)})")
+    elif value not in ELEMENT_TYPES and value not in constants:
+        check.fail(line, key, f"expected a dtype ({listing(ELEMENT_TYPES)}), or an axis or constant naming one ({listing([*axes.values, *sorted(constants)])}), got {describe(value)}")
 
 
 @dataclass(frozen=True)
@@ -183,18 +177,22 @@ class _Declared:
     name: str
     line: int
     scalar: str | None  # the scalar type, or None for an array
-    dtype: Any = None  # an array's dtype name or dtype-valued axis
+    dtype: Any = None  # an array's dtype name, or the axis or constant naming it
     role: str = ""
     shape: tuple[Any, ...] = ()
     optional: tuple[str, ...] = ()  # the leading dimensions a call may leave out
     strides: tuple[Any, ...] = ()  # per dimension: a stride scalar's name, or 1
+    when: Rule | None = None  # the points that have this parameter; None: all
+    lanes: Any = 1  # values a element, or the constant giving them
+    pack: int = 0  # one-bit values a word along the last dimension
 
 
-def parse_signature(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes) -> tuple[_Declared, ...]:
+def parse_signature(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes, constants: frozenset[str] = frozenset()) -> tuple[_Declared, ...]:
     """``signature: {name: spec}`` in parameter order: an array ``{array: dtype, role, shape}``
     (and ``optional: [batch]``, leading dimensions a call may leave out;
-    ``strides: [s, 1]``, the strides the call binds), or a scalar (``i32``, or
-    ``{scalar: i32}``)."""
+    ``strides: [s, 1]``, the strides the call binds; ``lanes``, ``pack``: see
+    ``ArrayParam``), or a scalar (``i32``, or ``{scalar: i32}``). Either may
+    have a ``when``: the points whose kernel takes it."""
     table = check.mapping(value, key, line, optional=value.keys() if isinstance(value, LineDict) else ())
     if not table:
         check.fail(line, key, "must declare at least one parameter")
@@ -202,18 +200,21 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
     for name, spec in table.items():
         p_key, p_line = f"{key}.{key_text(name)}", line_of(table, name)
         check.identifier(name, p_key, p_line)
-        if name in axes.values:
-            check.fail(p_line, p_key, f"{name} is also an axis; a parameter needs a name of its own")
+        if name in axes.values or name in constants:
+            check.fail(p_line, p_key, f"{name} is also {'an axis' if name in axes.values else 'a constant'}; a parameter needs a name of its own")
+        when = None
+        if isinstance(spec, LineDict) and "when" in spec:
+            when = parse_when(check, spec["when"], f"{p_key}.when", line_of(spec, "when"), axes.values)
         if isinstance(spec, str) or (isinstance(spec, LineDict) and "scalar" in spec):
-            fields = check.mapping(spec, p_key, p_line, required=("scalar",)) if isinstance(spec, LineDict) else None
+            fields = check.mapping(spec, p_key, p_line, required=("scalar",), optional=("when",)) if isinstance(spec, LineDict) else None
             kind = fields["scalar"] if fields is not None else spec
             if kind not in SCALAR_TYPES:
                 check.fail(p_line, p_key, f"unknown scalar type {echo(kind)} (known: {listing(SCALAR_TYPES)})")
-            declared.append(_Declared(name, p_line, kind))
+            declared.append(_Declared(name, p_line, kind, when=when))
             continue
-        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional", "strides"))
+        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional", "strides", "when", "lanes", "pack"))
         dtype = fields["array"]
-        _dtype(check, dtype, f"{p_key}.array", line_of(fields, "array"), axes)
+        _dtype(check, dtype, f"{p_key}.array", line_of(fields, "array"), axes, constants)
         role = fields["role"]
         if role not in ROLES:
             check.fail(line_of(fields, "role"), f"{p_key}.role", f"expected one of {listing(ROLES)}, got {describe(role)}")
@@ -224,8 +225,14 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
             strides = tuple(check.sequence(fields["strides"], f"{p_key}.strides", line_of(fields, "strides")))
             if len(strides) != len(shape):
                 check.fail(line_of(fields, "strides"), f"{p_key}.strides", f"has {len(strides)} entries for a shape of {len(shape)}; one stride a dimension")
-        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape), optional, strides))
-    _check_dimensions(check, declared, key, axes)
+        lanes = fields.get("lanes", 1)
+        if not (lanes in constants or (type(lanes) is int and 1 <= lanes <= _MAX_LANES)):
+            check.fail(line_of(fields, "lanes"), f"{p_key}.lanes", f"expected 1 to {_MAX_LANES} values an element, or a constant giving them, got {describe(lanes)}")
+        pack = fields.get("pack", 0)
+        if "pack" in fields and not (type(pack) is int and 2 <= pack <= _MAX_PACK):
+            check.fail(line_of(fields, "pack"), f"{p_key}.pack", f"expected 2 to {_MAX_PACK} one-bit values a word, got {describe(pack)}")
+        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape), optional, strides, when, lanes, pack))
+    _check_dimensions(check, declared, key, axes, constants)
     return tuple(declared)
 
 
@@ -244,9 +251,9 @@ def _optional(check: Checker, fields: LineDict, key: str, shape: tuple[Any, ...]
     return names
 
 
-def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes: FamilyAxes) -> None:
-    """Every shape entry is an integer scalar of the signature, an integer axis or a
-    number; every dimension is bound by an array the caller passes."""
+def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes: FamilyAxes, constants: frozenset[str]) -> None:
+    """Every shape entry is an integer scalar of the signature, an integer axis, a
+    constant or a number; every dimension is bound by an array the caller passes."""
     scalars = {d.name: d for d in declared if d.scalar is not None}
     bound: set[str] = set()
     arrays = [d for d in declared if d.scalar is None]
@@ -260,11 +267,11 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
                 if d.role != "out":
                     bound.add(entry)
                 continue
-            if isinstance(entry, str) and entry in axes.values and all(isinstance(v, int) for v in axes.values[entry]):
+            if isinstance(entry, str) and (entry in constants or (entry in axes.values and all(isinstance(v, int) for v in axes.values[entry]))):
                 if entry in d.optional:
-                    check.fail(d.line, f"{key}.{d.name}.optional", f"{entry} is an axis, fixed per kernel; only a dimension the call binds may be left out")
+                    check.fail(d.line, f"{key}.{d.name}.optional", f"{entry} is {'an axis' if entry in axes.values else 'a constant'}, fixed per kernel; only a dimension the call binds may be left out")
                 continue
-            reason = "neither an integer scalar of the signature, an integer axis, nor a positive number"
+            reason = "neither an integer scalar of the signature, an integer axis or constant, nor a positive number"
             check.fail(d.line, f"{key}.{d.name}.shape", f"{echo(entry)} is {reason}")
     strides: dict[str, str] = {}
     for d in arrays:
@@ -284,135 +291,37 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
             check.fail(d.line, f"{key}.{d.name}.shape", f"dimension {unbound[0]} is named by no in or inout array, so no call can bind it")
 
 
-def resolve_signature(declared: tuple[_Declared, ...], point: Point) -> Signature:
-    """The signature at ``point``: dtype axes and integer-axis extents replaced by their values."""
-    values = dict(point)
+def resolve_signature(check: Checker, declared: tuple[_Declared, ...], point: Point, values: dict[str, Any], key: str) -> tuple[Signature, frozenset[str]]:
+    """The signature at ``point`` (``values``: its axis values and constants): the
+    parameters whose ``when`` it matches, dtypes and fixed extents replaced by
+    their values. A dimension whose size parameter the point leaves out drops
+    out of its array. Returns the signature and the parameters left out."""
+    present = [d for d in declared if matches(d.when, dict(point))]
+    absent = frozenset(d.name for d in declared) - {d.name for d in present}
+    where = ", ".join(f"{a}={v}" for a, v in point)
     # Dimensions and strides alike are bound from the arrays, never passed by the caller.
-    dims = {e for d in declared if d.scalar is None for e in (*d.shape, *d.strides) if isinstance(e, str) and e not in values}
+    dims = {e for d in present if d.scalar is None for e in (*d.shape, *d.strides) if isinstance(e, str) and e not in values}
     params: list[ArrayParam | ScalarParam] = []
-    for d in declared:
+    for d in present:
         if d.scalar is not None:
             params.append(ScalarParam(d.name, d.scalar, d.name in dims))
-        else:
-            dtype = DTYPES[values[d.dtype] if d.dtype in values else d.dtype]
-            shape = tuple(values.get(e, e) if isinstance(e, str) else e for e in d.shape)
-            params.append(ArrayParam(d.name, dtype, d.role, shape, d.optional, d.strides))
-    return Signature(tuple(params))
-
-
-def parse_launch(
-    check: Checker, launch: LineDict, override: LineDict | None, key: str, point: Point, signature: Signature, override_key: str = ""
-) -> DeclaredLaunch:
-    """The launch geometry at ``point``: the family's ``launch:``, with the matrix
-    block's ``launch:`` keys in its place where the block has them."""
-    strides = {s for p in signature.arrays for s in p.strides}  # where the array lies, not how much work there is
-    sizes = {p.name for p in signature.params if isinstance(p, ScalarParam) and p.type in ("i32", "i64") and p.name not in strides}
-    values = dict(point)
-
-    def field(name: str) -> tuple[Any, str, int]:
-        source, source_key = (override, override_key) if override is not None and name in override else (launch, key)
-        return source[name], f"{source_key}.{name}", line_of(source, name)
-
-    def axes_of(name: str, extents: set[str]) -> list[Extent]:
-        raw, at, at_line = field(name)
-        items = check.sequence(raw, at, at_line) if isinstance(raw, LineList) else [raw]
-        if len(items) > 3:
-            check.fail(at_line, at, f"has {len(items)} axes; CUDA has 3 (x, y, z)")
-        parsed = [_Expression(check, f"{at}[{i}]", at_line, values, extents).parse(item) for i, item in enumerate(items)]
-        return parsed + [Extent((), 1, 1)] * (3 - len(parsed))
-
-    grid = axes_of("grid", sizes)
-    block_extents = axes_of("block", set())
-    block = tuple(e.scale for e in block_extents)
-    _, block_key, block_line = field("block")
-    threads = block[0] * block[1] * block[2]
-    if threads > _MAX_THREADS or any(b < 1 or b > limit for b, limit in zip(block, _MAX_BLOCK)):
-        check.fail(block_line, block_key, f"{list(block)} at {_where(point)} is not a block CUDA launches (at most {_MAX_THREADS} threads, {list(_MAX_BLOCK)})")
-    shared = 0
-    if "shared" in launch or (override is not None and "shared" in override):
-        raw, at, at_line = field("shared")
-        shared = _Expression(check, at, at_line, values, set()).parse(raw).scale
-        if not 0 <= shared <= _MAX_DYNAMIC_SHARED:
-            check.fail(at_line, at, f"{shared} bytes at {_where(point)}; dynamic shared memory is 0 to {_MAX_DYNAMIC_SHARED} bytes")
-    return DeclaredLaunch((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), shared)
-
-
-def _where(point: Point) -> str:
-    return ", ".join(f"{a}={v}" for a, v in point)
-
-
-class _Expression:
-    """One launch expression, reduced to an Extent (see the module docstring)."""
-
-    def __init__(self, check: Checker, key: str, line: int, values: dict[str, AxisValue], sizes: set[str]) -> None:
-        self.check, self.key, self.line, self.values, self.sizes = check, key, line, values, sizes
-
-    def fail(self, problem: str) -> Any:
-        self.check.fail(self.line, self.key, problem)
-
-    def parse(self, raw: Any) -> Extent:
-        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
-            self.fail(f"expected an expression, got {describe(raw)}")
-        if isinstance(raw, int):
-            return self._constant(raw)
-        try:
-            tree = ast.parse(raw.strip(), mode="eval")
-        except SyntaxError:
-            self.fail(f"{echo(raw)} is not an expression")
-        return self._node(tree.body)
-
-    def _constant(self, value: int) -> Extent:
-        if not 0 <= value <= 1 << 31:
-            self.fail(f"{value} is out of range (0 to 2**31)")
-        return Extent((), value, 1)
-
-    def _node(self, node: ast.AST) -> Extent:
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return self._constant(node.value)
-        if isinstance(node, ast.Name):
-            return self._name(node.id)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.FloorDiv)):
-            left, right = self._node(node.left), self._node(node.right)
-            if isinstance(node.op, ast.Mult) and left.tile == right.tile == 1:
-                return Extent(left.factors + right.factors, left.scale * right.scale, 1)
-            if left.factors or right.factors or left.tile != 1 or right.tile != 1:
-                self.fail("sizes combine only by * and cdiv(product, constant); +, - and // take constants")
-            if isinstance(node.op, ast.FloorDiv) and right.scale == 0:
-                self.fail("divides by zero")
-            op = {ast.Mult: int.__mul__, ast.Add: int.__add__, ast.Sub: int.__sub__, ast.FloorDiv: int.__floordiv__}[type(node.op)]
-            return self._constant(op(left.scale, right.scale))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
-            if node.func.id == "cdiv" and len(node.args) == 2:
-                return self._cdiv(self._node(node.args[0]), self._node(node.args[1]))
-            if node.func.id == "sizeof" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
-                return self._sizeof(node.args[0].id)
-        return self.fail(f"{echo(ast.unparse(node))} is not allowed (names, integers, *, cdiv(a, b), sizeof(dtype); +, -, // of constants)")
-
-    def _name(self, name: str) -> Extent:
-        if name in self.values:
-            value = self.values[name]
-            if not isinstance(value, int):
-                self.fail(f"axis {name} is {echo(value)} here, not a number")
-            return self._constant(value)
-        if name in self.sizes:
-            return Extent((name,), 1, 1)
-        known = sorted({*self.sizes, *(a for a, v in self.values.items() if isinstance(v, int))})
-        where = "an integer scalar of the signature or an integer axis" if self.sizes else "an integer axis (sizes are known only at a call)"
-        return self.fail(f"{echo(name)} is not {where} (known: {listing(known) or 'none'})")
-
-    def _cdiv(self, top: Extent, bottom: Extent) -> Extent:
-        if top.tile != 1 or bottom.factors or bottom.tile != 1:
-            self.fail("cdiv(a, b) divides a product by a constant")
-        if bottom.scale <= 0:
-            self.fail("cdiv(a, b) needs b > 0")
-        if not top.factors:
-            return self._constant(-(-top.scale // bottom.scale))
-        if top.scale % bottom.scale == 0:
-            return Extent(top.factors, top.scale // bottom.scale, 1)
-        return Extent(top.factors, top.scale, bottom.scale)
-
-    def _sizeof(self, name: str) -> Extent:
-        dtype = self.values.get(name, name)
-        if dtype not in DTYPES:
-            self.fail(f"sizeof({name}): expected a dtype or a dtype-valued axis")
-        return self._constant(DTYPES[dtype].size)
+            continue
+        kept = [i for i, e in enumerate(d.shape) if e not in absent]
+        for i in kept:
+            if d.strides and d.strides[i] in absent:
+                check.fail(d.line, f"{key}.{d.name}.strides", f"at {where}, stride {d.strides[i]} is left out but dimension {d.shape[i]} is not")
+        fixed = {e: values[e] for e in d.shape if isinstance(e, str) and e in values}
+        for name, extent in fixed.items():
+            if type(extent) is not int or extent < 1:
+                check.fail(d.line, f"{key}.{d.name}.shape", f"at {where}, {name} is {echo(extent)}, not a positive integer")
+        dtype_name = values.get(d.dtype, d.dtype)
+        if dtype_name not in ELEMENT_TYPES:
+            check.fail(d.line, f"{key}.{d.name}.array", f"at {where}, {d.dtype} is {echo(dtype_name)}, not a dtype ({listing(ELEMENT_TYPES)})")
+        lanes = values.get(d.lanes, d.lanes)
+        if type(lanes) is not int or not 1 <= lanes <= _MAX_LANES:
+            check.fail(d.line, f"{key}.{d.name}.lanes", f"at {where}, {d.lanes} is {echo(lanes)}, not 1 to {_MAX_LANES}")
+        shape = tuple(fixed.get(d.shape[i], d.shape[i]) for i in kept)
+        optional = tuple(e for e in d.optional if e not in absent)
+        strides = tuple(d.strides[i] for i in kept) if d.strides else ()
+        params.append(ArrayParam(d.name, ELEMENT_TYPES[dtype_name], d.role, shape, optional, strides, lanes, d.pack))
+    return Signature(tuple(params)), absent

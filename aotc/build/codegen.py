@@ -19,9 +19,8 @@ import jinja2
 
 from aotc.build._files import write_if_changed
 from aotc.build.manifest import AnyKernelSpec, DeclaredKernelSpec, KernelSpec, Manifest
-from aotc.build.signature import parameter_check
+from aotc.build.signature import ELEMENT_TYPES, parameter_check
 from aotc.errors import BuildError
-from aotc.semiring import DTYPES
 
 __all__ = ["GenerateResult", "generate", "render_kernel", "source_name"]
 
@@ -58,9 +57,9 @@ def _environment(templates_dir: Path) -> jinja2.Environment:
 
 def _ctype_of(dtype: str) -> str:
     """``{{ dtype | ctype }}``: the C type of a dtype name."""
-    if dtype not in DTYPES:
-        _raise(f"ctype: {dtype!r} is not a dtype (dtypes: {', '.join(DTYPES)})")
-    return DTYPES[dtype].ctype
+    if dtype not in ELEMENT_TYPES:
+        _raise(f"ctype: {dtype!r} is not a dtype (dtypes: {', '.join(ELEMENT_TYPES)})")
+    return ELEMENT_TYPES[dtype].ctype
 
 
 def _vector_width(element_size: int, loads_per_thread: int, extent: int) -> int:
@@ -95,10 +94,14 @@ def _context(manifest: Manifest, kernel: KernelSpec) -> dict[str, object]:
 
 
 def _declared_context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object]:
-    """What a declared family's template sees: its axis values by name, the
-    parameter list rendered from the signature, and each parameter's C type."""
+    """What a declared family's template sees: its constants and axis values by
+    name, the parameter list rendered from the signature, each parameter's C
+    type, and the manifest's tables (``semirings``, ``dtypes``: name to model)."""
     return {
+        **dict(kernel.constants),
         **dict(kernel.axes),
+        "semirings": {s.name: s for s in manifest.semirings},
+        "dtypes": ELEMENT_TYPES,
         "library": manifest.library,
         "family": kernel.family,
         "kernel_name": kernel.symbol,
@@ -106,6 +109,7 @@ def _declared_context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[st
         "ctype": {p.name: p.dtype.ctype if hasattr(p, "dtype") else p.ctype for p in kernel.signature.params},
         "block": kernel.launch.block,
         "shared_bytes_dynamic": kernel.launch.shared_bytes_dynamic,
+        "shared_bytes_static": kernel.launch.shared_bytes_static,
     }
 
 

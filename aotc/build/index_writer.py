@@ -46,9 +46,13 @@ def kernel_entry(
 
     A GEMM family's kernel is found by its semiring, dtype, pass and variant; a
     declared family's by its axes, and it records its signature for the bindings.
+    A declared family whose axes are those four (aotc's own tropical kernels)
+    records them as a GEMM kernel does too, as the tropical API finds it by them.
     """
     if hasattr(kernel, "signature"):
-        found_by: dict[str, Any] = {"axes": dict(kernel.axes), "signature": kernel.signature.to_json()}
+        axes = dict(kernel.axes)
+        found_by: dict[str, Any] = {key: axes[key] for key in KINDS_FIRST} if set(axes) == set(KINDS_FIRST) else {}
+        found_by.update(axes=axes, signature=kernel.signature.to_json())
         if kernel.backward is not None:
             found_by["backward"] = kernel.backward.to_json()
     else:
@@ -117,8 +121,8 @@ def dumps(index: Mapping[str, Any]) -> bytes:
         return (json.dumps({**top, "kernels": kernels}, indent=1) + "\n").encode("utf-8")
     lines, directory, offset = [], {}, 0
     for name, entry in kernels.items():
-        # A GEMM kernel is found by its four fields, a declared family's kernel by its family.
-        first = ("family",) if "axes" in entry else KINDS_FIRST
+        # A kernel is found by the four GEMM fields where it has them, else by its family.
+        first = KINDS_FIRST if "semiring" in entry else ("family",)
         ordered = {key: entry[key] for key in first if key in entry}
         ordered.update((key, value) for key, value in entry.items() if key not in ordered)
         line = f"{json.dumps(name)}: {json.dumps(ordered)}"  # ASCII: json escapes the rest

@@ -21,15 +21,9 @@ from typing import Any
 from aotc.archs import arch_sort_key
 from aotc.build._backward_fields import Backward, backward_field, check_backward
 from aotc.build._checks import Checker, describe, line_of, listing
-from aotc.build._family_fields import (
-    DeclaredLaunch,
-    expand_points,
-    kernel_name,
-    parse_axes,
-    parse_launch,
-    parse_signature,
-    resolve_signature,
-)
+from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, resolve_signature
+from aotc.build._family_launch import LAUNCH_KEYS, DeclaredLaunch, parse_launch
+from aotc.build._family_rules import ConstantRule, choose, constants_at, parse_alternatives, parse_constants
 from aotc.build._manifest_fields import MATRIX_AXES, parse_archs, parse_excludes, parse_matrices, parse_semirings, parse_tiles
 from aotc.build._yaml import LineDict, key_text, load_yaml
 from aotc.build.abi import LaunchGeometry, Param, Tile, kernel_params, launch_geometry
@@ -106,6 +100,7 @@ class DeclaredKernelSpec:
     signature: Signature
     declared_launch: DeclaredLaunch
     backward: Backward | None = None  # the family computing its gradients
+    constants: tuple[tuple[str, int | str], ...] = ()  # the point's constants, for its template
 
     @property
     def symbol(self) -> str:
@@ -121,7 +116,9 @@ class DeclaredKernelSpec:
         return LaunchGeometry(
             self.declared_launch.block,
             (grid[0].grid_entry(), grid[1].grid_entry(), grid[2].grid_entry()),
-            0,  # the template's own __shared__ arrays: only ptxas knows their size (see resources)
+            # The template's own __shared__ arrays, where the family declares them
+            # (else 0: only ptxas knows their size; see resources).
+            self.declared_launch.shared_bytes_static,
             self.declared_launch.shared_bytes_dynamic,
         )
 
@@ -218,7 +215,7 @@ def _template(check: Checker, fields: LineDict, key: str, templates_dir: Path) -
 
 # What a declared family's entry may hold; a family with a signature is declared.
 _DECLARED_REQUIRED = ("template", "axes", "signature", "launch")
-_DECLARED_OPTIONAL = ("name", "matrix", "exclude", "backward")
+_DECLARED_OPTIONAL = ("name", "matrix", "exclude", "backward", "constants")
 
 
 def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> list[tuple[DeclaredKernelSpec, int]]:
@@ -227,15 +224,36 @@ def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templ
     fields = check.mapping(spec, key, line, required=_DECLARED_REQUIRED, optional=_DECLARED_OPTIONAL)
     template = _template(check, fields, key, templates_dir)
     axes = parse_axes(check, fields["axes"], f"{key}.axes", line_of(fields, "axes"))
-    declared = parse_signature(check, fields["signature"], f"{key}.signature", line_of(fields, "signature"), axes)
-    launch = check.mapping(fields["launch"], f"{key}.launch", line_of(fields, "launch"), required=("grid", "block"), optional=("shared",))
+    rules: tuple[ConstantRule, ...] = ()
+    if "constants" in fields:
+        rules = parse_constants(check, fields["constants"], f"{key}.constants", line_of(fields, "constants"), axes.values)
+    points = expand_points(check, axes, fields.get("matrix"), fields.get("exclude"), key, fields)
+    # Each matrix block's own constants, parsed once (its points share its Place).
+    places = {id(place): place for _, place in points if place.constants is not None}
+    blocks = {id(p.constants): parse_constants(check, p.constants, p.constants_key, p.line, axes.values) for p in places.values()}
+    constant_names = frozenset(n for r in (*rules, *(r for b in blocks.values() for r in b)) for n in r.values)
+    sig_key, sig_line = f"{key}.signature", line_of(fields, "signature")
+    signatures = parse_alternatives(check, fields["signature"], sig_key, sig_line, axes.values)
+    declared = {id(a): parse_signature(check, a.fields, a.key, a.line, axes, constant_names) for a in signatures}
+    launches = parse_alternatives(check, fields["launch"], f"{key}.launch", line_of(fields, "launch"), axes.values)
+    for a in launches:
+        check.mapping(a.fields, a.key, a.line, required=("grid", "block"), optional=LAUNCH_KEYS)
     backward = backward_field(fields, check, key)
+    if backward is not None and (len(signatures) > 1 or any(d.when for d in declared[id(signatures[0])])):
+        check.fail(line_of(fields, "backward"), f"{key}.backward", "a family with a backward has one signature at every point (no alternatives, no parameter `when`)")
     kernels = []
-    for point, point_line, override, override_key in expand_points(check, axes, fields.get("matrix"), fields.get("exclude"), key, fields):
-        kernel = kernel_name(check, fields.get("name"), name, point, f"{key}.name", line_of(fields, "name"))
-        signature = resolve_signature(declared, point)
-        geometry = parse_launch(check, launch, override, f"{key}.launch", point, signature, override_key)
-        kernels.append((DeclaredKernelSpec(kernel, name, template, point, signature, geometry, backward), point_line))
+    for point, place in points:
+        at = dict(point)
+        constants = constants_at(rules + blocks.get(id(place.constants), ()), at)
+        values = {**constants, **at}
+        where = ", ".join(f"{a}={v}" for a, v in point)
+        kernel = kernel_name(check, fields.get("name"), name, point, constants, f"{key}.name", line_of(fields, "name"))
+        chosen = choose(check, signatures, at, sig_key, sig_line, where)
+        signature, absent = resolve_signature(check, declared[id(chosen)], point, values, chosen.key)
+        launch = choose(check, launches, at, f"{key}.launch", line_of(fields, "launch"), where)
+        geometry = parse_launch(check, launch.fields, place.launch, launch.key, values, where, signature, absent, place.launch_key)
+        spec = DeclaredKernelSpec(kernel, name, template, point, signature, geometry, backward, tuple(constants.items()))
+        kernels.append((spec, place.line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")
     return kernels

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aotc.semiring import DType
+from aotc.semiring import DTYPES, DType
 
 __all__ = [
+    "ELEMENT_TYPES",
     "ROLES",
     "SCALAR_TYPES",
     "ArrayParam",
@@ -32,6 +33,9 @@ __all__ = [
 ROLES = ("in", "out", "inout")
 # Scalar parameter types: their C type. The names are the index's parameter kinds.
 SCALAR_TYPES = {"i32": "int", "i64": "long long", "f32": "float", "f64": "double"}
+# What an array may hold: the semiring dtypes, and 32-bit words for arrays of
+# packed bits (``pack``), which no semiring computes in.
+ELEMENT_TYPES = {**DTYPES, "u32": DType("u32", "unsigned int", 4, "uint", "uint32")}
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,12 @@ class ArrayParam:
     scalar of the signature the call binds from the array (so the array is
     read where it lies, a view or a broadcast), or 1 where the kernel needs
     the dimension dense. Without it the array is contiguous and row-major.
+
+    Two layouts are for libraries that bind their own arrays (the generated
+    bindings refuse them): ``lanes`` values of ``dtype`` make one element
+    (tropical counting's (value, count) pairs), and ``pack`` values of one bit
+    each fill a word of ``dtype`` along the last dimension (packed bool
+    matrices). Shapes and strides count elements, words for a packed stride.
     """
 
     name: str
@@ -54,6 +64,8 @@ class ArrayParam:
     shape: tuple[str | int, ...]
     optional: tuple[str, ...] = ()
     strides: tuple[str | int, ...] = ()
+    lanes: int = 1
+    pack: int = 0
 
     @property
     def ctype(self) -> str:
@@ -70,6 +82,10 @@ class ArrayParam:
             array["optional"] = list(self.optional)
         if self.strides:
             array["strides"] = list(self.strides)
+        if self.lanes != 1:
+            array["lanes"] = self.lanes
+        if self.pack:
+            array["pack"] = self.pack
         return {"name": self.name, "array": array}
 
 

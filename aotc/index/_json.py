@@ -45,6 +45,11 @@ _NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
+# Every byte but brackets and the double quote, and each bracket's step in depth.
+_NOT_BRACKETS_OR_QUOTES = bytes(c for c in range(256) if c not in b'[]{}"')
+_BYTE_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
 def _depth(text: str) -> int:
     """The deepest nesting of arrays and objects in ``text``, found without recursion.
 
@@ -52,8 +57,15 @@ def _depth(text: str) -> int:
     never closed) the count may come out higher, which only refuses it sooner.
     Each step runs in C, linear in the length of the text.
     """
-    brackets = _NOT_BRACKETS.sub("", _STRING.sub("", text))
-    return max(0, max(accumulate(map(_STEP.__getitem__, brackets)), default=0))
+    if text.isascii() and "\\" not in text:
+        # What the build writes: no escapes, so every quote opens or closes a
+        # string. Keep brackets and quotes, then drop what lies between quote
+        # pairs: a few times faster than the regular expressions below.
+        kept = text.encode("ascii").translate(None, _NOT_BRACKETS_OR_QUOTES).split(b'"')
+        steps = map(_BYTE_STEP.__getitem__, b"".join(kept[::2]))
+    else:
+        steps = map(_STEP.__getitem__, _NOT_BRACKETS.sub("", _STRING.sub("", text)))
+    return max(0, max(accumulate(steps), default=0))
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

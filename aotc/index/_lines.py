@@ -17,7 +17,9 @@ four fields it is found by::
 The directory gives each kernel's (semiring, dtype, pass, variant) and where
 its line starts, counted in bytes from the kernels table's opening brace. A
 declared family's kernel (``aotc.build.signature``) is found by its family,
-so its entry is ``[offset, family]`` and its line opens with ``"family"``.
+so its entry is ``[offset, family]`` and its line opens with ``"family"``,
+unless its axes are those four fields (aotc's own tropical family): then it
+is laid out as a GEMM kernel is.
 JSON strings hold no raw newline, so every newline is whitespace between
 values, and each line of the table is one kernel's entry.
 
@@ -286,7 +288,7 @@ def check(data: bytes, document: dict[str, Any], where: str) -> None:
         raise IndexFormatError(msg)
     lines = split_at[1]
     for name, entry in kernels.items():
-        declared = "axes" in entry
+        declared = "axes" in entry and "semiring" not in entry  # found by its family
         kind = [entry.get("family")] if declared else [entry.get(key) for key in KINDS_FIRST]
         given = directory[name]
         said = [lines.family(name)] if declared else list(lines.kind(name))

@@ -13,10 +13,33 @@ entry, for a reader that checks each kernel on its first use.
 
 from __future__ import annotations
 
-import re
 from types import MappingProxyType
 
-from aotc.errors import IndexFormatError, echo
+from aotc.errors import echo
+from aotc.index import _declared_entries
+from aotc.index._values import (
+    _CONSTANT,
+    _CTYPE,
+    _IDENTIFIER,
+    _MAX_ARCHS,
+    _MAX_INTERNED,
+    _MAX_INT,
+    _MAX_KERNELS,
+    _MAX_PARAMS,
+    _MAX_THREADS,
+    _NAME_OR_EMPTY,
+    _PLAIN_FILE,
+    _SHA256,
+    _VERSION,
+    _WORD,
+    _fail,
+    _int,
+    _list,
+    _object,
+    _table,
+    _text,
+    _type,
+)
 from aotc.index.schema import (
     ARCH_TEXT,
     CHECKSUM_KEY,
@@ -30,7 +53,7 @@ from aotc.index.schema import (
     field_checksums,
     sealed_fields,
 )
-from aotc.index.views import DeclaredParam, FileEntry, IndexKernel, Launch, Param, ToolkitEntry
+from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,32 +62,16 @@ if TYPE_CHECKING:
 
 __all__ = ["Validated", "duplicate_kind", "freeze", "kernel", "toolkit_entry", "validate", "validate_top"]
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
-# A plain file name: no separator, no leading dot, nothing but these characters.
-_NAME_OR_EMPTY = re.compile(r"[A-Za-z0-9_.+-]{0,64}")
-_CONSTANT = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}")
-_PLAIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_CTYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_ *]{0,63}")
-_VERSION = re.compile(r"\d{1,6}(\.\d{1,6}){1,3}")
-_TEXT_LIMIT = 256
-_MAX_KERNELS = 10_000
-_MAX_PARAMS = 64
-_MAX_ARCHS = 64
-_MAX_THREADS = 1024
-_MAX_INT = 2**31 - 1
-
 _TOP_REQUIRED = frozenset({"schema", "library", "semirings", "kernels", CHECKSUM_KEY})
 # kernel_lines: the directory of the one-kernel-a-line layout (aotc.index._lines), held to
 # the kernels table by LibraryIndex: a locator, never read for what a kernel does.
 _TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_lines"})
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
 _DECLARED_REQUIRED = frozenset({*DECLARED_SEALED, CHECKSUM_KEY})
-_ROLES = ("in", "out", "inout")
-_DTYPES = ("f32", "f64", "i32", "i64", "bool")  # aotc.semiring.DTYPES' names, without importing it at load
 _KERNEL_OPTIONAL = frozenset({"resources"})
-_DECLARED_OPTIONAL = frozenset({"resources", "backward"})
+_KINDS = ("semiring", "dtype", "pass", "variant")
+# A declared kernel may also carry the four GEMM fields the tropical API finds it by.
+_DECLARED_OPTIONAL = frozenset({"resources", "backward", *_KINDS})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
 _TOOLKIT_REQUIRED = frozenset({"version", "cuda_major", "min_driver", "wheel"})
 _TOOLKIT_OPTIONAL = frozenset({"compiler", "compression"})
@@ -80,64 +87,6 @@ class Validated:
         self.document = document
         self.kernels = kernels
         self.toolkit = toolkit
-
-
-def _fail(where: str, path: str, problem: str) -> NoReturn:
-    msg = f"{where}: {path}: {problem}" if path else f"{where}: {problem}"
-    raise IndexFormatError(msg)
-
-
-def _type(value: object) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
-
-
-def _object(
-    where: str, path: str, value: Any, required: frozenset[str], optional: frozenset[str] = frozenset()
-) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        _fail(where, path, f"is {_type(value)}, not an object")
-    for key in sorted(required - value.keys()):
-        _fail(where, f"{path}.{key}" if path else key, "missing")
-    for key in sorted(value.keys() - required - optional):
-        _fail(where, path or "(top level)", f"unknown key {echo(key)}")
-    return value
-
-
-def _table(where: str, path: str, value: Any, limit: int) -> dict[str, Any]:
-    """An object keyed by names the file chooses (kernels, semirings, archs)."""
-    if not isinstance(value, dict):
-        _fail(where, path, f"is {_type(value)}, not an object")
-    if len(value) > limit:
-        _fail(where, path, f"has {len(value)} entries, more than {limit}")
-    return value
-
-
-def _list(where: str, path: str, value: Any, limit: int) -> list[Any]:
-    if not isinstance(value, list):
-        _fail(where, path, f"is {_type(value)}, not a list")
-    if len(value) > limit:
-        _fail(where, path, f"has {len(value)} items, more than {limit}")
-    return value
-
-
-def _text(where: str, path: str, value: Any, pattern: re.Pattern[str] | None = None, what: str = "") -> str:
-    if not isinstance(value, str):
-        _fail(where, path, f"is {_type(value)}, not a string")
-    if pattern is not None and not pattern.fullmatch(value):
-        _fail(where, path, f"{echo(value)} is not {what}")
-    if len(value) > _TEXT_LIMIT or not value.isprintable():
-        _fail(where, path, f"{echo(value)} is not a short printable string")
-    return value
-
-
-def _int(where: str, path: str, value: Any, low: int, high: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        _fail(where, path, f"is {_type(value)}, not an integer")
-    if not low <= value <= high:
-        _fail(where, path, f"{echo(value)} is outside {low}..{high}")
-    return value
 
 
 def freeze(value: Any) -> Any:
@@ -208,14 +157,20 @@ def _file(where: str, path: str, value: Any, subfolder: str) -> FileEntry:
     return FileEntry(file, sha256, _int(where, f"{path}.size", entry["size"], 0, MAX_FILE_BYTES))
 
 
+_PARAM_KEYS = frozenset({"name", "ctype", "kind", "pack"})
+# Checked parameters, interned: a library's kernels share most of theirs.
+_PARAMS: dict[tuple[str, str, str], Param] = {}
+
+
 def _params(where: str, path: str, value: Any) -> tuple[Param, ...]:
-    params = []
+    params, names = [], set()
     for i, raw in enumerate(_list(where, path, value, _MAX_PARAMS)):
         at = f"{path}[{i}]"
-        item = _object(where, at, raw, frozenset({"name", "ctype", "kind", "pack"}))
+        item = _object(where, at, raw, _PARAM_KEYS)
         name = _text(where, f"{at}.name", item["name"], _IDENTIFIER, "a parameter name")
-        if any(p.name == name for p in params):
+        if name in names:
             _fail(where, f"{at}.name", f"{echo(name)} names two parameters")
+        names.add(name)
         ctype = _text(where, f"{at}.ctype", item["ctype"], _CTYPE, "a C type")
         kind = _text(where, f"{at}.kind", item["kind"])
         if kind not in PACK_CODES:
@@ -223,7 +178,13 @@ def _params(where: str, path: str, value: Any) -> tuple[Param, ...]:
         pack = _text(where, f"{at}.pack", item["pack"])
         if pack != PACK_CODES[kind]:
             _fail(where, f"{at}.pack", f"{echo(pack)} is not the pack code of kind {kind!r} ({PACK_CODES[kind]!r})")
-        params.append(Param(name, ctype, kind, pack))
+        key = (name, ctype, kind)
+        param = _PARAMS.get(key)
+        if param is None:  # immutable, so shared by every kernel that has it
+            param = Param(name, ctype, kind, pack)
+            if len(_PARAMS) < _MAX_INTERNED:
+                _PARAMS[key] = param
+        params.append(param)
     return tuple(params)
 
 
@@ -269,82 +230,29 @@ def _resources(where: str, path: str, value: Any) -> Mapping[str, Mapping[str, i
     return MappingProxyType(result)
 
 
-def _axes(where: str, path: str, value: Any) -> Mapping[str, str | int]:
-    table = _table(where, path, value, _MAX_PARAMS)
-    for axis, axis_value in table.items():
-        at = f"{path}.{_text(where, path, axis, _IDENTIFIER, 'an axis name')}"
-        if type(axis_value) is int:
-            _int(where, at, axis_value, 0, _MAX_INT)
-        else:
-            _text(where, at, axis_value, _IDENTIFIER, "an axis value (a name or an integer)")
-    return MappingProxyType(dict(table))
-
-
-def _signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> tuple[DeclaredParam, ...]:
-    """A declared signature: one entry per parameter, in the params' order, each
-    an array behind a pointer or a scalar of the parameter's own kind."""
-    items = _list(where, path, value, _MAX_PARAMS)
-    if len(items) != len(params):
-        _fail(where, path, f"has {len(items)} parameters, params has {len(params)}")
-    dims = {p.name for p in params if p.kind in ("i32", "i64")}
-    result = []
-    for i, (raw, param) in enumerate(zip(items, params)):
-        at = f"{path}[{i}]"
-        if not isinstance(raw, dict) or "array" not in raw:
-            item = _object(where, at, raw, frozenset({"name", "scalar", "dim"}))
-            if item["name"] != param.name or item["scalar"] != param.kind or type(item["dim"]) is not bool:
-                _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as a scalar")
-            result.append(DeclaredParam(param.name, "", param.kind, (), True, item["dim"]))
-            continue
-        item = _object(where, at, raw, frozenset({"name", "array"}))
-        array = _object(where, f"{at}.array", item["array"], frozenset({"dtype", "role", "shape"}), frozenset({"optional", "strides"}))
-        if item["name"] != param.name or param.kind != "ptr":
-            _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as an array")
-        dtype = _text(where, f"{at}.array.dtype", array["dtype"], _IDENTIFIER, "a dtype")
-        if dtype not in _DTYPES:
-            _fail(where, f"{at}.array.dtype", f"{echo(dtype)} is not one of {', '.join(_DTYPES)}")
-        if array["role"] not in _ROLES:
-            _fail(where, f"{at}.array.role", f"{echo(array['role'])} is not one of {', '.join(_ROLES)}")
-        shape = _list(where, f"{at}.array.shape", array["shape"], 8)
-        for j, extent in enumerate(shape):
-            if not (extent in dims if type(extent) is str else type(extent) is int and 0 < extent <= _MAX_INT):
-                _fail(where, f"{at}.array.shape[{j}]", f"{echo(extent)} is neither an integer size parameter nor a positive number")
-        optional = tuple(_list(where, f"{at}.array.optional", array.get("optional", []), 8))
-        if optional and (optional != tuple(shape[: len(optional)]) or len(optional) >= len(shape) or not all(type(e) is str for e in optional)):
-            _fail(where, f"{at}.array.optional", f"{echo(list(optional))} is not a run of the shape's leading dimensions")
-        strides = tuple(_list(where, f"{at}.array.strides", array.get("strides", []), 8))
-        if strides and (len(strides) != len(shape) or not all(e in dims if type(e) is str else e == 1 and type(e) is int for e in strides)):
-            _fail(where, f"{at}.array.strides", f"{echo(list(strides))} is not one integer size parameter or 1 for each of the shape's {len(shape)} dimensions")
-        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional), strides))
-    # A stride is one array's one dimension: named once, and in no shape.
-    stride_names = [e for p in result for e in p.strides if type(e) is str]
-    shape_names = {e for p in result for e in p.shape}
-    for name in stride_names:
-        if stride_names.count(name) > 1 or name in shape_names:
-            _fail(where, path, f"stride {name} is named twice, or also in a shape; it must be one array's one dimension")
-    # A dimension or a stride is bound from the arrays that name it: each scalar marked so is named, and only those are.
-    named = {extent for p in result for extent in (*p.shape, *p.strides) if type(extent) is str}
-    for i, p in enumerate(result):
-        if p.scalar and p.dim != (p.name in named):
-            _fail(where, f"{path}[{i}].dim", f"{p.dim} for {p.name}, which {'no' if p.dim else 'an'} array's shape names")
-    if not any(not p.scalar and p.role != "out" for p in result):
-        _fail(where, path, "has no in or inout array")
-    return tuple(result)
-
-
-def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any]) -> IndexKernel:
+def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any], whole: bool) -> IndexKernel:
     path = f"kernels.{name}"
     declared = isinstance(value, dict) and "axes" in value
     entry = _object(where, path, value, _DECLARED_REQUIRED if declared else _KERNEL_REQUIRED, _DECLARED_OPTIONAL if declared else _KERNEL_OPTIONAL)
-    found_by = ("symbol", "family") if declared else ("symbol", "family", "semiring", "dtype", "pass", "variant")
-    words = dict.fromkeys(("semiring", "dtype", "pass", "variant"), "")
-    words.update({k: _text(where, f"{path}.{k}", entry[k], _IDENTIFIER, "a name") for k in found_by})
-    if not declared and words["semiring"] not in semirings:
+    by_kind = not declared or any(k in entry for k in _KINDS)
+    found_by = ("symbol", "family", *(_KINDS if by_kind else ()))
+    words = dict.fromkeys(_KINDS, "")
+    for k in found_by:
+        if k not in entry:
+            _fail(where, path, f"has {', '.join(k for k in _KINDS if k in entry)} but not {k}")
+        words[k] = _text(where, f"{path}.{k}", entry[k], _IDENTIFIER, "a name")
+    if by_kind and words["semiring"] not in semirings:
         _fail(where, f"{path}.semiring", f"{echo(words['semiring'])} is not in the semirings table")
     params = _params(where, f"{path}.params", entry["params"])
-    axes = _axes(where, f"{path}.axes", entry["axes"]) if declared else None
-    signature = _signature(where, f"{path}.signature", entry["signature"], params) if declared else None
-    backward = _backward(where, f"{path}.backward", entry["backward"]) if "backward" in entry else None
+    axes = _declared_entries.axes(where, f"{path}.axes", entry["axes"]) if declared else None
+    if declared and by_kind and dict(axes) != {k: words[k] for k in _KINDS}:
+        _fail(where, f"{path}.axes", "differ from the kernel's semiring, dtype, pass and variant")
+    # A kernel the tropical API finds by its four fields is bound by its params, so a
+    # first use leaves its signature (sealed, like every field) to a whole-index check.
+    signature = None
+    if declared and (whole or not by_kind):
+        signature = _declared_entries.signature(where, f"{path}.signature", entry["signature"], params)
+    backward = _declared_entries.backward(where, f"{path}.backward", entry["backward"]) if "backward" in entry else None
     launch = _launch(where, f"{path}.launch", entry["launch"], params)
     fatbin = _file(where, f"{path}.fatbin", entry["fatbin"], "")
     source = _file(where, f"{path}.source", entry["source"], SOURCE_DIR)
@@ -355,14 +263,6 @@ def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any]) -> 
         name, words["symbol"], words["family"], words["semiring"], words["dtype"], words["pass"], words["variant"],
         params, launch, fatbin, source, sass, ptx, resources, axes, signature, backward,
     )  # fmt: skip
-
-
-def _backward(where: str, path: str, value: Any) -> tuple[str, tuple[str, ...]]:
-    """A declared kernel's backward pairing: (the family, the arrays it saves)."""
-    item = _object(where, path, value, frozenset({"family", "saves"}))
-    family = _text(where, f"{path}.family", item["family"], _IDENTIFIER, "a family name")
-    saves = tuple(_text(where, f"{path}.saves[{i}]", s, _IDENTIFIER, "an array name") for i, s in enumerate(_list(where, f"{path}.saves", item["saves"], _MAX_PARAMS)))
-    return family, saves
 
 
 def validate_top(where: str, document: Any) -> ToolkitEntry | None:
@@ -387,10 +287,12 @@ def validate_top(where: str, document: Any) -> ToolkitEntry | None:
     return toolkit
 
 
-def kernel(where: str, name: str, entry: Any, semirings: Mapping[str, Any]) -> IndexKernel:
+def kernel(where: str, name: str, entry: Any, semirings: Mapping[str, Any], whole: bool = False) -> IndexKernel:
     """One kernel's entry, checked and its checksums recomputed; ``semirings`` is
-    the (checked) semirings table its semiring must be in."""
-    return _kernel(where, _key(where, "kernels", name), entry, semirings)
+    the (checked) semirings table its semiring must be in. On its first use
+    (``whole`` false), a kernel found by the four GEMM fields has no ``signature``
+    view: the tropical API, which binds it, reads its params."""
+    return _kernel(where, _key(where, "kernels", name), entry, semirings, whole)
 
 
 def duplicate_kind(where: str, name: str, other: str) -> NoReturn:
@@ -403,8 +305,8 @@ def validate(where: str, document: Any) -> Validated:
     kernels: dict[str, IndexKernel] = {}
     owners: dict[tuple[str, str, str, str], str] = {}
     for name, entry in document["kernels"].items():
-        checked = kernel(where, name, entry, document["semirings"])
-        other = owners.setdefault(checked.key, name) if checked.axes is None else name
+        checked = kernel(where, name, entry, document["semirings"], whole=True)
+        other = owners.setdefault(checked.key, name) if checked.semiring else name
         if other != name:
             duplicate_kind(where, name, other)
         kernels[name] = checked

@@ -97,7 +97,7 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
         index was opened lazily, what its directory says, unchecked: each kernel is
         checked when it is looked up, before it is used."""
         if self._lines is None:
-            return {name: k.family for name, k in self._checked.items() if k.axes is not None}
+            return {name: k.family for name, k in self._checked.items() if k.axes is not None and not k.semiring}
         return self._lines.families()
 
     def kinds(self) -> dict[str, KernelKey]:
@@ -118,7 +118,7 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
         assert self._lines is not None
         entry = self._lines.entry(name)
         checked = kernel(self._where, name, entry, self._semirings)
-        if checked.key != self._lines.kind(name) or self._lines.family(name) != (checked.family if checked.axes is not None else None):
+        if checked.key != self._lines.kind(name) or self._lines.family(name) != (checked.family if checked.axes is not None and not checked.semiring else None):
             # cannot be, for strict JSON without duplicate keys
             msg = f"{self._where}: kernels.{name}: its line opens with fields its entry does not hold"
             raise IndexFormatError(msg)

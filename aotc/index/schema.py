@@ -90,6 +90,8 @@ def sha256_bytes(data: bytes) -> str:
 
 def canonical_json(value: Any) -> bytes:
     """One byte string per JSON value: sorted keys, no spaces, ASCII only."""
+    if type(value) is str and value.isascii() and value.isidentifier():
+        return b'"' + value.encode() + b'"'  # what json.dumps writes for a name, without its call: half the sealed fields are names
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
@@ -107,4 +109,5 @@ def sealed_fields(entry: Mapping[str, Any]) -> tuple[str, ...]:
     (with its ``backward`` pairing where it has one), or a GEMM kernel's."""
     if "axes" not in entry:
         return KERNEL_SEALED
-    return (*DECLARED_SEALED, "backward") if "backward" in entry else DECLARED_SEALED
+    kinds = KINDS_FIRST if "semiring" in entry else ()  # a declared kernel the tropical API finds by them
+    return (*DECLARED_SEALED, *kinds, *(("backward",) if "backward" in entry else ()))

@@ -60,8 +60,8 @@ class DeclaredParam(Record):
     declared) or a scalar (``scalar`` its type, ``dim`` whether the arrays bind
     it: a dimension or a stride)."""
 
-    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional", "strides")
-    _defaults: ClassVar[dict[str, Any]] = {"optional": 0, "strides": ()}
+    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional", "strides", "lanes", "pack")
+    _defaults: ClassVar[dict[str, Any]] = {"optional": 0, "strides": (), "lanes": 1, "pack": 0}
     __slots__ = _fields
     name: str
     role: str  # "" for a scalar
@@ -71,12 +71,15 @@ class DeclaredParam(Record):
     dim: bool
     optional: int
     strides: tuple[str | int, ...]  # per dimension, where declared: a stride parameter's name, or 1
+    lanes: int  # values of dtype an element (tropical counting's pairs: 2)
+    pack: int  # one-bit values a word along the last dimension; 0: not packed
 
 
 class IndexKernel(Record):
     """One kernel of the index. A GEMM family's kernel has its semiring, dtype,
     pass and variant; a declared family's has ``axes`` and ``signature`` instead
-    (its four GEMM fields are empty strings)."""
+    (its four GEMM fields are empty strings, unless its axes are those four:
+    then the tropical API finds it by them, as it does a GEMM kernel)."""
 
     _fields = (
         "name", "symbol", "family", "semiring", "dtype", "pass_", "variant",

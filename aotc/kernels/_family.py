@@ -61,6 +61,28 @@ class _Plan:
         self.grid_checked = False  # the grid follows from the dimensions: checked at the plan's first launch
 
 
+def _layout(kernel: IndexKernel) -> tuple[Any, ...]:
+    """What a call binds by: each parameter's name, role and dimension names (dtypes
+    and fixed extents may differ by axis value; they are chosen per call)."""
+    return tuple((p.name, p.role, p.scalar, p.dim, p.optional, p.strides, tuple(e for e in p.shape if type(e) is str)) for p in kernel.signature or ())
+
+
+def _check_bindable(name: str, kernels: list[IndexKernel]) -> None:
+    """Refuse, in one line, a family these bindings cannot bind: one whose
+    kernels differ in their parameters (a manifest's signature alternatives or
+    parameter ``when``), or with arrays of lanes or packed bits."""
+    first = _layout(kernels[0])
+    other = next((k for k in kernels if _layout(k) != first), None)
+    if other is not None:
+        msg = f"{name}: kernels {kernels[0].name} and {other.name} take different parameters; the generated bindings take a family whose kernels share one signature"
+        raise ArgumentError(msg)
+    for p in kernels[0].signature or ():
+        if p.lanes != 1 or p.pack:
+            layout = f"{p.lanes} values an element" if p.lanes != 1 else f"{p.pack} bits a word"
+            msg = f"{name}: array {p.name} holds {layout}, which the generated bindings do not bind; the library's own code binds it"
+            raise ArgumentError(msg)
+
+
 class Family:
     """The binding of one declared family of ``library``; see the module docstring."""
 
@@ -69,6 +91,7 @@ class Family:
         self.name = name
         signature = kernels[0].signature
         assert signature is not None
+        _check_bindable(name, kernels)
         self.params = signature
         self.given = tuple(p.name for p in signature if not p.scalar and p.role != "out")
         self.outs = tuple(p.name for p in signature if not p.scalar and p.role == "out")

@@ -87,7 +87,7 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         ('["cdiv(rows * n, threads)"]', '["cols"]', "'cols' is not an integer scalar of the signature or an integer axis"),
         ('["cdiv(rows * n, threads)"]', '["rows ** 2"]', "is not allowed"),
         ('["cdiv(rows * n, threads)"]', '["rows("]', "is not an expression"),
-        ("block: [threads]", "block: [rows]", "launch.block[0]: 'rows' is not an integer axis (sizes are known only at a call)"),
+        ("block: [threads]", "block: [rows]", "launch.block[0]: 'rows' is not an integer axis or constant (sizes are known only at a call)"),
         ("block: [threads]", "block: [2048]", "launch.block: [2048, 1, 1] at dtype=f32, threads=64 is not a block CUDA launches"),
         ("block: [threads]", "block: [threads]\n      shared: 65536", "launch.shared: 65536 bytes"),
         ("alpha: f64", "alpha: f16", "signature.alpha: unknown scalar type 'f16' (known: i32, i64, f32, f64)"),
@@ -105,7 +105,7 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         (XIN, "{array: dtype, role: in, shape: [4, rows, n], optional: [4]}", "signature.x.optional: expected dimension names, got int 4"),
         (XIN, "{array: dtype, role: in, shape: [threads, rows, n], optional: [threads]}", "signature.x.optional: threads is an axis, fixed per kernel"),
         (XIN, "{array: dtype, role: in, shape: [rows, n], optional: []}", "signature.x.optional: must not be empty"),
-        (XIN, "{array: dtype, role: in, shape: [rows, n], leading: [rows]}", "signature.x.leading: unknown key (known: array, role, shape, optional, strides)"),
+        (XIN, "{array: dtype, role: in, shape: [rows, n], leading: [rows]}", "signature.x.leading: unknown key (known: array, role, shape, optional, strides, when, lanes, pack)"),
     ],
 )
 def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: str, expected: str) -> None:

@@ -1,0 +1,260 @@
+"""What a declared family chooses per point: constants, signature and launch
+alternatives, a parameter's ``when``, and the layouts of lanes and packed bits.
+
+The proof that the model is enough is aotc's own tropical GEMM library: its
+manifest (``kernels/manifest.yaml``) is declared, and must produce the very
+sources the GEMM-form manifest it replaced produced (``data/tropical_gemm_form.yaml``,
+kept here for that comparison; the downstream example still builds on that form).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aotc.build.codegen import render_kernel
+from aotc.build.manifest import DeclaredKernelSpec, KernelSpec, load_manifest
+from aotc.errors import ManifestError
+from declared_support import REPO, write_project
+
+GEMM_FORM = Path(__file__).parent / "data" / "tropical_gemm_form.yaml"
+
+
+def test_tropical_is_declared_and_renders_what_the_gemm_form_did() -> None:
+    declared, gemm_form = load_manifest(REPO / "kernels" / "manifest.yaml"), load_manifest(GEMM_FORM)
+    assert all(isinstance(k, DeclaredKernelSpec) for k in declared.kernels)
+    assert all(isinstance(k, KernelSpec) for k in gemm_form.kernels)
+    assert [k.name for k in declared.kernels] == [k.name for k in gemm_form.kernels]
+    assert len(declared.kernels) == 86
+    for new, old in zip(declared.kernels, gemm_form.kernels):
+        assert new.params == old.params, new.name
+        assert new.launch == old.launch, new.name
+        assert render_kernel(declared, new) == render_kernel(gemm_form, old), new.name
+    assert declared.semirings == gemm_form.semirings
+
+
+def test_tropical_points_take_their_alternative_and_constants() -> None:
+    kernels = {k.name: k for k in load_manifest(REPO / "kernels" / "manifest.yaml").kernels}
+    single, batched = kernels["gemm_maxplus_f64_argmax"], kernels["gemm_maxplus_f64_argmax_batched"]
+    assert dict(single.constants)["block_m"] == 64 and dict(single.constants)["suffix"] == ""
+    a = single.signature.params[0]
+    assert (a.name, a.shape, a.optional, a.strides) == ("A", ("M", "K"), (), ("lda", 1))  # batch dropped: no batch parameter
+    a = batched.signature.params[0]
+    assert (a.shape, a.optional, a.strides) == (("batch", "M", "K"), ("batch",), ("batch_stride_A", "lda", 1))
+    assert [p.name for p in kernels["gemm_maxplus_f32_backward_b"].signature.params][:4] == ["grad_C", "Kstar", "A", "grad_B"]
+    assert kernels["gemm_counting_f64_forward"].signature.params[0].to_json()["array"]["lanes"] == 2
+    packed = kernels["gemm_andor_bool_argmax_packed"].signature.params[0].to_json()["array"]
+    assert (packed["dtype"], packed["pack"]) == ("u32", 32)
+    assert kernels["gemm_counting_f64_forward"].launch.shared_bytes_static == 2 * 8 * (64 + 64) * 16
+
+
+FAMILY = """\
+library: choices
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  scale:
+    template: scale.cu.j2
+    axes: {dtype: [f32, f64], mode: [plain, strided]}
+    name: "scale_{dtype}_{mode}{tag}"
+    constants:
+      - {threads: 128, tag: ""}
+      - {when: {dtype: f64}, threads: 64}
+      - {when: {mode: strided}, tag: _s}
+    matrix:
+      - {dtype: f32}
+      - {dtype: f64, constants: {threads: 32}}
+    signature:
+      - when: {mode: plain}
+        x: {array: dtype, role: in, shape: [batch, n], optional: [batch]}
+        y: {array: dtype, role: out, shape: [batch, n], optional: [batch]}
+        batch: {scalar: i32, when: {dtype: f64}}
+        n: i32
+      - x: {array: dtype, role: in, shape: [n], strides: [sx]}
+        y: {array: dtype, role: out, shape: [n]}
+        n: i32
+        sx: i64
+    launch:
+      - when: {mode: plain}
+        grid: ["cdiv(batch * n, threads)"]
+        block: [threads]
+      - grid: ["cdiv(n, threads)"]
+        block: [threads]
+"""
+TEMPLATE = """\
+extern "C" __global__ void {{ kernel_name }}({{ params }}) { /* {{ threads }} {{ tag }} {{ shared_bytes_static }} */ }
+"""
+
+
+def project(tmp_path: Path, old: str = "", new: str = "") -> Path:
+    assert old in FAMILY, old
+    return write_project(tmp_path, {"manifest.yaml": FAMILY.replace(old, new, 1), "templates/scale.cu.j2": TEMPLATE})
+
+
+def test_constants_alternatives_and_conditional_parameters(tmp_path: Path) -> None:
+    manifest = load_manifest(project(tmp_path))
+    kernels = {k.name: k for k in manifest.kernels}
+    assert list(kernels) == ["scale_f32_plain", "scale_f32_strided_s", "scale_f64_plain", "scale_f64_strided_s"]
+    # Later entries win where they match; a matrix block's constants come last.
+    assert [dict(k.constants)["threads"] for k in kernels.values()] == [128, 128, 32, 32]
+    assert "/* 32 _s 0 */" in render_kernel(manifest, kernels["scale_f64_strided_s"])
+    # batch is a parameter of the f64 plain kernel alone; elsewhere its dimension drops out, and the grid counts it 1.
+    assert [p.name for p in kernels["scale_f64_plain"].params] == ["x", "y", "batch", "n"]
+    assert kernels["scale_f64_plain"].launch.grid[0] == ("batch*n", 32)
+    assert [p.name for p in kernels["scale_f32_plain"].params] == ["x", "y", "n"]
+    assert kernels["scale_f32_plain"].signature.params[0].shape == ("n",)
+    assert kernels["scale_f32_plain"].launch.grid[0] == ("n", 128)
+    assert [p.name for p in kernels["scale_f32_strided_s"].params] == ["x", "y", "n", "sx"]
+
+
+def test_static_shared_memory_is_declared_per_point(tmp_path: Path) -> None:
+    manifest = load_manifest(project(tmp_path, "        block: [threads]\n      - grid", "        block: [threads]\n        static_shared: threads * sizeof(dtype)\n      - grid"))
+    assert [k.launch.shared_bytes_static for k in manifest.kernels] == [512, 0, 256, 0]
+    assert "/* 32  256 */" in render_kernel(manifest, manifest.kernels[2])
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f16}, threads: 64}", "constants[1].when.dtype: 'f16' is not a value of axis dtype (declared: f32, f64)"),
+        ("{when: {dtype: f64}, threads: 64}", "{when: {size: 4}, threads: 64}", "constants[1].when.size: unknown key"),
+        ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f64}, mode: 64}", "constants[1].mode: mode is also an axis"),
+        ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f64}, threads: 1.5}", "constants[1].threads: expected an integer or a name, got float"),
+        ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f64}}", "constants[1]: sets no constant"),
+        ("      - x: {array: dtype, role: in, shape: [n], strides: [sx]}", "      - when: {mode: plain}\n        x: {array: dtype, role: in, shape: [n], strides: [sx]}",
+         "signature: no alternative's `when` matches dtype=f32, mode=strided"),
+        ("      - when: {mode: plain}\n", "      - dummy: i32\n        n2: i32\n      - when: {mode: plain}\n", "signature[0]: needs a `when`; only the last alternative may leave it out"),
+        ("        batch: {scalar: i32, when: {dtype: f64}}", "        batch: {scalar: i32, when: {dtype: f64}}\n        tag: i32", "signature[0].tag: tag is also a constant"),
+        ("shape: [n], strides: [sx]}", "shape: [n], strides: [sx], lanes: 0}", "signature[1].x.lanes: expected 1 to 16 values an element"),
+        ("shape: [n], strides: [sx]}", "shape: [n], strides: [sx], pack: 1}", "signature[1].x.pack: expected 2 to 64 one-bit values a word"),
+        ("{array: dtype, role: in, shape: [n], strides: [sx]}", "{array: tag, role: in, shape: [n], strides: [sx]}", "signature[1].x.array: at dtype=f32, mode=strided, tag is '_s', not a dtype"),
+        ("        block: [threads]\n      - grid", "        block: [threads]\n        static_shared: threads * 1024\n      - grid", "launch[0].static_shared: 131072 bytes at dtype=f32, mode=plain; shared memory is 0 to 49152 bytes"),
+        ("        block: [threads]\n      - grid", "        block: [tag]\n      - grid", "launch[0].block[0]: tag is '' here, not a number"),
+        ('name: "scale_{dtype}_{mode}{tag}"', 'name: "scale_{dtype}"', "kernel scale_f32 is also produced by family scale"),
+    ],
+)
+def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    message = refused(project(tmp_path, old, new))
+    assert str(tmp_path / "manifest.yaml") in message
+    assert "families.scale" in message
+    assert expected in message, message
+
+
+def test_a_stride_cannot_be_left_out_where_its_dimension_is_kept(tmp_path: Path) -> None:
+    old = "        x: {array: dtype, role: in, shape: [batch, n], optional: [batch]}\n"
+    new = "        x: {array: dtype, role: in, shape: [batch, n], optional: [batch], strides: [1, sxn]}\n        sxn: {scalar: i64, when: {dtype: f64}}\n"
+    message = refused(project(tmp_path, old, new))
+    assert "families.scale.signature[0].x.strides: at dtype=f32, mode=plain, stride sxn is left out but dimension n is not" in message
+
+
+def test_a_family_with_a_backward_has_one_signature(tmp_path: Path) -> None:
+    text = FAMILY.replace("    launch:\n", "    backward: {family: scale}\n    launch:\n", 1)
+    message = refused(write_project(tmp_path, {"manifest.yaml": text, "templates/scale.cu.j2": TEMPLATE}))
+    assert "families.scale.backward: a family with a backward has one signature at every point" in message
+
+
+def _tropical_library(tmp_path: Path) -> Path:
+    from declared_support import declared_library
+
+    return declared_library(tmp_path, REPO / "kernels" / "manifest.yaml")
+
+
+def test_tropical_entries_are_found_by_their_four_fields(tmp_path: Path) -> None:
+    import json
+
+    import aotc
+    import aotc.kernels
+
+    lib_dir = _tropical_library(tmp_path)
+    text = (lib_dir / "index.json").read_text()
+    # The GEMM layout: the directory gives the four fields, each line opens with them.
+    assert '"gemm_maxplus_f32_argmax":[' in text and ',"maxplus","f32","argmax","single"]' in text
+    entry = json.loads(text)["kernels"]["gemm_maxplus_f32_argmax_batched"]
+    assert entry["axes"] == {"semiring": "maxplus", "dtype": "f32", "pass": "argmax", "variant": "batched"}
+    assert [p["name"] for p in entry["signature"]][:4] == ["A", "B", "C", "Kstar"]
+    assert {"semiring", "pass", "axes", "signature"} <= set(entry["checksum"])
+    lib = aotc.load(lib_dir, backend="noop")
+    kernel = lib.index.find("maxplus", "f32", "argmax", "batched")
+    assert kernel.name == "gemm_maxplus_f32_argmax_batched"
+    assert kernel.key == ("maxplus", "f32", "argmax", "batched")
+    # Its first use leaves the signature to a whole-index check (aotc inspect): the tropical API binds it by its params.
+    assert kernel.signature is None and kernel.params[0].name == "A"
+    from aotc.index._validate import validate
+
+    whole = validate("index.json", json.loads(text)).kernels["gemm_maxplus_f32_argmax_batched"]
+    assert whole.signature is not None and [p.name for p in whole.signature][:4] == ["A", "B", "C", "Kstar"]
+    # Not one of the generated bindings: its signature differs by pass, and the tropical API binds it.
+    assert "gemm" not in dir(aotc.kernels.over(lib))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda e: e["axes"].update(pass_="x"), r"kernels\.gemm_maxplus_f32_forward\.axes: differ from the kernel's semiring, dtype, pass and variant$"),
+        (lambda e: e.update(dtype="f64"), r"kernels\.gemm_maxplus_f32_forward\.axes: differ from the kernel's semiring, dtype, pass and variant$"),
+        (lambda e: e.pop("variant"), r"kernel_lines\.gemm_maxplus_f32_forward: not an entry like \[offset, semiring, dtype, pass, variant\]$"),
+        (lambda e: e.update(semiring="maxmin") or e["axes"].update(semiring="maxmin"), r"kernels\.gemm_maxplus_f32_forward\.semiring: 'maxmin' is not in the semirings table$"),
+    ],
+)
+def test_a_tropical_entry_holds_its_four_fields_to_its_axes(tmp_path: Path, change: Any, message: str) -> None:
+    import json
+
+    import aotc
+    from aotc.build.index_writer import dumps, seal
+    from aotc.errors import IndexFormatError
+
+    lib_dir = _tropical_library(tmp_path)
+    path = lib_dir / "index.json"
+    index = json.loads(path.read_text())
+    change(index["kernels"]["gemm_maxplus_f32_forward"])
+    path.write_bytes(dumps(seal(index)))
+    with pytest.raises(IndexFormatError, match=message):
+        aotc.load(lib_dir, backend="noop").kernel("gemm_maxplus_f32_forward")
+
+
+def test_a_tropical_entry_needs_all_four_fields(tmp_path: Path) -> None:
+    import json
+
+    import aotc
+    from aotc.build.index_writer import seal
+    from aotc.errors import IndexFormatError
+
+    lib_dir = _tropical_library(tmp_path)
+    path = lib_dir / "index.json"
+    index = json.loads(path.read_text())
+    index.pop("kernel_lines")
+    index["kernels"]["gemm_maxplus_f32_forward"].pop("variant")
+    path.write_text(json.dumps(seal(index)))  # one document: the reader validates it whole
+    with pytest.raises(IndexFormatError, match=r"kernels\.gemm_maxplus_f32_forward: has semiring, dtype, pass but not variant$"):
+        aotc.load(lib_dir, backend="noop")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda e: e["signature"][0]["array"].update(lanes=1), r"signature\[0\]\.array\.lanes: 1 is not 2 to 16 values an element$"),
+        (lambda e: e["signature"][0]["array"].update(pack=True), r"signature\[0\]\.array\.pack: True is not 2 to 64 one-bit values a word$"),
+        (lambda e: e["signature"][4].update(scalar="i64"), r"signature\[4\]: does not describe parameter N \(i32\) as a scalar$"),
+    ],
+)
+def test_a_whole_index_check_holds_a_tropical_signature(tmp_path: Path, change: Any, message: str) -> None:
+    import json
+
+    from aotc.build.index_writer import seal
+    from aotc.errors import IndexFormatError
+    from aotc.index._validate import validate
+
+    index = json.loads((_tropical_library(tmp_path) / "index.json").read_text())
+    change(index["kernels"]["gemm_maxplus_f32_forward"])
+    with pytest.raises(IndexFormatError, match=message):
+        validate("index.json", seal(index))
