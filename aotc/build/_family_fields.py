@@ -166,7 +166,7 @@ def _dtype(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes, co
         bad = [v for v in axes.values[value] if v not in ELEMENT_TYPES]
         if bad:
             check.fail(line, key, f"axis {value} has value {echo(bad[0])}, which is not a dtype (dtypes: {listing(ELEMENT_TYPES)})")
-    elif value not in ELEMENT_TYPES and value not in constants:
+    elif not isinstance(value, str) or (value not in ELEMENT_TYPES and value not in constants):
         check.fail(line, key, f"expected a dtype ({listing(ELEMENT_TYPES)}), or an axis or constant naming one ({listing([*axes.values, *sorted(constants)])}), got {describe(value)}")
 
 
@@ -208,7 +208,7 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
         if isinstance(spec, str) or (isinstance(spec, LineDict) and "scalar" in spec):
             fields = check.mapping(spec, p_key, p_line, required=("scalar",), optional=("when",)) if isinstance(spec, LineDict) else None
             kind = fields["scalar"] if fields is not None else spec
-            if kind not in SCALAR_TYPES:
+            if not isinstance(kind, str) or kind not in SCALAR_TYPES:
                 check.fail(p_line, p_key, f"unknown scalar type {echo(kind)} (known: {listing(SCALAR_TYPES)})")
             declared.append(_Declared(name, p_line, kind, when=when))
             continue
@@ -226,7 +226,7 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
             if len(strides) != len(shape):
                 check.fail(line_of(fields, "strides"), f"{p_key}.strides", f"has {len(strides)} entries for a shape of {len(shape)}; one stride a dimension")
         lanes = fields.get("lanes", 1)
-        if not (lanes in constants or (type(lanes) is int and 1 <= lanes <= _MAX_LANES)):
+        if not ((isinstance(lanes, str) and lanes in constants) or (type(lanes) is int and 1 <= lanes <= _MAX_LANES)):
             check.fail(line_of(fields, "lanes"), f"{p_key}.lanes", f"expected 1 to {_MAX_LANES} values an element, or a constant giving them, got {describe(lanes)}")
         pack = fields.get("pack", 0)
         if "pack" in fields and not (type(pack) is int and 2 <= pack <= _MAX_PACK):

@@ -141,6 +141,11 @@ def refused(path: Path) -> str:
         ("        block: [threads]\n      - grid", "        block: [threads]\n        static_shared: threads * 1024\n      - grid", "launch[0].static_shared: 131072 bytes at dtype=f32, mode=plain; shared memory is 0 to 49152 bytes"),
         ("        block: [threads]\n      - grid", "        block: [tag]\n      - grid", "launch[0].block[0]: tag is '' here, not a number"),
         ('name: "scale_{dtype}_{mode}{tag}"', 'name: "scale_{dtype}"', "kernel scale_f32 is also produced by family scale"),
+        # Lists where a name belongs (the manifest fuzzer's finds): refused, never a TypeError.
+        ("        n: i32\n        sx: i64", "        n: {scalar: [i32]}\n        sx: i64", "signature[1].n: unknown scalar type ['i32']"),
+        ("{array: dtype, role: in, shape: [n], strides: [sx]}", "{array: [f32], role: in, shape: [n], strides: [sx]}", "signature[1].x.array: expected a dtype"),
+        ("shape: [n], strides: [sx]}", "shape: [n], strides: [sx], lanes: [2]}", "signature[1].x.lanes: expected 1 to 16 values an element"),
+        ("{when: {dtype: f64}, threads: 64}", "{when: [dtype], threads: 64}", "constants[1].when: expected a mapping"),
     ],
 )
 def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: str, expected: str) -> None:
