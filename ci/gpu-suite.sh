@@ -12,7 +12,10 @@
 #      batch), CuPy and staged NumPy arrays, and a family with declared strides
 #      reading CUDA views and broadcasts in place
 #      (tests/kernels/test_family_gpu.py); the torch, CuPy and two-GPU cases
-#      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing,
+#      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing;
+#      and JAX arrays through the buffer_callback route on XLA's stream, under
+#      jit, grad and vmap (tests/tropical/test_jax_gpu.py), where jax with its
+#      CUDA plugin is installed (else it skips, saying so),
 #   3. times every forward and argmax kernel at 4096^3 against the issue limit
 #      (not with --no-timings).
 # Record what it prints in benchmarks/RESULTS.md.

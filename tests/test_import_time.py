@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import aotc_env
 
-FORBIDDEN = ("aotc.runtime", "aotc.build.manifest", "aotc.build.codegen", "cuda", "pycuda", "numpy", "torch", "jinja2", "yaml", "ctypes")
+FORBIDDEN = ("aotc.runtime", "aotc.build.manifest", "aotc.build.codegen", "cuda", "pycuda", "numpy", "torch", "jax", "jaxlib", "jinja2", "yaml", "ctypes")
 
 
 def imported_by(code: str, *, site: bool = False) -> list[str]:
@@ -50,8 +50,9 @@ def test_import_aotc_tropical_imports_only_its_own_modules() -> None:
     assert [m for m in modules if m.split(".")[0] != "aotc" and m not in TROPICAL_MAY_IMPORT] == []
     # _torch_route (which imports no torch) decides whether a call goes to the ops;
     # the ops themselves and the autograd glue load with the first tensor.
+    # _jax_route the same for JAX arrays; aotc.tropical._jax (and jax) load with the first one.
     later = ("aotc.runtime", "aotc.build", "aotc.tropical._torch_ops", "aotc.tropical._packed")
-    assert [m for m in modules if m.startswith(later) or m == "aotc.tropical._torch"] == []
+    assert [m for m in modules if m.startswith(later) or m in ("aotc.tropical._torch", "aotc.tropical._jax")] == []
 
 
 # What a process imports on its way to its first launch must leave these out:

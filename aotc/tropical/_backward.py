@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from aotc.arrays.memory import Memory, on_host_memory, stageable
 from aotc.arrays.operands import Operand, as_operand, empty_like_kind, zeros_like_kind
-from aotc.arrays.placement import device_of, same, stream_handle
+from aotc.arrays.placement import device_of, output, same, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers, zero_on
 from aotc.errors import ArgumentError
 from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, matrix, pair, semiring_spec
@@ -29,11 +29,12 @@ _LEADING = {"grad_A": ("grad_C", "Kstar", "B", "grad_A"), "grad_B": ("grad_C", "
 
 
 def backward_product(
-    api: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: Any, stream: Any, launched: list[Any] | None = None
+    api: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: Any, stream: Any, launched: list[Any] | None = None, outs: Any = None
 ) -> tuple[Any, Any]:
     """``(grad_a, grad_b)``; see ``Tropical.matmul_backward``. Where ``launched``
     is a list and all four arrays were used in place, it gets the two launches
-    bound to these sizes, backward_a's first."""
+    bound to these sizes, backward_a's first. ``outs``, where given, are the two
+    arrays to write them into (JAX's buffers, ``aotc.tropical._jax``)."""
     library = api.library
     spec = semiring_spec(library, semiring)
     if spec.get("counting") or spec["add"] not in ("max", "min") or spec["mul"] not in ("add", "mul"):
@@ -68,7 +69,13 @@ def backward_product(
     variant = "batched" if batched else "single"
     launchers = [api._launcher(semiring, A.dtype, p, variant, device, stream) for p in ("backward_a", "backward_b")]  # noqa: SLF001
     # Allocated (by the operands' framework) and zeroed on the call's stream, where the kernels add into them.
-    grads = [_zeroed(backend, op, name, A.dtype, stream) for op, name in ((A, "grad_A"), (B, "grad_B"))]
+    if outs is None:
+        grads = [_zeroed(backend, op, name, A.dtype, stream) for op, name in ((A, "grad_A"), (B, "grad_B"))]
+    else:
+        inputs = ((G, "grad_c"), (Kop, "k"), (A, "a"), (B, "b"))
+        grads = [output(out, name, op, op.shape, A.dtype, inputs, library, stream) for out, op, name in zip(outs, (A, B), ("grad_a", "grad_b"))]
+        for grad in grads:
+            _zero(backend, grad, stream)
     wait_for_producers(backend, stream, (G, Kop, A, B))
     if given_stream is not None:
         hold_until_done((G, Kop, A, B, *grads), stream)
@@ -101,6 +108,16 @@ def backward_product(
     if launched is not None and len(bound) == 2 and None not in bound:
         launched.extend(bound)
     return grads[0].obj, grads[1].obj
+
+
+def _zero(backend: Any, grad: Operand, stream: int) -> None:
+    """Zero a given gradient array, where the kernels will add into it."""
+    if grad.on_host:
+        import numpy as np
+
+        np.asarray(grad.obj).fill(0)
+    else:
+        zero_on(backend, grad, stream)
 
 
 def _zeroed(backend: Any, like: Operand, name: str, dtype: str, stream: int) -> Operand:

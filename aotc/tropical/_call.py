@@ -27,6 +27,7 @@ from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.tropical._backward import backward_product
 from aotc.tropical._operands import GRID_YZ_MAX, check_batch, check_grid, pair, semiring_spec
 from aotc.tropical._plan_keeper import keep_argmax_plan, keep_backward_plan, keep_plan
+from aotc.tropical._jax_route import jax_calls, to_jax
 from aotc.tropical._torch_route import inside_op, to_torch_op
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
@@ -123,6 +124,8 @@ class Tropical:
         """matmul, deciding everything from the operands (no plan, or its checks did not pass)."""
         if to_torch_op((a, b, out), semiring):
             return torch_calls().matmul(self, a, b, semiring, out, stream)
+        if to_jax((a, b, out)):
+            return jax_calls().matmul(self, a, b, semiring, out, stream)
         if self._packs(a, b, semiring):
             from aotc.tropical._packed import pack_bool
 
@@ -165,6 +168,8 @@ class Tropical:
         """matmul_argmax, deciding everything from the operands."""
         if to_torch_op((a, b, out, k_out), semiring):
             return torch_calls().matmul_argmax(self, a, b, semiring, out, k_out, stream)
+        if to_jax((a, b, out, k_out)):
+            return jax_calls().matmul_argmax(self, a, b, semiring, out, k_out, stream)
         launched: list[Any] | None = [] if stream is None else None
         c, k = self._product("argmax", a, b, semiring, out, k_out, stream, launched)
         if launched:
@@ -182,6 +187,8 @@ class Tropical:
         """
         if to_torch_op((grad_c, k, a, b), semiring):
             return torch_calls().matmul_backward(self, grad_c, k, a, b, semiring, stream)
+        if to_jax((grad_c, k, a, b)):
+            return jax_calls().matmul_backward(self, grad_c, k, a, b, semiring, stream)
         return backward_product(self, grad_c, k, a, b, semiring, stream)
 
     def matmul_packed(

@@ -1,0 +1,217 @@
+"""JAX arrays through the tropical kernels: eagerly, under ``jax.jit``,
+``jax.grad`` and ``jax.vmap``, on XLA's own stream.
+
+Imported only when a call is given a ``jax.Array`` (``_jax_route``), so
+``import aotc`` never imports jax.
+
+Each product is a ``jax.experimental.buffer_callback``: XLA hands the callback
+its buffers (host memory on the CPU, ``__cuda_array_interface__`` on a GPU,
+with ``ctx.stream``, XLA's stream) and the callback runs the ordinary call path
+on them, writing the results in place: image selection, device rules and the
+emulator apply unchanged, and the result is a ``jax.Array`` that nothing
+copied. It runs Python at every execution; jaxlib's built-in kernel launcher
+would not, and is not used yet (see docs/design.md, "JAX").
+
+- ``jax.grad``: a ``custom_vjp`` for the semirings with a gradient. The
+  forward pass runs the argmax kernel and keeps k*, the backward pass the two
+  backward kernels, as the PyTorch ops do.
+- ``jax.vmap``: the callback is declared ``vmap_method="expand_dims"``, so a
+  mapped call reaches it with a leading batch axis on every operand (1 where
+  an operand is not mapped), and the batched kernels run it in one launch.
+
+Shapes are checked while tracing, each problem one line naming the argument,
+so that a mistake is reported where it is made rather than inside XLA.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.buffer_callback import buffer_callback
+
+from aotc.errors import ArgumentError, ArgumentTypeError
+from aotc.tropical._backward import backward_product
+from aotc.tropical._operands import semiring_spec
+
+__all__ = ["matmul", "matmul_argmax", "matmul_backward"]
+
+_DTYPES = {"float32", "float64", "int32", "int64", "bool"}
+
+
+def _refuse_given(**given: Any) -> None:
+    for name, value in given.items():
+        if value is not None:
+            reason = "under JAX the kernels run on XLA's own stream" if name == "stream" else "JAX arrays are immutable; the result is returned"
+            msg = f"{name}: not taken with JAX arrays ({reason})"
+            raise ArgumentError(msg)
+
+
+def _jax_array(value: Any, name: str) -> Any:
+    if isinstance(value, jax.Array):
+        return value
+    if isinstance(value, np.ndarray):
+        return jnp.asarray(value)
+    msg = f"{name}: expected a JAX or NumPy array beside JAX operands, got {type(value).__name__}"
+    raise ArgumentTypeError(msg)
+
+
+def _product_shape(a: Any, b: Any, counting: bool) -> tuple[int, ...]:
+    """The result's shape, from the operands' (per example, under vmap)."""
+    extra = 1 if counting else 0
+    for array, name in ((a, "a"), (b, "b")):
+        if str(array.dtype) not in _DTYPES:
+            msg = f"{name}: dtype {array.dtype} has no kernel (float32, float64, int32, int64, bool)"
+            raise ArgumentTypeError(msg)
+        if counting and array.shape[-1:] != (2,):
+            msg = f"{name}: a counting semiring takes (value, count) pairs, a trailing axis of 2; got shape {tuple(array.shape)}"
+            raise ArgumentError(msg)
+        if array.ndim - extra not in (2, 3):
+            msg = f"{name}: expected a 2-D matrix or a 3-D batch of them, got shape {tuple(array.shape)}"
+            raise ArgumentError(msg)
+    if a.dtype != b.dtype:
+        msg = f"b: dtype {b.dtype} differs from a's {a.dtype}"
+        raise ArgumentTypeError(msg)
+    core_a, core_b = a.shape[: a.ndim - extra], b.shape[: b.ndim - extra]
+    (m, k), (k2, n) = core_a[-2:], core_b[-2:]
+    if k != k2:
+        msg = f"b: shape {tuple(b.shape)} does not fit a's {tuple(a.shape)}: a has {k} columns, b has {k2} rows"
+        raise ArgumentError(msg)
+    batch_a, batch_b = core_a[:-2], core_b[:-2]
+    if batch_a and batch_b and batch_a != batch_b:
+        msg = f"b: batch of {batch_b[0]} does not match a's batch of {batch_a[0]}"
+        raise ArgumentError(msg)
+    return (*(batch_a or batch_b), m, n, *((2,) if counting else ()))
+
+
+def _host(buffer: Any) -> Any:
+    """A buffer as the call path takes it: a NumPy view of host memory, or the
+    buffer itself (``__cuda_array_interface__``) on a GPU."""
+    try:
+        return np.asarray(buffer)
+    except (TypeError, ValueError, RuntimeError):
+        return buffer
+
+
+def _stream(ctx: Any, *buffers: Any) -> Any:
+    """XLA's stream on a GPU; None on the CPU, where the context has none."""
+    return None if all(isinstance(b, np.ndarray) for b in buffers) else ctx.stream
+
+
+def _kernel_calls(ins: tuple[Any, ...], core: tuple[int, ...]) -> Any:
+    """Each kernel call's operands and where its results go.
+
+    Under vmap every operand arrives with leading axes (1 where it is not
+    mapped); with its own batch axis, if it has one, they are the call's batch
+    axes. The kernels take one batch axis and broadcast a 2-D operand over it:
+    so the axes before the last are looped over, and an operand whose last
+    batch axis is 1 beside a larger one is passed 2-D. Yields (the results'
+    leading index, the operands)."""
+    leads = [x.shape[: x.ndim - c] for x, c in zip(ins, core)]
+    depth = max(map(len, leads))
+    outer = np.broadcast_shapes(*(((1,) * (depth - len(lead)) + lead)[:-1] for lead in leads)) if depth > 1 else ()
+    for index in np.ndindex(*outer):
+        parts = []
+        for x, lead in zip(ins, leads):
+            pad = depth - len(lead)
+            parts.append(x[tuple(0 if lead[j - pad] == 1 else index[j] for j in range(pad, depth - 1))])
+        batches = [p.shape[0] if p.ndim > c else 0 for p, c in zip(parts, core)]
+        widest = max(batches)
+        yield index, [p[0] if b == 1 < widest else p for p, b in zip(parts, batches)]
+
+
+def _forward(api: Any, semiring: str, counting: bool) -> Any:
+    core = (3, 3) if counting else (2, 2)
+
+    def run(ctx: Any, out: Any, a: Any, b: Any) -> None:
+        a, b, c = _host(a), _host(b), _host(out)
+        for index, (ai, bi) in _kernel_calls((a, b), core):
+            api.matmul(ai, bi, semiring, out=c[index], stream=_stream(ctx, ai, bi, c))
+
+    return run
+
+
+def _argmax(api: Any, semiring: str, counting: bool) -> Any:
+    core = (3, 3) if counting else (2, 2)
+
+    def run(ctx: Any, outs: Any, a: Any, b: Any) -> None:
+        (c, k), a, b = (_host(o) for o in outs), _host(a), _host(b)
+        for index, (ai, bi) in _kernel_calls((a, b), core):
+            api.matmul_argmax(ai, bi, semiring, out=c[index], k_out=k[index], stream=_stream(ctx, ai, bi, c))
+
+    return run
+
+
+def _backward(api: Any, semiring: str) -> Any:
+    def run(ctx: Any, outs: Any, grad_c: Any, k: Any, a: Any, b: Any) -> None:
+        (ga, gb), grad_c, k, a, b = (_host(o) for o in outs), _host(grad_c), _host(k), _host(a), _host(b)
+        # Written into XLA's buffers, zeroed first. (A 2-D operand broadcast over a
+        # batch gets its gradient summed over it.)
+        backward_product(api, grad_c, k, a, b, semiring, _stream(ctx, a, b, ga), outs=(ga, gb))
+
+    return run
+
+
+def _callbacks(api: Any, semiring: str) -> dict[str, Any]:
+    """The semiring's products as JAX functions of (a, b), made once per handle."""
+    cache = api.__dict__.setdefault("_jax_products", {})
+    found = cache.get(semiring)
+    if found is not None:
+        return found
+    spec = semiring_spec(api.library, semiring)
+    counting = bool(spec.get("counting", False))
+    differentiable = not counting and spec["add"] in ("max", "min") and spec["mul"] in ("add", "mul")
+    forward, argmax, backward = _forward(api, semiring, counting), _argmax(api, semiring, counting), _backward(api, semiring)
+
+    def plain(a: Any, b: Any) -> Any:
+        shape = jax.ShapeDtypeStruct(_product_shape(a, b, counting), a.dtype)
+        return buffer_callback(forward, shape, vmap_method="expand_dims")(a, b)
+
+    def with_k(a: Any, b: Any) -> tuple[Any, Any]:
+        shape = _product_shape(a, b, counting)
+        k_shape = shape[:-1] if counting else shape
+        outs = (jax.ShapeDtypeStruct(shape, a.dtype), jax.ShapeDtypeStruct(k_shape, jnp.int32))
+        return buffer_callback(argmax, outs, vmap_method="expand_dims")(a, b)
+
+    def grads(grad_c: Any, k: Any, a: Any, b: Any) -> tuple[Any, Any]:
+        outs = (jax.ShapeDtypeStruct(a.shape, a.dtype), jax.ShapeDtypeStruct(b.shape, b.dtype))
+        return buffer_callback(backward, outs, vmap_method="sequential")(grad_c, k, a, b)
+
+    product = plain
+    if differentiable:
+        product = jax.custom_vjp(plain)
+
+        def product_fwd(a: Any, b: Any) -> tuple[Any, Any]:
+            c, k = with_k(a, b)
+            return c, (k, a, b)
+
+        def product_bwd(saved: Any, grad_c: Any) -> tuple[Any, Any]:
+            k, a, b = saved
+            return grads(grad_c, k, a, b)
+
+        product.defvjp(product_fwd, product_bwd)
+    found = cache[semiring] = {"matmul": product, "argmax": with_k, "backward": grads, "differentiable": differentiable}
+    return found
+
+
+def matmul(api: Any, a: Any, b: Any, semiring: str, out: Any, stream: Any) -> Any:
+    _refuse_given(out=out, stream=stream)
+    return _callbacks(api, semiring)["matmul"](_jax_array(a, "a"), _jax_array(b, "b"))
+
+
+def matmul_argmax(api: Any, a: Any, b: Any, semiring: str, out: Any, k_out: Any, stream: Any) -> tuple[Any, Any]:
+    _refuse_given(out=out, k_out=k_out, stream=stream)
+    return _callbacks(api, semiring)["argmax"](_jax_array(a, "a"), _jax_array(b, "b"))
+
+
+def matmul_backward(api: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: str, stream: Any) -> tuple[Any, Any]:
+    _refuse_given(stream=stream)
+    products = _callbacks(api, semiring)
+    if not products["differentiable"]:
+        msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
+        raise ArgumentError(msg)
+    arrays = (_jax_array(x, n) for x, n in ((grad_c, "grad_c"), (k, "k"), (a, "a"), (b, "b")))
+    return products["backward"](*arrays)
+
