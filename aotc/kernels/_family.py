@@ -203,6 +203,11 @@ class Family:
         return self._call(values, axes, stream)
 
     def _call(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+        jax = sys.modules.get("jax")  # a JAX array cannot exist before jax is imported
+        if jax is not None and any(isinstance(values.get(name), jax.Array) for name in self.given):
+            from aotc.kernels import _jax
+
+            return _jax.call(self, values, axes, stream)
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(values[self.given[0]], torch.Tensor):
             from aotc.kernels import _torch_route

@@ -65,6 +65,7 @@ def diagnose(
     nvrtc_archs = _nvrtc(report)
     policy = _policy(report)
     cache = _cache(report, cache)
+    _jax(report)
 
     platform, what = None, ""
     if source_backend and arch is None:
@@ -82,6 +83,19 @@ def diagnose(
         report.add()
         _library(report, name, platform, what, nvrtc_archs, policy, cache, driver_version)
     return report
+
+
+def _jax(report: Diagnosis) -> None:
+    """Which route JAX arrays take (aotc.tropical._jax), read from the installed
+    distributions' metadata: the doctor imports no jax."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        report.add("jax: not installed (JAX arrays need jax and jaxlib)")
+        return
+    report.add(f"jax: jaxlib {version}; JAX arrays run through jax.experimental.buffer_callback, on XLA's stream (Python each call)")
 
 
 def _backend_and_device(report: Diagnosis) -> tuple[DeviceInfo | None, str, DriverVersion | None]:

@@ -47,6 +47,14 @@ def test_without_a_gpu_it_says_so_and_exits_0(run_aotc: RunAotc, lib: Path, env:
     assert f"cache: {env['AOTC_CACHE_DIR']}: ok; 0 entries" in out
     assert f"library rt: {lib}, 3 kernels, nvcc 13.0.88; SASS 80; PTX 80" in out
     assert "Traceback" not in result.stderr
+    # The route JAX arrays take, from the installed metadata, or that there is no jax.
+    from importlib import metadata
+
+    try:
+        expected = f"jax: jaxlib {metadata.version('jaxlib')}; JAX arrays run through jax.experimental.buffer_callback"
+    except metadata.PackageNotFoundError:
+        expected = "jax: not installed (JAX arrays need jax and jaxlib)"
+    assert expected in out
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,177 @@
+"""JAX arrays through a declared family's kernels: eagerly and under ``jax.jit``
+and ``jax.vmap``, on XLA's own stream.
+
+Imported only when a family is called with a ``jax.Array`` (``Family._call``),
+so ``import aotc`` never imports jax. The route is the tropical API's
+(``aotc.tropical._jax``): one ``jax.experimental.buffer_callback`` per call,
+whose callback runs the family's ordinary launch on XLA's buffers, writing
+the out arrays in place. What the declaration says decides the rest:
+
+- the kernel, the dimensions and the out arrays' shapes and dtypes come from
+  ``Family.plan_for`` while tracing, so a mistake is one line naming the
+  array before XLA sees the call;
+- an inout array is the callback's input and output at once
+  (``input_output_aliases``): XLA gives the kernel a buffer holding the
+  input, and the result is a new ``jax.Array``, as JAX's arrays are immutable;
+- the caller's scalars are part of the callback, so under ``jit`` they must
+  be Python numbers (static), not traced values.
+
+``vmap`` maps a call over its examples one after another (``sequential``):
+a declared family says nothing of how a batch would map onto its kernels.
+A family's ``backward:`` pairing makes the call a ``jax.custom_vjp``
+(``_differentiable``), as it makes the PyTorch op's autograd formula.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.experimental.buffer_callback import buffer_callback
+
+from aotc.errors import ArgumentError, ArgumentTypeError
+
+__all__ = ["call"]
+
+_DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool", "uint32": "u32"}
+_NUMPY_NAMES = {name: numpy for numpy, name in _DTYPE_NAMES.items()}
+_MAX_CALLBACKS = 64  # per family: one per axes and scalar values a program uses
+
+
+def _jax_array(value: Any, name: str) -> Any:
+    if isinstance(value, jax.Array):
+        return value
+    if isinstance(value, np.ndarray):
+        return jax.numpy.asarray(value)
+    msg = f"{name}: expected a JAX or NumPy array beside JAX arrays, got {type(value).__name__}"
+    raise ArgumentTypeError(msg)
+
+
+def _host(buffer: Any) -> Any:
+    """A buffer as the launch takes it: a NumPy view of host memory, or the
+    buffer itself (``__cuda_array_interface__``) on a GPU."""
+    try:
+        return np.asarray(buffer)
+    except (TypeError, ValueError, RuntimeError):
+        return buffer
+
+
+def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
+    """The callback for calls with these axes and scalars, made once: JAX keys
+    its compiled calls on the callback, so a new one each call would recompile."""
+    cache = family.__dict__.setdefault("jax_callbacks", {})
+    key = (tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+    found = cache.get(key)
+    if found is None:
+
+        def run(ctx: Any, outs: Any, *ins: Any) -> None:
+            values = dict(zip(family.given, map(_host, ins)))
+            values.update(zip(family.results, map(_host, outs)))  # an inout's aliased buffer holds its input
+            values.update(scalars)
+            on_host = all(isinstance(v, np.ndarray) for v in values.values() if not isinstance(v, (int, float)))
+            family.launch(values, axes, None if on_host else ctx.stream, keep=_no_plan)
+
+        if len(cache) >= _MAX_CALLBACKS:
+            cache.clear()
+        found = cache[key] = run
+    return found
+
+
+def _no_plan(*_: Any) -> None:
+    """NumPy views of XLA's buffers are new objects every call: no plan keeps them."""
+
+
+def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+    """The family's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
+    if stream is not None:
+        msg = "stream: not taken with JAX arrays (under JAX the kernels run on XLA's own stream)"
+        raise ArgumentError(msg)
+    for name in family.outs:
+        if values.get(name) is not None:
+            msg = f"{name}: not taken with JAX arrays (JAX arrays are immutable; the result is returned)"
+            raise ArgumentError(msg)
+    arrays = {name: _jax_array(values[name], name) for name in family.given}
+    dtypes = {}
+    for name, array in arrays.items():
+        dtypes[name] = _DTYPE_NAMES.get(str(array.dtype))
+        if dtypes[name] is None:
+            msg = f"{name}: dtype {array.dtype} has no kernel of {family.name} ({', '.join(_DTYPE_NAMES)})"
+            raise ArgumentTypeError(msg)
+    plan = family.plan_for({name: tuple(array.shape) for name, array in arrays.items()}, dtypes, axes)
+    scalars = {name: values[name] for name in family.arguments}
+    for name, value in scalars.items():
+        if isinstance(value, jax.core.Tracer):
+            msg = f"{name}: a traced value; a family's scalar arguments are Python numbers (under jax.jit, mark {name} static)"
+            raise ArgumentTypeError(msg)
+    given = tuple(arrays[name] for name in family.given)
+    if family.backward is not None and len(family.results) == len(family.outs):
+        outputs = _differentiable(family, axes, scalars)(*given)
+    else:
+        outputs = _launch(family, plan, axes, scalars, given)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _launch(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The call as one buffer_callback: its out and inout arrays, in declared order."""
+    results, aliases = [], {}
+    for index, name in enumerate(family.results):
+        if name in family.given:  # inout: the input's buffer, written in place
+            array = given[family.given.index(name)]
+            aliases[family.given.index(name)] = index
+            results.append(jax.ShapeDtypeStruct(array.shape, array.dtype))
+        else:
+            results.append(jax.ShapeDtypeStruct(plan.out_shapes[name], _NUMPY_NAMES[plan.dtypes[name]]))
+    run = buffer_callback(_callback(family, axes, scalars), tuple(results), vmap_method="sequential", input_output_aliases=aliases or None)
+    return tuple(run(*given))
+
+
+def _plan_of(family: Any, given: tuple[Any, ...], axes: dict[str, Any]) -> Any:
+    shapes = {name: tuple(x.shape) for name, x in zip(family.given, given)}
+    return family.plan_for(shapes, {name: _DTYPE_NAMES[str(x.dtype)] for name, x in zip(family.given, given)}, axes)
+
+
+def _differentiable(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
+    """The call as a ``jax.custom_vjp``, from the family's ``backward:`` pairing
+    (its naming convention is ``aotc.build._backward_fields``'): the forward
+    keeps the arrays named in ``saves``, the backward calls the paired family
+    with ``grad_<out>``, those arrays and the forward's scalars, and each in
+    array's gradient is its ``grad_<in>`` (zeros where the pairing has none).
+    Made once per axes and scalars, as the callbacks are."""
+    cache = family.__dict__.setdefault("jax_gradients", {})
+    key = (tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+    found = cache.get(key)
+    if found is not None:
+        return found
+    from aotc.kernels import over
+
+    name, saves = family.backward
+    gradients = over(family.library).family(name)
+    gradient_axes = {axis: value for axis, value in axes.items() if axis in gradients.open_axes}
+
+    def primal(*given: Any) -> tuple[Any, ...]:
+        return _launch(family, _plan_of(family, given, axes), axes, scalars, given)
+
+    def forward(*given: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        outputs = primal(*given)
+        known = dict(zip(family.given, given))
+        known.update(zip(family.outs, outputs))
+        # The inputs ride along for their shapes: an input the pairing gives no gradient gets zeros like it.
+        return outputs, (tuple(known[name] for name in saves), given)
+
+    def backward(residuals: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
+        saved, given = residuals
+        known: dict[str, Any] = dict(zip(saves, saved))
+        known.update((f"grad_{name}", grad) for name, grad in zip(family.outs, grads))
+        known.update(scalars)
+        values = {name: known[name] for name in (*gradients.given, *gradients.arguments)}
+        results = call(gradients, values, gradient_axes, None)
+        by_name = dict(zip(gradients.outs, results if isinstance(results, tuple) else (results,)))
+        return tuple(by_name.get(f"grad_{name}", jax.numpy.zeros_like(x)) for name, x in zip(family.given, given))
+
+    differentiable = jax.custom_vjp(primal)
+    differentiable.defvjp(forward, backward)
+    if len(cache) >= _MAX_CALLBACKS:
+        cache.clear()
+    cache[key] = differentiable
+    return differentiable

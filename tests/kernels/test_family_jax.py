@@ -1,0 +1,91 @@
+"""aotc/kernels/_jax.py: a declared family's generated binding takes JAX arrays,
+eagerly and under jit and vmap, on the emulator, against the example's NumPy
+references; inout arrays come back new, and mistakes are one line."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aotc.errors import ArgumentError, ArgumentTypeError
+from declared_support import axpy, reference, rowops  # noqa: F401 - fixtures
+
+jax = pytest.importorskip("jax", reason="JAX is not installed (tox installs the CPU build)")
+jnp = pytest.importorskip("jax.numpy")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def x64() -> Any:
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 5)])  # softmax's batch is optional
+def test_softmax_eager_and_jitted(rowops: Any, dtype: Any, shape: tuple[int, ...]) -> None:  # noqa: F811
+    x = np.random.default_rng(1).standard_normal(shape).astype(dtype)
+    expected = reference.softmax(x)
+    for run in (lambda f: f, jax.jit):
+        y = run(rowops.softmax)(jnp.asarray(x))
+        assert isinstance(y, jax.Array) and y.dtype == dtype and y.shape == shape
+        np.testing.assert_allclose(np.asarray(y), expected, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_scan_and_vmap(rowops: Any) -> None:  # noqa: F811
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    mapped = jax.jit(jax.vmap(rowops.scan))(jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(mapped), np.stack([reference.scan(x[i]) for i in range(2)]))
+
+
+def test_an_inout_array_comes_back_new(axpy: Any) -> None:  # noqa: F811
+    x, y = jnp.ones((2, 3)), jnp.full((2, 3), 2.0)
+    out = axpy.axpy(x, y, 0.5, threads=64)
+    np.testing.assert_array_equal(np.asarray(out), np.full((2, 3), 2.5))
+    np.testing.assert_array_equal(np.asarray(y), np.full((2, 3), 2.0))  # JAX's arrays are immutable
+    jitted = jax.jit(lambda a, b: axpy.axpy(a, b, 0.25, threads=128))(x, y)
+    np.testing.assert_array_equal(np.asarray(jitted), np.full((2, 3), 2.25))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda ops, x: ops.softmax(x, y=x), ArgumentError, r"y: not taken with JAX arrays \(JAX arrays are immutable; the result is returned\)$"),
+        (lambda ops, x: ops.softmax(x, stream=0), ArgumentError, r"stream: not taken with JAX arrays"),
+        (lambda ops, x: ops.softmax(x[0]), ArgumentError, r"x: expected a 2-D or 3-D array"),
+        (lambda ops, x: ops.softmax(x.astype(jnp.int32)), ArgumentError, r"x: dtype i32, but softmax's kernels take f32 or f64 there$"),
+        (lambda ops, x: ops.softmax(x.astype(jnp.float16)), ArgumentTypeError, r"x: dtype float16 has no kernel of softmax"),
+    ],
+)
+def test_mistakes_are_one_line_while_tracing(rowops: Any, call: Any, error: type, message: str) -> None:  # noqa: F811
+    x = jnp.ones((3, 5), jnp.float32)
+    with pytest.raises(error) as eager:
+        call(rowops, x)
+    assert re.match(message, str(eager.value)) and "\n" not in str(eager.value)
+    with pytest.raises(error) as jitted:
+        jax.jit(lambda t: call(rowops, t))(x)
+    assert re.match(message, str(jitted.value).splitlines()[0])
+
+
+def test_a_traced_scalar_is_refused(axpy: Any) -> None:  # noqa: F811
+    x = jnp.ones((2, 3))
+    with pytest.raises(ArgumentTypeError) as info:
+        jax.jit(lambda a, alpha: axpy.axpy(a, a, alpha, threads=64))(x, 0.5)
+    assert str(info.value).splitlines()[0] == "alpha: a traced value; a family's scalar arguments are Python numbers (under jax.jit, mark alpha static)"
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 5)])
+def test_grad_through_the_backward_pairing(rowops: Any, shape: tuple[int, ...]) -> None:  # noqa: F811
+    """softmax declares softmax_backward as its backward: jax.grad runs it."""
+    x = np.random.default_rng(2).standard_normal(shape)
+    weights = np.random.default_rng(3).standard_normal(shape)
+    grad = jax.jit(jax.grad(lambda t: (rowops.softmax(t) * weights).sum()))(jnp.asarray(x))
+    y = reference.softmax(x)
+    expected = y * (weights - (weights * y).sum(-1, keepdims=True))  # softmax's vector-Jacobian product
+    np.testing.assert_allclose(np.asarray(grad), expected, rtol=1e-10, atol=1e-12)
+    from jax.test_util import check_grads
+
+    check_grads(rowops.softmax, (jnp.asarray(x),), order=1, modes=("rev",), eps=1e-6)
