@@ -14,7 +14,8 @@
 #      (tests/kernels/test_family_gpu.py); the torch, CuPy and two-GPU cases
 #      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing;
 #      and JAX arrays through the buffer_callback route on XLA's stream, under
-#      jit, grad and vmap (tests/tropical/test_jax_gpu.py), where jax with its
+#      jit, grad and vmap (tests/tropical/test_jax_gpu.py, and rowops' softmax
+#      in tests/kernels/test_family_gpu.py), where jax with its
 #      CUDA plugin is installed (else it skips, saying so),
 #   3. times every forward and argmax kernel at 4096^3 against the issue limit
 #      (not with --no-timings).

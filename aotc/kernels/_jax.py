@@ -27,34 +27,15 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import numpy as np
 from jax.experimental.buffer_callback import buffer_callback
 
-from aotc.errors import ArgumentError, ArgumentTypeError
+from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, host_view, refuse_given, xla_stream
+from aotc.errors import ArgumentTypeError
 
 __all__ = ["call"]
 
-_DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool", "uint32": "u32"}
-_NUMPY_NAMES = {name: numpy for numpy, name in _DTYPE_NAMES.items()}
+_NUMPY_NAMES = {name: numpy for numpy, name in DTYPE_NAMES.items()}
 _MAX_CALLBACKS = 64  # per family: one per axes and scalar values a program uses
-
-
-def _jax_array(value: Any, name: str) -> Any:
-    if isinstance(value, jax.Array):
-        return value
-    if isinstance(value, np.ndarray):
-        return jax.numpy.asarray(value)
-    msg = f"{name}: expected a JAX or NumPy array beside JAX arrays, got {type(value).__name__}"
-    raise ArgumentTypeError(msg)
-
-
-def _host(buffer: Any) -> Any:
-    """A buffer as the launch takes it: a NumPy view of host memory, or the
-    buffer itself (``__cuda_array_interface__``) on a GPU."""
-    try:
-        return np.asarray(buffer)
-    except (TypeError, ValueError, RuntimeError):
-        return buffer
 
 
 def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
@@ -66,11 +47,10 @@ def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any
     if found is None:
 
         def run(ctx: Any, outs: Any, *ins: Any) -> None:
-            values = dict(zip(family.given, map(_host, ins)))
-            values.update(zip(family.results, map(_host, outs)))  # an inout's aliased buffer holds its input
+            values = dict(zip(family.given, map(host_view, ins)))
+            values.update(zip(family.results, map(host_view, outs)))  # an inout's aliased buffer holds its input
             values.update(scalars)
-            on_host = all(isinstance(v, np.ndarray) for v in values.values() if not isinstance(v, (int, float)))
-            family.launch(values, axes, None if on_host else ctx.stream, keep=_no_plan)
+            family.launch(values, axes, xla_stream(ctx, *(values[name] for name in (*family.given, *family.results))), keep=_no_plan)
 
         if len(cache) >= _MAX_CALLBACKS:
             cache.clear()
@@ -84,19 +64,13 @@ def _no_plan(*_: Any) -> None:
 
 def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
     """The family's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
-    if stream is not None:
-        msg = "stream: not taken with JAX arrays (under JAX the kernels run on XLA's own stream)"
-        raise ArgumentError(msg)
-    for name in family.outs:
-        if values.get(name) is not None:
-            msg = f"{name}: not taken with JAX arrays (JAX arrays are immutable; the result is returned)"
-            raise ArgumentError(msg)
-    arrays = {name: _jax_array(values[name], name) for name in family.given}
+    refuse_given(stream=stream, **{name: values.get(name) for name in family.outs})
+    arrays = {name: as_jax(values[name], name) for name in family.given}
     dtypes = {}
     for name, array in arrays.items():
-        dtypes[name] = _DTYPE_NAMES.get(str(array.dtype))
+        dtypes[name] = DTYPE_NAMES.get(str(array.dtype))
         if dtypes[name] is None:
-            msg = f"{name}: dtype {array.dtype} has no kernel of {family.name} ({', '.join(_DTYPE_NAMES)})"
+            msg = f"{name}: dtype {array.dtype} has no kernel of {family.name} ({', '.join(DTYPE_NAMES)})"
             raise ArgumentTypeError(msg)
     plan = family.plan_for({name: tuple(array.shape) for name, array in arrays.items()}, dtypes, axes)
     scalars = {name: values[name] for name in family.arguments}
@@ -128,7 +102,7 @@ def _launch(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any
 
 def _plan_of(family: Any, given: tuple[Any, ...], axes: dict[str, Any]) -> Any:
     shapes = {name: tuple(x.shape) for name, x in zip(family.given, given)}
-    return family.plan_for(shapes, {name: _DTYPE_NAMES[str(x.dtype)] for name, x in zip(family.given, given)}, axes)
+    return family.plan_for(shapes, {name: DTYPE_NAMES[str(x.dtype)] for name, x in zip(family.given, given)}, axes)
 
 
 def _differentiable(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:

@@ -32,37 +32,21 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.buffer_callback import buffer_callback
 
+from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, host_view, refuse_given, xla_stream
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.tropical._backward import backward_product
 from aotc.tropical._operands import semiring_spec
 
 __all__ = ["matmul", "matmul_argmax", "matmul_backward"]
 
-_DTYPES = {"float32", "float64", "int32", "int64", "bool"}
-
-
-def _refuse_given(**given: Any) -> None:
-    for name, value in given.items():
-        if value is not None:
-            reason = "under JAX the kernels run on XLA's own stream" if name == "stream" else "JAX arrays are immutable; the result is returned"
-            msg = f"{name}: not taken with JAX arrays ({reason})"
-            raise ArgumentError(msg)
-
-
-def _jax_array(value: Any, name: str) -> Any:
-    if isinstance(value, jax.Array):
-        return value
-    if isinstance(value, np.ndarray):
-        return jnp.asarray(value)
-    msg = f"{name}: expected a JAX or NumPy array beside JAX operands, got {type(value).__name__}"
-    raise ArgumentTypeError(msg)
+_KERNEL_DTYPES = ("f32", "f64", "i32", "i64", "bool")
 
 
 def _product_shape(a: Any, b: Any, counting: bool) -> tuple[int, ...]:
     """The result's shape, from the operands' (per example, under vmap)."""
     extra = 1 if counting else 0
     for array, name in ((a, "a"), (b, "b")):
-        if str(array.dtype) not in _DTYPES:
+        if DTYPE_NAMES.get(str(array.dtype)) not in _KERNEL_DTYPES:
             msg = f"{name}: dtype {array.dtype} has no kernel (float32, float64, int32, int64, bool)"
             raise ArgumentTypeError(msg)
         if counting and array.shape[-1:] != (2,):
@@ -84,20 +68,6 @@ def _product_shape(a: Any, b: Any, counting: bool) -> tuple[int, ...]:
         msg = f"b: batch of {batch_b[0]} does not match a's batch of {batch_a[0]}"
         raise ArgumentError(msg)
     return (*(batch_a or batch_b), m, n, *((2,) if counting else ()))
-
-
-def _host(buffer: Any) -> Any:
-    """A buffer as the call path takes it: a NumPy view of host memory, or the
-    buffer itself (``__cuda_array_interface__``) on a GPU."""
-    try:
-        return np.asarray(buffer)
-    except (TypeError, ValueError, RuntimeError):
-        return buffer
-
-
-def _stream(ctx: Any, *buffers: Any) -> Any:
-    """XLA's stream on a GPU; None on the CPU, where the context has none."""
-    return None if all(isinstance(b, np.ndarray) for b in buffers) else ctx.stream
 
 
 def _kernel_calls(ins: tuple[Any, ...], core: tuple[int, ...]) -> Any:
@@ -126,9 +96,9 @@ def _forward(api: Any, semiring: str, counting: bool) -> Any:
     core = (3, 3) if counting else (2, 2)
 
     def run(ctx: Any, out: Any, a: Any, b: Any) -> None:
-        a, b, c = _host(a), _host(b), _host(out)
+        a, b, c = host_view(a), host_view(b), host_view(out)
         for index, (ai, bi) in _kernel_calls((a, b), core):
-            api.matmul(ai, bi, semiring, out=c[index], stream=_stream(ctx, ai, bi, c))
+            api.matmul(ai, bi, semiring, out=c[index], stream=xla_stream(ctx, ai, bi, c))
 
     return run
 
@@ -137,19 +107,19 @@ def _argmax(api: Any, semiring: str, counting: bool) -> Any:
     core = (3, 3) if counting else (2, 2)
 
     def run(ctx: Any, outs: Any, a: Any, b: Any) -> None:
-        (c, k), a, b = (_host(o) for o in outs), _host(a), _host(b)
+        (c, k), a, b = (host_view(o) for o in outs), host_view(a), host_view(b)
         for index, (ai, bi) in _kernel_calls((a, b), core):
-            api.matmul_argmax(ai, bi, semiring, out=c[index], k_out=k[index], stream=_stream(ctx, ai, bi, c))
+            api.matmul_argmax(ai, bi, semiring, out=c[index], k_out=k[index], stream=xla_stream(ctx, ai, bi, c))
 
     return run
 
 
 def _backward(api: Any, semiring: str) -> Any:
     def run(ctx: Any, outs: Any, grad_c: Any, k: Any, a: Any, b: Any) -> None:
-        (ga, gb), grad_c, k, a, b = (_host(o) for o in outs), _host(grad_c), _host(k), _host(a), _host(b)
+        (ga, gb), grad_c, k, a, b = (host_view(o) for o in outs), host_view(grad_c), host_view(k), host_view(a), host_view(b)
         # Written into XLA's buffers, zeroed first. (A 2-D operand broadcast over a
         # batch gets its gradient summed over it.)
-        backward_product(api, grad_c, k, a, b, semiring, _stream(ctx, a, b, ga), outs=(ga, gb))
+        backward_product(api, grad_c, k, a, b, semiring, xla_stream(ctx, a, b, ga), outs=(ga, gb))
 
     return run
 
@@ -197,21 +167,21 @@ def _callbacks(api: Any, semiring: str) -> dict[str, Any]:
 
 
 def matmul(api: Any, a: Any, b: Any, semiring: str, out: Any, stream: Any) -> Any:
-    _refuse_given(out=out, stream=stream)
-    return _callbacks(api, semiring)["matmul"](_jax_array(a, "a"), _jax_array(b, "b"))
+    refuse_given(out=out, stream=stream)
+    return _callbacks(api, semiring)["matmul"](as_jax(a, "a"), as_jax(b, "b"))
 
 
 def matmul_argmax(api: Any, a: Any, b: Any, semiring: str, out: Any, k_out: Any, stream: Any) -> tuple[Any, Any]:
-    _refuse_given(out=out, k_out=k_out, stream=stream)
-    return _callbacks(api, semiring)["argmax"](_jax_array(a, "a"), _jax_array(b, "b"))
+    refuse_given(out=out, k_out=k_out, stream=stream)
+    return _callbacks(api, semiring)["argmax"](as_jax(a, "a"), as_jax(b, "b"))
 
 
 def matmul_backward(api: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: str, stream: Any) -> tuple[Any, Any]:
-    _refuse_given(stream=stream)
+    refuse_given(stream=stream)
     products = _callbacks(api, semiring)
     if not products["differentiable"]:
         msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
         raise ArgumentError(msg)
-    arrays = (_jax_array(x, n) for x, n in ((grad_c, "grad_c"), (k, "k"), (a, "a"), (b, "b")))
+    arrays = (as_jax(x, n) for x, n in ((grad_c, "grad_c"), (k, "k"), (a, "a"), (b, "b")))
     return products["backward"](*arrays)
 

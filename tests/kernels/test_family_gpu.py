@@ -107,3 +107,17 @@ def test_strided_cuda_arrays_are_read_in_place(badd_gpu: Any) -> None:
     torch.testing.assert_close(badd_gpu.badd(sliced, bias.expand(2, 300)[:, 1::2]), sliced + bias[1::2])  # bias: copied dense
     host = np.random.default_rng(4).normal(size=(3, 7, 9)).astype(np.float32)
     np.testing.assert_array_equal(badd_gpu.badd(host[:, ::2], host[:, 0]), host[:, ::2] + host[:, 0][:, None, :])  # staged: copied dense
+
+
+def test_jax_arrays_on_xlas_stream(rowops_gpu: Any) -> None:
+    """JAX's GPU arrays through the buffer_callback route: jit, vmap and the backward pairing's gradient."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed (the GPU suite needs jax with its CUDA plugin)")
+    if jax.default_backend() != "gpu":
+        pytest.skip(f"JAX runs on {jax.default_backend()} here: install jax[cuda13] (or cuda12) for its GPU backend")
+    x = np.random.default_rng(4).standard_normal((2, 64, 300)).astype(np.float32)
+    y = jax.jit(rowops_gpu.softmax)(jax.numpy.asarray(x))
+    np.testing.assert_allclose(np.asarray(y), reference.softmax(x), rtol=1e-5, atol=1e-7)
+    mapped = jax.jit(jax.vmap(rowops_gpu.softmax))(jax.numpy.asarray(x))
+    np.testing.assert_allclose(np.asarray(mapped), np.asarray(y), rtol=1e-6)
+    grad = jax.jit(jax.grad(lambda t: rowops_gpu.softmax(t)[..., 0].sum()))(jax.numpy.asarray(x))
+    assert grad.shape == x.shape and np.isfinite(np.asarray(grad)).all()

@@ -139,7 +139,7 @@ def test_other_semirings_and_dtypes_run_without_a_gradient() -> None:
         (lambda a, b: tropical.matmul(a, b.astype(jnp.float64)), ArgumentTypeError, r"^b: dtype float64 differs from a's float32$"),
         (lambda a, b: tropical.matmul(a[0], b), ArgumentError, r"^a: expected a 2-D matrix or a 3-D batch of them, got shape \(7,\)$"),
         (lambda a, b: tropical.matmul(a, b, "maxmin"), ArgumentError, r"^semiring: unknown 'maxmin'"),
-        (lambda a, b: tropical.matmul(a, [[1.0]]), ArgumentTypeError, r"^b: expected a JAX or NumPy array beside JAX operands, got list$"),
+        (lambda a, b: tropical.matmul(a, [[1.0]]), ArgumentTypeError, r"^b: expected a JAX or NumPy array beside JAX arrays, got list$"),
     ],
 )
 def test_mistakes_are_one_line_naming_the_argument(call: Any, error: type, message: str) -> None:

@@ -1,0 +1,54 @@
+"""JAX's arrays, and the buffers XLA hands a ``buffer_callback``, as aotc's
+call paths take them (``aotc.tropical._jax``, ``aotc.kernels._jax``).
+
+Imported only once a call is given a ``jax.Array``: it imports jax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from aotc.errors import ArgumentError, ArgumentTypeError
+
+__all__ = ["DTYPE_NAMES", "as_jax", "host_view", "refuse_given", "xla_stream"]
+
+# JAX's dtype names -> aotc's.
+DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool", "uint32": "u32"}
+
+
+def refuse_given(**given: Any) -> None:
+    """``out=``-like arrays and ``stream=``, refused in one line where given."""
+    for name, value in given.items():
+        if value is not None:
+            reason = "under JAX the kernels run on XLA's own stream" if name == "stream" else "JAX arrays are immutable; the result is returned"
+            msg = f"{name}: not taken with JAX arrays ({reason})"
+            raise ArgumentError(msg)
+
+
+def as_jax(value: Any, name: str) -> Any:
+    """``value`` as a JAX array: a NumPy array beside JAX arrays is taken too."""
+    if isinstance(value, jax.Array):
+        return value
+    if isinstance(value, np.ndarray):
+        return jax.numpy.asarray(value)
+    msg = f"{name}: expected a JAX or NumPy array beside JAX arrays, got {type(value).__name__}"
+    raise ArgumentTypeError(msg)
+
+
+def host_view(buffer: Any) -> Any:
+    """A callback's buffer as aotc's call paths take it: a NumPy view of host
+    memory on the CPU; on a GPU the buffer itself, which speaks
+    ``__cuda_array_interface__``. (Off the CPU, a buffer's ``__array__``
+    raises JAX's runtime error, as its ``__cuda_array_interface__`` does on it.)"""
+    try:
+        return np.asarray(buffer)
+    except RuntimeError:
+        return buffer
+
+
+def xla_stream(ctx: Any, *buffers: Any) -> Any:
+    """XLA's stream on a GPU; None on the CPU, where the context has none."""
+    return None if all(isinstance(b, np.ndarray) for b in buffers) else ctx.stream
