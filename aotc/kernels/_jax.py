@@ -78,6 +78,9 @@ def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
         if isinstance(value, jax.core.Tracer):
             msg = f"{name}: a traced value; a family's scalar arguments are Python numbers (under jax.jit, mark {name} static)"
             raise ArgumentTypeError(msg)
+        if isinstance(value, (jax.Array, list, dict, set)):  # the callbacks are kept by value (_callback)
+            msg = f"{name}: expected a number, got {type(value).__name__}"
+            raise ArgumentTypeError(msg)
     given = tuple(arrays[name] for name in family.given)
     if family.backward is not None and len(family.results) == len(family.outs):
         outputs = _differentiable(family, axes, scalars)(*given)

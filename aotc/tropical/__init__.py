@@ -7,7 +7,9 @@
 
 Inputs are NumPy arrays, PyTorch tensors (CPU or CUDA), or anything with
 ``__cuda_array_interface__`` (CuPy, pycuda); the result is the same kind, on
-the same device. Arrays that speak only DLPack (``__dlpack__``: JAX,
+the same device. JAX arrays run through ``jax.experimental.buffer_callback``,
+eagerly and under ``jit``, ``grad`` and ``vmap``, and give JAX arrays
+(``aotc.tropical._jax``). Other arrays that speak only DLPack (``__dlpack__``:
 TensorFlow) are read in place too: on the CPU the result is a NumPy array; on
 a CUDA device pass ``out=`` (a tensor or CUDA array), since aotc cannot make
 an array of their kind. 3-D inputs run batched, and a 2-D operand broadcasts over the

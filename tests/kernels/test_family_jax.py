@@ -89,3 +89,9 @@ def test_grad_through_the_backward_pairing(rowops: Any, shape: tuple[int, ...]) 
     from jax.test_util import check_grads
 
     check_grads(rowops.softmax, (jnp.asarray(x),), order=1, modes=("rev",), eps=1e-6)
+
+
+def test_a_scalar_that_is_not_a_number_is_refused(axpy: Any) -> None:  # noqa: F811
+    x = jnp.ones((2, 3))
+    with pytest.raises(ArgumentTypeError, match=r"^alpha: expected a number, got list$"):
+        axpy.axpy(x, x, [0.5], threads=64)
