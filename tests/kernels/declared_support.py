@@ -102,6 +102,18 @@ def write_project(root: Path, files: dict[str, str]) -> Path:
     return root / "manifest.yaml"
 
 
+def refused(path: Path) -> str:
+    """The one-line error ``load_manifest(path)`` refuses the manifest with."""
+    from aotc.build.manifest import load_manifest
+    from aotc.errors import ManifestError
+
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
 def declared_library(root: Path, manifest_path: Path) -> Path:
     """The library of ``manifest_path``: real sources, stand-in fatbins, a sealed index."""
     from aotc.build.manifest import load_manifest

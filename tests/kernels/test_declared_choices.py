@@ -16,8 +16,7 @@ import pytest
 
 from aotc.build.codegen import render_kernel
 from aotc.build.manifest import DeclaredKernelSpec, KernelSpec, load_manifest
-from aotc.errors import ManifestError
-from declared_support import REPO, write_project
+from declared_support import REPO, refused, write_project
 
 GEMM_FORM = Path(__file__).parent / "data" / "tropical_gemm_form.yaml"
 
@@ -113,14 +112,6 @@ def test_static_shared_memory_is_declared_per_point(tmp_path: Path) -> None:
     manifest = load_manifest(project(tmp_path, "        block: [threads]\n      - grid", "        block: [threads]\n        static_shared: threads * sizeof(dtype)\n      - grid"))
     assert [k.launch.shared_bytes_static for k in manifest.kernels] == [512, 0, 256, 0]
     assert "/* 32  256 */" in render_kernel(manifest, manifest.kernels[2])
-
-
-def refused(path: Path) -> str:
-    with pytest.raises(ManifestError) as info:
-        load_manifest(path)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,7 @@ import pytest
 
 from aotc.build.codegen import render_kernel
 from aotc.build.manifest import DeclaredKernelSpec, load_manifest
-from aotc.errors import ManifestError
-from declared_support import AXPY, ROWOPS, write_project
+from declared_support import AXPY, ROWOPS, refused, write_project
 
 
 def axpy(tmp_path: Path, old: str = "", new: str = "") -> Path:
@@ -20,14 +19,6 @@ def axpy(tmp_path: Path, old: str = "", new: str = "") -> Path:
         assert old in files["manifest.yaml"], old
         files["manifest.yaml"] = files["manifest.yaml"].replace(old, new)
     return write_project(tmp_path, files)
-
-
-def refused(path: Path) -> str:
-    with pytest.raises(ManifestError) as info:
-        load_manifest(path)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 def test_rowops_expands_its_own_axes() -> None:
