@@ -22,7 +22,7 @@ from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.build.signature import ELEMENT_TYPES, ROLES, SCALAR_TYPES, ArrayParam, ScalarParam, Signature
 from aotc.errors import echo
 
-__all__ = ["FamilyAxes", "Point", "expand_points", "kernel_name", "parse_axes", "parse_signature", "resolve_signature"]
+__all__ = ["FamilyAxes", "Point", "expand_points", "kernel_name", "parse_axes", "parse_signature", "point_text", "resolve_signature"]
 
 _MAX_AXIS_VALUES = 64
 # The most one-bit values a packed word holds, and values an element's lanes.
@@ -291,14 +291,20 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
             check.fail(d.line, f"{key}.{d.name}.shape", f"dimension {unbound[0]} is named by no in or inout array, so no call can bind it")
 
 
+def point_text(point: Point) -> str:
+    """A point as errors name it: ``dtype=f32, threads=64``."""
+    return ", ".join(f"{a}={v}" for a, v in point)
+
+
 def resolve_signature(check: Checker, declared: tuple[_Declared, ...], point: Point, values: dict[str, Any], key: str) -> tuple[Signature, frozenset[str]]:
     """The signature at ``point`` (``values``: its axis values and constants): the
     parameters whose ``when`` it matches, dtypes and fixed extents replaced by
     their values. A dimension whose size parameter the point leaves out drops
     out of its array. Returns the signature and the parameters left out."""
-    present = [d for d in declared if matches(d.when, dict(point))]
+    at = dict(point)
+    present = [d for d in declared if matches(d.when, at)]
     absent = frozenset(d.name for d in declared) - {d.name for d in present}
-    where = ", ".join(f"{a}={v}" for a, v in point)
+    where = point_text(point)
     # Dimensions and strides alike are bound from the arrays, never passed by the caller.
     dims = {e for d in present if d.scalar is None for e in (*d.shape, *d.strides) if isinstance(e, str) and e not in values}
     params: list[ArrayParam | ScalarParam] = []

@@ -21,7 +21,7 @@ from typing import Any
 from aotc.archs import arch_sort_key
 from aotc.build._backward_fields import Backward, backward_field, check_backward
 from aotc.build._checks import Checker, describe, line_of, listing
-from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, resolve_signature
+from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, point_text, resolve_signature
 from aotc.build._family_launch import LAUNCH_KEYS, DeclaredLaunch, parse_launch
 from aotc.build._family_rules import ConstantRule, choose, constants_at, parse_alternatives, parse_constants
 from aotc.build._manifest_fields import MATRIX_AXES, parse_archs, parse_excludes, parse_matrices, parse_semirings, parse_tiles
@@ -246,7 +246,7 @@ def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templ
         at = dict(point)
         constants = constants_at(rules + blocks.get(id(place.constants), ()), at)
         values = {**constants, **at}
-        where = ", ".join(f"{a}={v}" for a, v in point)
+        where = point_text(point)
         kernel = kernel_name(check, fields.get("name"), name, point, constants, f"{key}.name", line_of(fields, "name"))
         chosen = choose(check, signatures, at, sig_key, sig_line, where)
         signature, absent = resolve_signature(check, declared[id(chosen)], point, values, chosen.key)

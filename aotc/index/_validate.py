@@ -45,6 +45,7 @@ from aotc.index.schema import (
     CHECKSUM_KEY,
     DECLARED_SEALED,
     KERNEL_SEALED,
+    KINDS_FIRST,
     MAX_FILE_BYTES,
     PACK_CODES,
     SCHEMA,
@@ -69,9 +70,8 @@ _TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_li
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
 _DECLARED_REQUIRED = frozenset({*DECLARED_SEALED, CHECKSUM_KEY})
 _KERNEL_OPTIONAL = frozenset({"resources"})
-_KINDS = ("semiring", "dtype", "pass", "variant")
 # A declared kernel may also carry the four GEMM fields the tropical API finds it by.
-_DECLARED_OPTIONAL = frozenset({"resources", "backward", *_KINDS})
+_DECLARED_OPTIONAL = frozenset({"resources", "backward", *KINDS_FIRST})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
 _TOOLKIT_REQUIRED = frozenset({"version", "cuda_major", "min_driver", "wheel"})
 _TOOLKIT_OPTIONAL = frozenset({"compiler", "compression"})
@@ -234,18 +234,18 @@ def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any], who
     path = f"kernels.{name}"
     declared = isinstance(value, dict) and "axes" in value
     entry = _object(where, path, value, _DECLARED_REQUIRED if declared else _KERNEL_REQUIRED, _DECLARED_OPTIONAL if declared else _KERNEL_OPTIONAL)
-    by_kind = not declared or any(k in entry for k in _KINDS)
-    found_by = ("symbol", "family", *(_KINDS if by_kind else ()))
-    words = dict.fromkeys(_KINDS, "")
+    by_kind = not declared or any(k in entry for k in KINDS_FIRST)
+    found_by = ("symbol", "family", *(KINDS_FIRST if by_kind else ()))
+    words = dict.fromkeys(KINDS_FIRST, "")
     for k in found_by:
         if k not in entry:
-            _fail(where, path, f"has {', '.join(k for k in _KINDS if k in entry)} but not {k}")
+            _fail(where, path, f"has {', '.join(k for k in KINDS_FIRST if k in entry)} but not {k}")
         words[k] = _text(where, f"{path}.{k}", entry[k], _IDENTIFIER, "a name")
     if by_kind and words["semiring"] not in semirings:
         _fail(where, f"{path}.semiring", f"{echo(words['semiring'])} is not in the semirings table")
     params = _params(where, f"{path}.params", entry["params"])
     axes = _declared_entries.axes(where, f"{path}.axes", entry["axes"]) if declared else None
-    if declared and by_kind and dict(axes) != {k: words[k] for k in _KINDS}:
+    if declared and by_kind and dict(axes) != {k: words[k] for k in KINDS_FIRST}:
         _fail(where, f"{path}.axes", "differ from the kernel's semiring, dtype, pass and variant")
     # A kernel the tropical API finds by its four fields is bound by its params, so a
     # first use leaves its signature (sealed, like every field) to a whole-index check.

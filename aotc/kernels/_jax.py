@@ -38,11 +38,16 @@ _NUMPY_NAMES = {name: numpy for numpy, name in DTYPE_NAMES.items()}
 _MAX_CALLBACKS = 64  # per family: one per axes and scalar values a program uses
 
 
+def _cache_key(axes: dict[str, Any], scalars: dict[str, Any]) -> tuple[Any, ...]:
+    """What the callbacks and the gradients are kept by: the axes and the scalars' values."""
+    return (tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+
+
 def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
     """The callback for calls with these axes and scalars, made once: JAX keys
     its compiled calls on the callback, so a new one each call would recompile."""
     cache = family.__dict__.setdefault("jax_callbacks", {})
-    key = (tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+    key = _cache_key(axes, scalars)
     found = cache.get(key)
     if found is None:
 
@@ -116,7 +121,7 @@ def _differentiable(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) 
     array's gradient is its ``grad_<in>`` (zeros where the pairing has none).
     Made once per axes and scalars, as the callbacks are."""
     cache = family.__dict__.setdefault("jax_gradients", {})
-    key = (tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+    key = _cache_key(axes, scalars)
     found = cache.get(key)
     if found is not None:
         return found
