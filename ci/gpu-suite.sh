@@ -15,8 +15,10 @@
 #      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing;
 #      and JAX arrays through the buffer_callback route on XLA's stream, under
 #      jit, grad and vmap (tests/tropical/test_jax_gpu.py, and rowops' softmax
-#      in tests/kernels/test_family_gpu.py), where jax with its
-#      CUDA plugin is installed (else it skips, saying so),
+#      in tests/kernels/test_family_gpu.py), and rowops' softmax through
+#      jaxlib's built-in launcher too, also inside XLA's command buffers (CUDA
+#      graphs), where jax with its CUDA plugin is installed (else it skips,
+#      saying so; the launcher needs the plugin at 0.11.1 or newer),
 #   3. times every forward and argmax kernel at 4096^3 against the issue limit
 #      (not with --no-timings).
 # Record what it prints in benchmarks/RESULTS.md.

@@ -33,6 +33,7 @@ from aotc.arrays.operands import as_operand, contiguous, is_row_major
 from aotc.arrays.placement import device_of, output, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.kernels._arguments import check_grid, scalar_argument
 from aotc.kernels._entry import INT_RANGES, MAX_PLANS, entry_for, make_plan, plan_key
 
 TYPE_CHECKING = False
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Family"]
 
-_GRID_LIMITS = (2**31 - 1, 65535, 65535)
 _MAX_PLANS = 64  # per family: alike calls are few; a workload of ever-new shapes must not grow them without end
 
 
@@ -270,13 +270,10 @@ class Family:
                 elif param.dim:
                     arguments.append(strides[param.name] if param.name in strides else plan.dims[param.name])
                 else:
-                    arguments.append(_scalar(values[param.name], param.name, param.dtype))
+                    arguments.append(scalar_argument(values[param.name], param.name, param.dtype))
             launcher = self.library.kernel(kernel.name, device, stream)
             if not plan.grid_checked:
-                grid = launcher.grid(*arguments)
-                if any(extent > limit for extent, limit in zip(grid, _GRID_LIMITS)):
-                    msg = f"{self.name}: a grid of {grid} blocks is past CUDA's limits {_GRID_LIMITS}; split the work"
-                    raise ArgumentError(msg)
+                check_grid(self.name, launcher.grid(*arguments))
                 plan.grid_checked = True
             launcher(*arguments, stream=stream)
         finally:
@@ -387,19 +384,3 @@ def _lies_as_declared(op: Any, declared: Any, host_memory: bool) -> bool:
 def _shape_text(declared: Any) -> str:
     """A declared shape as errors show it: the optional dimensions in brackets."""
     return ", ".join(f"[{e}]" if i < declared.optional else str(e) for i, e in enumerate(declared.shape))
-
-
-def _scalar(value: Any, name: str, kind: str) -> Any:
-    """A caller's scalar as the kernel takes it: an int in range, or a float."""
-    if isinstance(value, bool) or not hasattr(value, "__index__" if kind in INT_RANGES else "__float__"):
-        what = "an integer" if kind in INT_RANGES else "a number"
-        msg = f"{name}: expected {what} ({kind}), got {echo(value)}"
-        raise ArgumentTypeError(msg)
-    if kind in INT_RANGES:
-        number = value.__index__()
-        low, high = INT_RANGES[kind]
-        if not low <= number <= high:
-            msg = f"{name}: {number} does not fit {kind}"
-            raise ArgumentError(msg)
-        return number
-    return float(value)

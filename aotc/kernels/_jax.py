@@ -16,6 +16,10 @@ the out arrays in place. What the declaration says decides the rest:
 - the caller's scalars are part of the callback, so under ``jit`` they must
   be Python numbers (static), not traced values.
 
+Where jax's CUDA plugin carries a launcher that takes module images, a call
+lowered for CUDA launches through it instead, with no Python per call
+(``aotc.kernels._jax_builtin``); the CPU keeps the callback.
+
 ``vmap`` maps a call over its examples one after another (``sequential``):
 a declared family says nothing of how a batch would map onto its kernels.
 A family's ``backward:`` pairing makes the call a ``jax.custom_vjp``
@@ -31,6 +35,7 @@ from jax.experimental.buffer_callback import buffer_callback
 
 from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, host_view, refuse_given, xla_stream
 from aotc.errors import ArgumentTypeError
+from aotc.kernels import _jax_builtin
 
 __all__ = ["call"]
 
@@ -105,7 +110,11 @@ def _launch(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any
         else:
             results.append(jax.ShapeDtypeStruct(plan.out_shapes[name], _NUMPY_NAMES[plan.dtypes[name]]))
     run = buffer_callback(_callback(family, axes, scalars), tuple(results), vmap_method="sequential", input_output_aliases=aliases or None)
-    return tuple(run(*given))
+    builtin = _jax_builtin.for_call(family, plan, scalars, given)
+    if builtin is None:
+        return tuple(run(*given))
+    # Lowered for CUDA: jaxlib's launcher; for any other platform (the CPU): the callback.
+    return tuple(jax.lax.platform_dependent(*given, cuda=builtin, default=lambda *arrays: tuple(run(*arrays))))
 
 
 def _plan_of(family: Any, given: tuple[Any, ...], axes: dict[str, Any]) -> Any:

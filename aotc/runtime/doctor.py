@@ -86,16 +86,30 @@ def diagnose(
 
 
 def _jax(report: Diagnosis) -> None:
-    """Which route JAX arrays take (aotc.tropical._jax), read from the installed
-    distributions' metadata: the doctor imports no jax."""
+    """Which route JAX arrays take on a GPU (aotc.runtime.jax_route), read from
+    the installed distributions' metadata: the doctor imports no jax."""
     from importlib import metadata
+
+    from aotc.runtime.jax_route import BUILTIN, builtin_launcher
 
     try:
         version = metadata.version("jaxlib")
     except metadata.PackageNotFoundError:
         report.add("jax: not installed (JAX arrays need jax and jaxlib)")
         return
-    report.add(f"jax: jaxlib {version}; JAX arrays run through jax.experimental.buffer_callback, on XLA's stream (Python each call)")
+    try:
+        builtin, why = builtin_launcher()
+    except AotcError as exc:
+        report.problem(f"jax: {exc}")
+        return
+    callback = "jax.experimental.buffer_callback, on XLA's stream (Python each call)"
+    if builtin:
+        report.add(
+            f"jax: jaxlib {version}; on a GPU, declared families' kernels whose blocks are whole warps in x launch through "
+            f"jaxlib's built-in launcher ({BUILTIN}, the library's fatbin as its module image; {why}); the rest through {callback}"
+        )
+    else:
+        report.add(f"jax: jaxlib {version}; JAX arrays run through {callback}; not jaxlib's built-in launcher: {why}")
 
 
 def _backend_and_device(report: Diagnosis) -> tuple[DeviceInfo | None, str, DriverVersion | None]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from aotc.index import IndexKernel
     from aotc.runtime.select import ImageChoice
 
-__all__ = ["BoundLaunch", "KernelSignature", "Launcher", "ProductGridLauncher", "product_grid"]
+__all__ = ["BoundLaunch", "KernelSignature", "Launcher", "ProductGridLauncher", "grid_of", "product_grid"]
 
 
 class KernelSignature(Record):
@@ -169,6 +169,36 @@ def product_grid(signature: KernelSignature) -> bool:
     return any("*" in extent for extent, _ in signature.grid)
 
 
+def grid_of(signature: KernelSignature, args: Sequence[int]) -> tuple[int, int, int]:
+    """The grid a launch of ``signature`` with ``args`` uses, with no kernel loaded
+    (a launch another launcher makes: JAX's built-in one, aotc.kernels._jax_builtin)."""
+    return _product_extents(_grid_products(signature), args)
+
+
+def _grid_products(signature: KernelSignature) -> tuple[tuple[tuple[int, ...], int, int], ...]:
+    """Per grid axis: (the size arguments multiplied, the number they are scaled by, the tile).
+    A plain extent is a product of one name ("M") or of one number ("16")."""
+    products = []
+    for extent, tile in signature.grid:
+        factors = extent.split("*")
+        scale = 1
+        for factor in factors:
+            if factor.isdigit():
+                scale *= int(factor)
+        products.append((tuple(signature.params.index(f) for f in factors if not f.isdigit()), scale, tile))
+    return tuple(products)
+
+
+def _product_extents(products: tuple[tuple[tuple[int, ...], int, int], ...], args: Sequence[int]) -> tuple[int, int, int]:
+    extents = []
+    for indices, scale, tile in products:
+        extent = scale
+        for i in indices:
+            extent *= args[i]
+        extents.append(-(-extent // tile))
+    return extents[0], extents[1], extents[2]
+
+
 class ProductGridLauncher(Launcher):
     """A Launcher whose grid extents may be products of size arguments and a
     number (``ceil(4 * rows * heads / tile)``), as declared families' launch
@@ -178,15 +208,7 @@ class ProductGridLauncher(Launcher):
 
     def __init__(self, signature: KernelSignature, *args: Any, **kwargs: Any) -> None:
         super().__init__(signature, *args, **kwargs)
-        products = []
-        for extent, tile in signature.grid:
-            factors = extent.split("*")
-            scale = 1
-            for factor in factors:
-                if factor.isdigit():
-                    scale *= int(factor)
-            products.append((tuple(signature.params.index(f) for f in factors if not f.isdigit()), scale, tile))
-        self._products = tuple(products)
+        self._products = _grid_products(signature)
 
     def __call__(self, *args: int, stream: Any = 0) -> None:
         try:
@@ -201,13 +223,7 @@ class ProductGridLauncher(Launcher):
             self._check_empty(args)
 
     def grid(self, *args: int) -> tuple[int, int, int]:
-        extents = []
-        for indices, scale, tile in self._products:
-            extent = scale
-            for i in indices:
-                extent *= args[i]
-            extents.append(-(-extent // tile))
-        return extents[0], extents[1], extents[2]
+        return _product_extents(self._products, args)
 
     def _check_empty(self, args: Sequence[int]) -> None:
         sizes = [(self.signature.params[i], args[i]) for indices, _, _ in self._products for i in indices]

@@ -8,7 +8,10 @@ Skipped, saying why, where there is no GPU (conftest.py)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
+import sys
 from typing import Any
 from unittest import mock
 
@@ -109,15 +112,60 @@ def test_strided_cuda_arrays_are_read_in_place(badd_gpu: Any) -> None:
     np.testing.assert_array_equal(badd_gpu.badd(host[:, ::2], host[:, 0]), host[:, ::2] + host[:, 0][:, None, :])  # staged: copied dense
 
 
-def test_jax_arrays_on_xlas_stream(rowops_gpu: Any) -> None:
-    """JAX's GPU arrays through the buffer_callback route: jit, vmap and the backward pairing's gradient."""
+@pytest.mark.parametrize("route", ["buffer_callback", "triton_kernel_call_ffi"])
+def test_jax_arrays_on_xlas_stream(rowops_gpu: Any, route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """JAX's GPU arrays through each route (aotc.runtime.jax_route): jit, vmap and the backward pairing's gradient."""
     jax = pytest.importorskip("jax", reason="JAX is not installed (the GPU suite needs jax with its CUDA plugin)")
     if jax.default_backend() != "gpu":
         pytest.skip(f"JAX runs on {jax.default_backend()} here: install jax[cuda13] (or cuda12) for its GPU backend")
+    from aotc.kernels import _jax_builtin
+    from aotc.runtime.jax_route import builtin_launcher
+
+    in_use, why = builtin_launcher()
+    if route == "triton_kernel_call_ffi" and not in_use:
+        pytest.skip(f"jaxlib's built-in launcher is not in use here: {why}")
+    monkeypatch.setattr(_jax_builtin, "_decided", {"in_use": route != "buffer_callback"})
     x = np.random.default_rng(4).standard_normal((2, 64, 300)).astype(np.float32)
-    y = jax.jit(rowops_gpu.softmax)(jax.numpy.asarray(x))
+    softmax = jax.jit(lambda t: rowops_gpu.softmax(t))  # a new function per route: jit keeps what it traced
+    assert f"custom_call @{'xla_buffer_python_gpu_callback' if route == 'buffer_callback' else route}" in softmax.lower(x).as_text()
+    y = softmax(jax.numpy.asarray(x))
     np.testing.assert_allclose(np.asarray(y), reference.softmax(x), rtol=1e-5, atol=1e-7)
-    mapped = jax.jit(jax.vmap(rowops_gpu.softmax))(jax.numpy.asarray(x))
+    mapped = jax.jit(jax.vmap(lambda t: rowops_gpu.softmax(t)))(jax.numpy.asarray(x))
     np.testing.assert_allclose(np.asarray(mapped), np.asarray(y), rtol=1e-6)
     grad = jax.jit(jax.grad(lambda t: rowops_gpu.softmax(t)[..., 0].sum()))(jax.numpy.asarray(x))
     assert grad.shape == x.shape and np.isfinite(np.asarray(grad)).all()
+
+
+_COMMAND_BUFFER = """
+import sys
+import jax, numpy as np
+import aotc, aotc.kernels
+ops = aotc.kernels.over(aotc.load(sys.argv[1], backend="cuda-python"))
+x = np.random.default_rng(5).standard_normal((4, 32, 200)).astype(np.float32)
+step = jax.jit(lambda t: ops.softmax(ops.softmax(t) * 2.0))
+compiled = step.lower(x).compile().as_text()
+print("command buffer:", "command_buffer" in compiled, "launcher:", "triton_kernel_call_ffi" in compiled)
+for _ in range(3):
+    y = np.asarray(step(jax.numpy.asarray(x)))
+e = np.exp(x - x.max(-1, keepdims=True)); first = e / e.sum(-1, keepdims=True)
+e = np.exp(2 * first - (2 * first).max(-1, keepdims=True)); print("max error:", float(np.abs(y - e / e.sum(-1, keepdims=True)).max()))
+"""
+
+
+def test_jaxlibs_launcher_inside_a_cuda_graph(rowops_gpu: Any) -> None:
+    """XLA's command buffers (CUDA graphs) hold the built-in launcher's call, which
+    jaxlib marks command-buffer compatible; a Python callback could not be captured."""
+    pytest.importorskip("jax", reason="JAX is not installed (the GPU suite needs jax with its CUDA plugin)")
+    from aotc.runtime.jax_route import builtin_launcher
+
+    in_use, why = builtin_launcher()
+    if not in_use:
+        pytest.skip(f"jaxlib's built-in launcher is not in use here: {why}")
+    env = {**os.environ, "XLA_FLAGS": "--xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL --xla_gpu_graph_min_graph_size=1"}
+    folder = rowops_gpu.family("softmax").library.folder
+    result = subprocess.run([sys.executable, "-c", _COMMAND_BUFFER, folder], capture_output=True, text=True, env=env, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    print(result.stdout)
+    lines = result.stdout.splitlines()
+    assert "command buffer: True launcher: True" in lines
+    assert float(lines[-1].split(": ")[1]) < 1e-5

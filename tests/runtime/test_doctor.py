@@ -52,6 +52,13 @@ def test_without_a_gpu_it_says_so_and_exits_0(run_aotc: RunAotc, lib: Path, env:
 
     try:
         expected = f"jax: jaxlib {metadata.version('jaxlib')}; JAX arrays run through jax.experimental.buffer_callback"
+        from aotc.runtime.jax_route import builtin_launcher
+
+        in_use, why = builtin_launcher()
+        if in_use:
+            expected = f"launch through jaxlib's built-in launcher (triton_kernel_call_ffi, the library's fatbin as its module image; {why})"
+        else:
+            expected += f", on XLA's stream (Python each call); not jaxlib's built-in launcher: {why}"
     except metadata.PackageNotFoundError:
         expected = "jax: not installed (JAX arrays need jax and jaxlib)"
     assert expected in out

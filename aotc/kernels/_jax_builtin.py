@@ -1,0 +1,161 @@
+"""A declared family's kernel through jaxlib's built-in GPU kernel launcher
+(``aotc.runtime.jax_route``): the ``triton_kernel_call_ffi`` custom call with
+the wheel's own fatbin as its module image. XLA then launches the kernel on
+its stream itself: no Python runs per call, and a CUDA graph can hold it.
+
+``aotc.kernels._jax`` asks ``for_call`` while tracing, and puts what it gets
+beside the ``buffer_callback`` with ``jax.lax.platform_dependent``: a program
+lowered for CUDA launches through jaxlib, one lowered for the CPU keeps the
+callback (and the emulator). None keeps the call on ``buffer_callback``
+everywhere, as it does wherever the launcher cannot launch the kernel the way
+aotc's own launch would:
+
+- a block that is not one-dimensional whole warps: the launcher launches
+  ``num_warps * 32`` threads in x and one in y and z. The tropical GEMM
+  kernels' 16x16 blocks stay on the callback (docs/design.md, "JAX");
+- an array parameter after an out array that is not last: the launcher hands
+  XLA's operands (the in and inout arrays), then its results, to the array
+  parameters in order;
+- no SASS in the library for the device: a kernel the driver or NVRTC would
+  have to compile follows aotc's image rules on the callback;
+- no CUDA device to read the capability from, or devices of several.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from aotc.arrays.jax_buffers import DTYPE_NAMES
+from aotc.arrays.jax_kernel_call import ARRAY, SCALAR_FIELDS, encode_kernel_call
+from aotc.kernels._arguments import check_grid, scalar_argument
+from aotc.runtime.jax_route import BUILTIN, builtin_launcher
+from aotc.runtime.launcher import KernelSignature, grid_of
+from aotc.runtime.library import kernel_images
+from aotc.runtime.select import JitPolicy, Platform, explain_selection
+
+__all__ = ["device_capability", "for_call", "in_use", "unlaunchable"]
+
+_NUMPY_NAMES = {name: numpy for numpy, name in DTYPE_NAMES.items()}
+_MAX_CALLS = 64  # per family, as the callbacks are kept
+_decided: dict[str, Any] = {}  # once a process: whether the launcher is in use, and the device's capability
+
+
+def in_use() -> bool:
+    """Whether the installed jax CUDA plugin's launcher takes module images (and AOTC_JAX_LAUNCHER allows it)."""
+    if "in_use" not in _decided:
+        _decided["in_use"] = builtin_launcher()[0]
+    return _decided["in_use"]
+
+
+def device_capability() -> tuple[int, int] | None:
+    """The compute capability of jax's CUDA devices; None without one, or with several."""
+    if "capability" not in _decided:
+        try:
+            found = {device.compute_capability for device in jax.devices("cuda")}
+        except RuntimeError:  # no CUDA backend
+            found = set()
+        _decided["capability"] = tuple(map(int, found.pop().split("."))) if len(found) == 1 else None
+    return _decided["capability"]
+
+
+def unlaunchable(family: Any, kernel: Any) -> str | None:
+    """Why the built-in launcher cannot launch ``kernel`` as aotc would; None where it can."""
+    x, y, z = kernel.launch.block
+    if y != 1 or z != 1 or x % 32 or not 32 <= x <= 1024:
+        return f"its block {kernel.launch.block} is not one-dimensional whole warps"
+    arrays = [p.name for p in kernel.signature if not p.scalar]
+    if arrays != [*family.given, *family.outs]:
+        return f"its arrays ({', '.join(arrays)}) are not its in and inout arrays, then its out arrays"
+    kinds = {p.dtype for p in kernel.signature if p.scalar}
+    if not kinds <= SCALAR_FIELDS.keys():
+        return f"a scalar of kind {sorted(kinds - SCALAR_FIELDS.keys())[0]} has no field in the launcher's protobuf"
+    return None
+
+
+def for_call(family: Any, plan: Any, scalars: dict[str, Any], given: tuple[Any, ...]) -> Any:
+    """The call as the built-in launcher's custom call, taking ``given`` and
+    returning the out and inout arrays in declared order; None: the callback's."""
+    if not in_use():
+        return None
+    capability = device_capability()
+    if capability is None:
+        return None
+    shapes = {name: tuple(array.shape) for name, array in zip(family.given, given)}
+    opaque = _opaque(family, plan, scalars, shapes, capability)
+    if opaque is None:
+        return None
+    # Results: the out arrays, then the inout arrays, each inout aliased to its operand.
+    order = [*family.outs, *(name for name in family.results if name in family.given)]
+    results = []
+    for name in order:
+        shape = plan.out_shapes[name] if name in family.outs else shapes[name]
+        results.append(jax.ShapeDtypeStruct(shape, _NUMPY_NAMES[plan.dtypes[name]]))
+    aliases = {family.given.index(name): index for index, name in enumerate(order) if name in family.given}
+    call = jax.ffi.ffi_call(BUILTIN, tuple(results), input_output_aliases=aliases or None, vmap_method="sequential")
+    kernel_name = plan.kernel
+
+    def launch(*arrays: Any) -> tuple[Any, ...]:
+        outputs = dict(zip(order, call(*arrays, name=kernel_name, opaque=opaque)))
+        return tuple(outputs[name] for name in family.results)
+
+    return launch
+
+
+def _opaque(family: Any, plan: Any, scalars: dict[str, Any], shapes: dict[str, tuple[int, ...]], capability: tuple[int, int]) -> bytes | None:
+    """The launcher's call for this plan and these scalars, made once; None where it cannot launch it."""
+    cache = family.__dict__.setdefault("jax_builtin_calls", {})
+    key = (plan.kernel, tuple(plan.dims.items()), tuple(shapes.items()), tuple((n, type(v), v) for n, v in scalars.items()), capability)
+    if key in cache:
+        return cache[key]
+    kernel = family.kernels[plan.kernel]
+    opaque = None
+    choice = explain_selection(kernel_images(family.library.index, kernel.name), Platform(capability, (99, 0)), JitPolicy.OFF)
+    if unlaunchable(family, kernel) is None and choice.available:
+        every_shape = {**shapes, **plan.out_shapes}
+        args, params = [], []
+        for param in kernel.signature:
+            if not param.scalar:
+                args.append(0)
+                params.append((ARRAY, None))
+                continue
+            if param.name in family.strides:
+                value = _dense_stride(every_shape, *family.strides[param.name])
+            elif param.dim:
+                value = plan.dims[param.name]
+            else:
+                value = scalar_argument(scalars[param.name], param.name, param.dtype)
+            args.append(value)
+            params.append((param.dtype, value))
+        grid = grid_of(KernelSignature.from_kernel(kernel), args)
+        check_grid(family.name, grid)
+        if min(grid) > 0:  # an empty grid launches nothing: the callback's launch knows to skip it
+            opaque = encode_kernel_call(
+                name=kernel.name,
+                symbol=kernel.symbol,
+                num_warps=kernel.launch.block[0] // 32,
+                shared_bytes=kernel.launch.shared_bytes_dynamic,
+                capability=capability,
+                image=family.library.index.read_verified(kernel, "fatbin"),
+                image_sha256=kernel.fatbin.sha256,
+                grid=grid,
+                params=params,
+            )
+    if len(cache) >= _MAX_CALLS:
+        cache.clear()
+    cache[key] = opaque
+    return opaque
+
+
+def _dense_stride(shapes: dict[str, tuple[int, ...]], name: str, rank: int, i: int) -> int:
+    """A declared stride of a JAX array, which XLA lays out dense and row-major:
+    0 for a dimension the array leaves out (broadcast), as aotc's own launch binds it."""
+    shape = shapes[name]
+    left_out = rank - len(shape)
+    if i < left_out:
+        return 0
+    stride = 1
+    for extent in shape[i - left_out + 1 :]:
+        stride *= extent
+    return stride
