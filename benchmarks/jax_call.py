@@ -7,9 +7,13 @@ call path on XLA's buffers. What it costs is timed here on the noop backend
 a jitted function applied to device-resident arrays and waited for
 (``block_until_ready``), beside jnp functions of the same operands in the same
 run: an ordinary matmul, and the max-plus product written in jnp.
+With ``--rowops`` (a built examples/rowops library) it times a declared
+family too: ``softmax`` under jit, and ``jax.vmap`` of it over 16 examples,
+once mapped onto its optional batch (one launch) and once example by example
+(the same arrays given their batch of 1, so vmap cannot map onto it).
 Medians over interleaved batches, as ``api_overhead.py``.
 
-    python benchmarks/jax_call.py [--library DIR] [--size 64] [--batches 20] [--calls 500]
+    python benchmarks/jax_call.py [--library DIR] [--rowops DIR] [--size 64] [--batches 20] [--calls 500]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import run  # first: puts this checkout's aotc first on sys.path
 
 import aotc
 from aotc import tropical
+from aotc.kernels import over
 from aotc.runtime.backends.noop import NoopBackend
 from aotc.runtime.library import Library
 
@@ -27,6 +32,7 @@ from aotc.runtime.library import Library
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--library", default=str(aotc.library_dir("tropical")))
+    parser.add_argument("--rowops", help="a built examples/rowops library folder: time its softmax too")
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--calls", type=int, default=500)
@@ -49,6 +55,14 @@ def main() -> None:
         f"tropical.matmul under jit, {n}x{n} (buffer_callback)": lambda: aotc_matmul(a, b).block_until_ready(),
         "tropical.matmul_argmax under jit": lambda: jax.block_until_ready(aotc_argmax(a, b)),
     }
+    if args.rowops:
+        rowops = over(Library(args.rowops, backend=NoopBackend()))
+        x, examples, alone = jnp.ones((n, n), jnp.float32), jnp.ones((16, 8, n), jnp.float32), jnp.ones((16, 1, 8, n), jnp.float32)
+        softmax = jax.jit(rowops.softmax)
+        mapped = sequential = jax.jit(jax.vmap(rowops.softmax))  # which way it maps follows from the shapes
+        cases[f"rowops.softmax under jit, {n}x{n}"] = lambda: softmax(x).block_until_ready()
+        cases[f"vmap of softmax, 16 x (8, {n}): onto its batch"] = lambda: mapped(examples).block_until_ready()
+        cases[f"vmap of softmax, 16 x (1, 8, {n}): one by one"] = lambda: sequential(alone).block_until_ready()
     for function in cases.values():
         function()  # compiles, and loads the kernel: not part of the per-call cost
     medians = run.interleaved_medians(cases, args.batches, args.calls)

@@ -20,8 +20,11 @@ Where jax's CUDA plugin carries a launcher that takes module images, a call
 lowered for CUDA launches through it instead, with no Python per call
 (``aotc.kernels._jax_builtin``); the CPU keeps the callback.
 
-``vmap`` maps a call over its examples one after another (``sequential``):
-a declared family says nothing of how a batch would map onto its kernels.
+``vmap`` maps onto the kernel where the declaration says how: a call whose
+arrays all leave out one optional leading dimension (softmax's ``batch``)
+is mapped by running the kernel once with that dimension as the mapped axis
+(``_launch``). Any other call is mapped one example after another
+(``sequential``).
 A family's ``backward:`` pairing makes the call a ``jax.custom_vjp``
 (``_differentiable``), as it makes the PyTorch op's autograd formula.
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+from jax.custom_batching import custom_vmap
 from jax.experimental.buffer_callback import buffer_callback
 
 from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, host_view, refuse_given, xla_stream
@@ -100,7 +104,44 @@ def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
 
 
 def _launch(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The call as one buffer_callback: its out and inout arrays, in declared order."""
+    """The call: its out and inout arrays, in declared order. Where its arrays
+    leave out a declared optional dimension, ``vmap`` maps onto it
+    (``custom_vmap``): the mapped axis becomes that dimension, and the kernel
+    runs once over the whole batch. Otherwise ``vmap`` runs the call per example."""
+    if _mappable_dimension(family, plan, given) is None:
+        return _launch_once(family, plan, axes, scalars, given)
+    mapped = custom_vmap(lambda *arrays: _launch_once(family, plan, axes, scalars, arrays))
+
+    @mapped.def_vmap
+    def onto_the_kernels_dimension(axis_size: int, in_batched: list[bool], *arrays: Any) -> tuple[tuple[Any, ...], tuple[bool, ...]]:
+        # An array not mapped is the same for every example: broadcast along the mapped axis.
+        arrays = tuple(a if batched else jax.numpy.broadcast_to(a, (axis_size, *a.shape)) for a, batched in zip(arrays, in_batched))
+        outputs = _launch(family, _plan_of(family, arrays, axes), axes, scalars, arrays)
+        return outputs, (True,) * len(outputs)
+
+    return tuple(mapped(*given))
+
+
+def _mappable_dimension(family: Any, plan: Any, given: tuple[Any, ...]) -> str | None:
+    """The declared dimension that a leading mapped axis of every array would
+    be: each array leaves out the same optional dimension, just before the
+    dimensions it has, and holds it nowhere else."""
+    declared = {p.name: p for p in family.kernels[plan.kernel].signature}
+    shapes = {name: tuple(array.shape) for name, array in zip(family.given, given)}
+    shapes.update((name, plan.out_shapes[name]) for name in family.outs)
+    found = set()
+    for name, shape in shapes.items():
+        full = declared[name].shape
+        dropped = len(full) - len(shape)
+        if dropped < 1 or full[dropped - 1] in full[dropped:]:
+            return None
+        found.add(full[dropped - 1])
+    dimension = found.pop() if len(found) == 1 else None
+    return dimension if isinstance(dimension, str) else None
+
+
+def _launch_once(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The call as one buffer_callback (or, lowered for CUDA, jaxlib's launcher): its out and inout arrays, in declared order."""
     results, aliases = [], {}
     for index, name in enumerate(family.results):
         if name in family.given:  # inout: the input's buffer, written in place

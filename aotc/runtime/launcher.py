@@ -216,7 +216,7 @@ class ProductGridLauncher(Launcher):
         except struct.error:
             sig = self.signature
             raise self._layout.argument_error(sig.name, sig.params, sig.kinds, args) from None
-        grid = self.grid(*args)
+        grid = _product_extents(self._products, args)
         if grid[0] > 0 and grid[1] > 0 and grid[2] > 0:
             self._launch(self._function, (grid, self._block, self._shared), stream, params)
         else:

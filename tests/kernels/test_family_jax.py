@@ -95,3 +95,53 @@ def test_a_scalar_that_is_not_a_number_is_refused(axpy: Any) -> None:  # noqa: F
     x = jnp.ones((2, 3))
     with pytest.raises(ArgumentTypeError, match=r"^alpha: expected a number, got list$"):
         axpy.axpy(x, x, [0.5], threads=64)
+
+
+@pytest.fixture
+def softmax_launches(rowops: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:  # noqa: F811
+    """The shapes of x at each launch of softmax's kernel."""
+    family = rowops.family("softmax")
+    launch = family.launch
+    shapes: list[tuple[int, ...]] = []
+
+    def counting(values: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        shapes.append(values["x"].shape)
+        return launch(values, *args, **kwargs)
+
+    monkeypatch.setattr(family, "launch", counting)
+    return shapes
+
+
+@pytest.mark.parametrize("in_axes", [0, 1])
+def test_vmap_maps_onto_the_optional_batch(rowops: Any, softmax_launches: list[Any], in_axes: int) -> None:  # noqa: F811
+    """softmax's x may leave out its leading batch: vmap's axis becomes it, one launch for every example."""
+    x = np.random.default_rng(6).standard_normal((4, 3, 7))
+    mapped = jax.jit(jax.vmap(rowops.softmax, in_axes=in_axes))(jnp.asarray(x))
+    examples = np.moveaxis(x, in_axes, 0)
+    np.testing.assert_allclose(np.asarray(mapped), reference.softmax(examples), rtol=1e-12)
+    assert softmax_launches == [examples.shape]
+
+
+def test_vmap_of_a_batched_call_and_nested_vmaps(rowops: Any, softmax_launches: list[Any]) -> None:  # noqa: F811
+    """A call that has its batch already, or a second vmap over the first, maps example by example."""
+    x = np.random.default_rng(7).standard_normal((2, 4, 3, 7))
+    nested = jax.jit(jax.vmap(jax.vmap(rowops.softmax)))(jnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(nested), reference.softmax(x.reshape(8, 3, 7)).reshape(x.shape), rtol=1e-12)
+    assert softmax_launches == [(4, 3, 7), (4, 3, 7)]  # the inner vmap onto the batch, the outer one sequential
+    softmax_launches.clear()
+    batched = jax.jit(jax.vmap(rowops.softmax))(jnp.asarray(x))
+    np.testing.assert_allclose(np.asarray(batched), np.asarray(nested), rtol=1e-12)
+    assert softmax_launches == [(4, 3, 7), (4, 3, 7)]
+
+
+def test_vmap_of_grad_and_an_unmapped_array(rowops: Any, softmax_launches: list[Any]) -> None:  # noqa: F811
+    x = np.random.default_rng(8).standard_normal((5, 3, 7))
+    weights = np.random.default_rng(9).standard_normal((3, 7))
+    grads = jax.jit(jax.vmap(jax.grad(lambda t: (rowops.softmax(t) * weights).sum())))(jnp.asarray(x))
+    y = reference.softmax(x)
+    np.testing.assert_allclose(np.asarray(grads), y * (weights - (weights * y).sum(-1, keepdims=True)), rtol=1e-10, atol=1e-12)
+    assert softmax_launches == [(5, 3, 7)]
+    # softmax_backward's y not mapped: broadcast along the mapped axis, still one launch.
+    grad_y = np.random.default_rng(10).standard_normal((5, 3, 7))
+    out = jax.vmap(rowops.softmax_backward, in_axes=(0, None))(jnp.asarray(grad_y), jnp.asarray(y[0]))
+    np.testing.assert_allclose(np.asarray(out), y[0] * (grad_y - (grad_y * y[0]).sum(-1, keepdims=True)), rtol=1e-10, atol=1e-12)
