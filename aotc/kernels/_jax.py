@@ -38,7 +38,7 @@ from jax.custom_batching import custom_vmap
 from jax.experimental.buffer_callback import buffer_callback
 
 from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, host_view, refuse_given, xla_stream
-from aotc.errors import ArgumentTypeError
+from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
 
 __all__ = ["call"]
@@ -99,8 +99,25 @@ def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
     if family.backward is not None and len(family.results) == len(family.outs):
         outputs = _differentiable(family, axes, scalars)(*given)
     else:
-        outputs = _launch(family, plan, axes, scalars, given)
+        outputs = _without_gradient(family, lambda *arrays: _launch(family, plan, axes, scalars, arrays))(*given)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _without_gradient(family: Any, launch: Any) -> Any:
+    """``launch`` as a ``jax.custom_jvp`` that refuses, in one line naming the
+    family, to be differentiated (JAX asks only where a tangent is not zero)."""
+    function = jax.custom_jvp(launch)
+
+    @function.defjvp
+    def refuse(primals: Any, tangents: Any) -> Any:
+        if family.backward is None:
+            reason = "declares no backward: pairing in its manifest"
+        else:
+            reason = "has inout arrays, which its backward: pairing does not differentiate"
+        msg = f"{family.name}: {reason}, so JAX cannot differentiate it"
+        raise ArgumentError(msg)
+
+    return function
 
 
 def _launch(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -145,3 +145,25 @@ def test_vmap_of_grad_and_an_unmapped_array(rowops: Any, softmax_launches: list[
     grad_y = np.random.default_rng(10).standard_normal((5, 3, 7))
     out = jax.vmap(rowops.softmax_backward, in_axes=(0, None))(jnp.asarray(grad_y), jnp.asarray(y[0]))
     np.testing.assert_allclose(np.asarray(out), y[0] * (grad_y - (grad_y * y[0]).sum(-1, keepdims=True)), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("differentiate", "message"),
+    [
+        (lambda ops, x: jax.grad(lambda t: ops.softmax_backward(t, x).sum())(x), "softmax_backward: declares no backward: pairing in its manifest, so JAX cannot differentiate it"),
+        (lambda ops, x: jax.jit(jax.grad(lambda t: ops.scan(t).sum()))(x), "scan: declares no backward: pairing in its manifest, so JAX cannot differentiate it"),
+        (lambda ops, x: jax.jvp(lambda t: ops.softmax_backward(x, t), (x,), (x,)), "softmax_backward: declares no backward: pairing"),
+    ],
+)
+def test_a_family_without_a_gradient_says_so_in_one_line(rowops: Any, differentiate: Any, message: str) -> None:  # noqa: F811
+    with pytest.raises(ArgumentError) as info:
+        differentiate(rowops, jnp.ones((3, 5)))
+    assert str(info.value).splitlines()[0].startswith(message)
+
+
+def test_an_undifferentiated_family_inside_a_gradient_is_fine(rowops: Any) -> None:  # noqa: F811
+    """Only a tangent that is not zero asks for the derivative: a constant's call is taken."""
+    x = jnp.asarray(np.random.default_rng(11).standard_normal((3, 5)))
+    y = rowops.softmax(x)
+    grad = jax.grad(lambda w: (w * rowops.softmax_backward(x, y)).sum())(jnp.ones((3, 5)))
+    np.testing.assert_allclose(np.asarray(grad), np.asarray(rowops.softmax_backward(x, y)))
