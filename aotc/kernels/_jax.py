@@ -64,7 +64,13 @@ def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any
             values = dict(zip(family.given, map(host_view, ins)))
             values.update(zip(family.results, map(host_view, outs)))  # an inout's aliased buffer holds its input
             values.update(scalars)
-            family.launch(values, axes, xla_stream(ctx, *(values[name] for name in (*family.given, *family.results))), keep=_no_plan)
+            stream = xla_stream(ctx, *(values[name] for name in (*family.given, *family.results)))
+            if stream is None and family.entry is not None:
+                # Host buffers, as NumPy views: the generated entry, whose call
+                # plan takes a repeat call (it reads the views' pointers anew).
+                family.entry(*(values[name] for name in family.positional), **{name: values[name] for name in family.outs}, **axes)
+            else:
+                family.launch(values, axes, stream, keep=_no_plan)
 
         if len(cache) >= _MAX_CALLBACKS:
             cache.clear()
@@ -73,7 +79,7 @@ def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any
 
 
 def _no_plan(*_: Any) -> None:
-    """NumPy views of XLA's buffers are new objects every call: no plan keeps them."""
+    """XLA's GPU buffers are new objects every call: no plan keeps them."""
 
 
 def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:

@@ -99,16 +99,17 @@ def test_a_scalar_that_is_not_a_number_is_refused(axpy: Any) -> None:  # noqa: F
 
 @pytest.fixture
 def softmax_launches(rowops: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:  # noqa: F811
-    """The shapes of x at each launch of softmax's kernel."""
+    """The shapes of x at each call of softmax's callback (on the CPU, through the generated entry)."""
     family = rowops.family("softmax")
-    launch = family.launch
+    entry = family.entry
     shapes: list[tuple[int, ...]] = []
 
-    def counting(values: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        shapes.append(values["x"].shape)
-        return launch(values, *args, **kwargs)
+    def counting(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(x, np.ndarray):  # the callback's view of XLA's buffer, not the caller's JAX array
+            shapes.append(x.shape)
+        return entry(x, *args, **kwargs)
 
-    monkeypatch.setattr(family, "launch", counting)
+    monkeypatch.setattr(family, "entry", counting)
     return shapes
 
 
@@ -167,3 +168,20 @@ def test_an_undifferentiated_family_inside_a_gradient_is_fine(rowops: Any) -> No
     y = rowops.softmax(x)
     grad = jax.grad(lambda w: (w * rowops.softmax_backward(x, y)).sum())(jnp.ones((3, 5)))
     np.testing.assert_allclose(np.asarray(grad), np.asarray(rowops.softmax_backward(x, y)))
+
+
+def test_a_repeat_cpu_call_takes_a_numpy_call_plan(axpy: Any) -> None:  # noqa: F811
+    """On the CPU XLA's buffers arrive as NumPy views: the generated entry's
+    plan takes the repeat calls, inout aliasing and axis keyword included."""
+    family = axpy.family("axpy")
+    family.numpy_plans.clear()
+    step = jax.jit(lambda a, b: axpy.axpy(a, b, 2.0, threads=128))
+    x, y = jnp.full((3, 4), 0.5), jnp.ones((3, 4))
+    y = step(x, y)  # decides everything, and leaves a plan
+    [(key, plan)] = family.numpy_plans.items()
+    taken: list[Any] = []
+    family.numpy_plans[key] = lambda *args: taken.append(args) or plan(*args)
+    for _ in range(2):
+        y = step(x, y)
+    np.testing.assert_array_equal(np.asarray(y), np.full((3, 4), 4.0))  # 1 + 3 * (2 * 0.5)
+    assert len(taken) == 2
