@@ -9,8 +9,10 @@ its buffers (host memory on the CPU, ``__cuda_array_interface__`` on a GPU,
 with ``ctx.stream``, XLA's stream) and the callback runs the ordinary call path
 on them, writing the results in place: image selection, device rules and the
 emulator apply unchanged, and the result is a ``jax.Array`` that nothing
-copied. It runs Python at every execution; jaxlib's built-in kernel launcher
-would not, and is not used yet (see docs/design.md, "JAX").
+copied. It runs Python at every execution. jaxlib's built-in kernel launcher,
+which declared families take on a GPU (``aotc.kernels._jax_builtin``), would
+not, but it launches one-dimensional blocks only, and these kernels' are
+16x16 (docs/design.md, "JAX", says why they keep the callback).
 
 - ``jax.grad``: a ``custom_vjp`` for the semirings with a gradient. The
   forward pass runs the argmax kernel and keeps k*, the backward pass the two
@@ -97,6 +99,9 @@ def _forward(api: Any, semiring: str, counting: bool) -> Any:
 
     def run(ctx: Any, out: Any, a: Any, b: Any) -> None:
         a, b, c = host_view(a), host_view(b), host_view(out)
+        if a.ndim == core[0] and b.ndim == core[1]:  # two matrices, no vmap axes: the call as it came
+            api.matmul(a, b, semiring, out=c, stream=xla_stream(ctx, a, b, c))
+            return
         for index, (ai, bi) in _kernel_calls((a, b), core):
             api.matmul(ai, bi, semiring, out=c[index], stream=xla_stream(ctx, ai, bi, c))
 
@@ -108,6 +113,9 @@ def _argmax(api: Any, semiring: str, counting: bool) -> Any:
 
     def run(ctx: Any, outs: Any, a: Any, b: Any) -> None:
         (c, k), a, b = (host_view(o) for o in outs), host_view(a), host_view(b)
+        if a.ndim == core[0] and b.ndim == core[1]:
+            api.matmul_argmax(a, b, semiring, out=c, k_out=k, stream=xla_stream(ctx, a, b, c))
+            return
         for index, (ai, bi) in _kernel_calls((a, b), core):
             api.matmul_argmax(ai, bi, semiring, out=c[index], k_out=k[index], stream=xla_stream(ctx, ai, bi, c))
 
