@@ -43,6 +43,11 @@ if python -m pip download --quiet --no-deps --retries 0 --timeout 10 -d "$(mktem
     AOTC_ARCHS="${arch}" python -m pip install --quiet ".[test,jit]"
     # pycuda builds from source; where it can't, its backend's tests skip and say so.
     python -m pip install --quiet pycuda || echo "gpu-suite: pycuda did not install; its tests will skip"
+    # JAX with its CUDA plugin, where the machine has none: the newest this
+    # Python gets (0.11.1+ carries the launcher's module images; Python 3.11
+    # stops at 0.10.2, which runs the buffer_callback cases only).
+    python -c 'import jax_plugins' 2>/dev/null || python -m pip install --quiet "jax[cuda13]" ||
+        echo "gpu-suite: jax[cuda13] did not install; the JAX cases will skip"
 else
     # A node with no package index (many clusters): build against what is
     # installed, plus any wheels in GPU_SUITE_WHEELS (a folder). The build
