@@ -47,6 +47,8 @@ def main() -> None:
     aotc_argmax = jax.jit(lambda x, y: tropical.matmul_argmax(x, y, "maxplus"))
     jnp_matmul = jax.jit(jnp.matmul)
     jnp_maxplus = jax.jit(lambda x, y: jnp.max(x[:, :, None] + y[None, :, :], axis=1))
+    batch = jnp.ones((16, n, n), jnp.float32)
+    aotc_mapped = jax.jit(jax.vmap(lambda x, y: tropical.matmul(x, y, "maxplus"), in_axes=(0, None)))
     identity = jax.jit(lambda x, y: x)
     cases = {
         "calibration: a jitted function returning its input": lambda: identity(a, b).block_until_ready(),
@@ -54,6 +56,7 @@ def main() -> None:
         f"max-plus in jnp (broadcast + max), {n}x{n}": lambda: jnp_maxplus(a, b).block_until_ready(),
         f"tropical.matmul under jit, {n}x{n} (buffer_callback)": lambda: aotc_matmul(a, b).block_until_ready(),
         "tropical.matmul_argmax under jit": lambda: jax.block_until_ready(aotc_argmax(a, b)),
+        f"vmap of tropical.matmul, 16 x ({n}, {n}) by one b": lambda: aotc_mapped(batch, b).block_until_ready(),
     }
     if args.rowops:
         rowops = over(Library(args.rowops, backend=NoopBackend()))

@@ -83,15 +83,23 @@ def _kernel_calls(ins: tuple[Any, ...], core: tuple[int, ...]) -> Any:
     leading index, the operands)."""
     leads = [x.shape[: x.ndim - c] for x, c in zip(ins, core)]
     depth = max(map(len, leads))
-    outer = np.broadcast_shapes(*(((1,) * (depth - len(lead)) + lead)[:-1] for lead in leads)) if depth > 1 else ()
+    if depth <= 1:  # one batch axis at most (a single vmap): one kernel call, no loop to lay out
+        yield (), _one_batch(ins, core)
+        return
+    outer = np.broadcast_shapes(*(((1,) * (depth - len(lead)) + lead)[:-1] for lead in leads))
     for index in np.ndindex(*outer):
         parts = []
         for x, lead in zip(ins, leads):
             pad = depth - len(lead)
             parts.append(x[tuple(0 if lead[j - pad] == 1 else index[j] for j in range(pad, depth - 1))])
-        batches = [p.shape[0] if p.ndim > c else 0 for p, c in zip(parts, core)]
-        widest = max(batches)
-        yield index, [p[0] if b == 1 < widest else p for p, b in zip(parts, batches)]
+        yield index, _one_batch(parts, core)
+
+
+def _one_batch(parts: Any, core: tuple[int, ...]) -> list[Any]:
+    """One kernel call's operands: one whose batch is 1 beside a larger one is passed without it (broadcast)."""
+    batches = [p.shape[0] if p.ndim > c else 0 for p, c in zip(parts, core)]
+    widest = max(batches)
+    return [p[0] if b == 1 < widest else p for p, b in zip(parts, batches)]
 
 
 def _forward(api: Any, semiring: str, counting: bool) -> Any:
