@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aotc.build._checks import Checker, describe, line_of, listing
-from aotc.build._family_rules import Rule, matches, parse_when
+from aotc.build._family_rules import AxisValue, Rule, matches, parse_when
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.build.signature import ELEMENT_TYPES, ROLES, SCALAR_TYPES, ArrayParam, ScalarParam, Signature
 from aotc.errors import echo
@@ -29,7 +29,6 @@ _MAX_AXIS_VALUES = 64
 _MAX_PACK = 64
 _MAX_LANES = 16
 
-AxisValue = str | int
 Point = tuple[tuple[str, AxisValue], ...]  # (axis, value) in the axes' order
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._family_rules import AxisValue
 from aotc.build._yaml import LineDict, LineList
 from aotc.build.signature import ELEMENT_TYPES, Extent, ScalarParam, Signature
 from aotc.errors import echo
@@ -30,8 +31,6 @@ _MAX_BLOCK = (1024, 1024, 64)
 # Dynamic shared memory past 48 KiB needs a per-kernel opt-in the launchers do
 # not make; static shared memory past it does not link on any supported arch.
 _MAX_SHARED = 48 * 1024
-
-AxisValue = str | int
 
 
 @dataclass(frozen=True)

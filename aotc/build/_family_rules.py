@@ -28,9 +28,9 @@ from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.errors import echo
 
-__all__ = ["Alternative", "ConstantRule", "Rule", "choose", "constants_at", "parse_alternatives", "parse_constants", "parse_when"]
+__all__ = ["Alternative", "AxisValue", "ConstantRule", "Rule", "choose", "constants_at", "parse_alternatives", "parse_constants", "parse_when"]
 
-AxisValue = str | int
+AxisValue = str | int  # an axis's value, as a manifest writes it
 Rule = dict[str, tuple[AxisValue, ...]]
 # A constant's text value: a dtype's name, a name suffix; possibly empty.
 _CONSTANT_TEXT = re.compile(r"[A-Za-z0-9_]{0,64}\Z")

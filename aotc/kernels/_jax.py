@@ -165,16 +165,16 @@ def _mappable_dimension(family: Any, plan: Any, given: tuple[Any, ...]) -> str |
 
 def _launch_once(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
     """The call as one buffer_callback (or, lowered for CUDA, jaxlib's launcher): its out and inout arrays, in declared order."""
-    results, aliases = [], {}
+    results, aliases = {}, {}
     for index, name in enumerate(family.results):
         if name in family.given:  # inout: the input's buffer, written in place
             array = given[family.given.index(name)]
             aliases[family.given.index(name)] = index
-            results.append(jax.ShapeDtypeStruct(array.shape, array.dtype))
+            results[name] = jax.ShapeDtypeStruct(array.shape, array.dtype)
         else:
-            results.append(jax.ShapeDtypeStruct(plan.out_shapes[name], _NUMPY_NAMES[plan.dtypes[name]]))
-    run = buffer_callback(_callback(family, axes, scalars), tuple(results), vmap_method="sequential", input_output_aliases=aliases or None)
-    builtin = _jax_builtin.for_call(family, plan, scalars, given)
+            results[name] = jax.ShapeDtypeStruct(plan.out_shapes[name], _NUMPY_NAMES[plan.dtypes[name]])
+    run = buffer_callback(_callback(family, axes, scalars), tuple(results.values()), vmap_method="sequential", input_output_aliases=aliases or None)
+    builtin = _jax_builtin.for_call(family, plan, scalars, given, results)
     if builtin is None:
         return tuple(run(*given))
     # Lowered for CUDA: jaxlib's launcher; for any other platform (the CPU): the callback.

@@ -27,7 +27,6 @@ from typing import Any
 
 import jax
 
-from aotc.arrays.jax_buffers import DTYPE_NAMES
 from aotc.arrays.jax_kernel_call import ARRAY, SCALAR_FIELDS, encode_kernel_call
 from aotc.kernels._arguments import check_grid, scalar_argument
 from aotc.runtime.jax_route import BUILTIN, builtin_launcher
@@ -37,7 +36,6 @@ from aotc.runtime.select import JitPolicy, Platform, explain_selection
 
 __all__ = ["device_capability", "for_call", "in_use", "unlaunchable"]
 
-_NUMPY_NAMES = {name: numpy for numpy, name in DTYPE_NAMES.items()}
 _MAX_CALLS = 64  # per family, as the callbacks are kept
 _decided: dict[str, Any] = {}  # once a process: whether the launcher is in use, and the device's capability
 
@@ -74,9 +72,10 @@ def unlaunchable(family: Any, kernel: Any) -> str | None:
     return None
 
 
-def for_call(family: Any, plan: Any, scalars: dict[str, Any], given: tuple[Any, ...]) -> Any:
+def for_call(family: Any, plan: Any, scalars: dict[str, Any], given: tuple[Any, ...], results: dict[str, Any]) -> Any:
     """The call as the built-in launcher's custom call, taking ``given`` and
-    returning the out and inout arrays in declared order; None: the callback's."""
+    returning the out and inout arrays (``results``: their shapes and dtypes, by
+    name) in declared order; None: the callback's."""
     if not in_use():
         return None
     capability = device_capability()
@@ -88,12 +87,8 @@ def for_call(family: Any, plan: Any, scalars: dict[str, Any], given: tuple[Any, 
         return None
     # Results: the out arrays, then the inout arrays, each inout aliased to its operand.
     order = [*family.outs, *(name for name in family.results if name in family.given)]
-    results = []
-    for name in order:
-        shape = plan.out_shapes[name] if name in family.outs else shapes[name]
-        results.append(jax.ShapeDtypeStruct(shape, _NUMPY_NAMES[plan.dtypes[name]]))
     aliases = {family.given.index(name): index for index, name in enumerate(order) if name in family.given}
-    call = jax.ffi.ffi_call(BUILTIN, tuple(results), input_output_aliases=aliases or None, vmap_method="sequential")
+    call = jax.ffi.ffi_call(BUILTIN, tuple(results[name] for name in order), input_output_aliases=aliases or None, vmap_method="sequential")
     kernel_name = plan.kernel
 
     def launch(*arrays: Any) -> tuple[Any, ...]:
