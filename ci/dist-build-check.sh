@@ -88,8 +88,11 @@ RUST_LOG=warn "$bin/sccache-dist" scheduler --config "$work/scheduler.conf" >"$w
 pids+=($!)
 
 # Two build servers: each runs steps in a bubblewrap sandbox over the toolchain the client sends.
+# The token is signed with the key read from the scheduler's config, not passed as
+# --secret-key: the key is base64url, so one in 64 starts with '-' and the
+# argument parser takes it for a flag.
 for port in "$p_one" "$p_two"; do
-  token=$("$bin/sccache-dist" auth generate-jwt-hs256-server-token --server "127.0.0.1:$port" --secret-key "$key")
+  token=$("$bin/sccache-dist" auth generate-jwt-hs256-server-token --server "127.0.0.1:$port" --config "$work/scheduler.conf")
   mkdir -p "$work/server-$port"
   cat >"$work/server-$port.conf" <<EOF
 cache_dir = "$work/server-$port/toolchains"
