@@ -154,7 +154,7 @@ e = np.exp(2 * first - (2 * first).max(-1, keepdims=True)); print("max error:", 
 
 def test_jaxlibs_launcher_inside_a_cuda_graph(rowops_gpu: Any) -> None:
     """XLA's command buffers (CUDA graphs) hold the built-in launcher's call, which
-    jaxlib marks command-buffer compatible; a Python callback could not be captured."""
+    jaxlib marks command-buffer compatible (aotc's callbacks are not: docs/design.md, "JAX")."""
     pytest.importorskip("jax", reason="JAX is not installed (the GPU suite needs jax with its CUDA plugin)")
     from aotc.runtime.jax_route import builtin_launcher
 
