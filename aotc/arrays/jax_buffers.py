@@ -11,12 +11,16 @@ from typing import Any
 import jax
 import numpy as np
 
-from aotc.errors import ArgumentError, ArgumentTypeError
+from aotc.errors import AotcError, ArgumentError, ArgumentTypeError
 
-__all__ = ["DTYPE_NAMES", "as_jax", "host_view", "refuse_given", "xla_stream"]
+__all__ = ["DTYPE_NAMES", "as_jax", "eagerly", "host_view", "refuse_given", "reporting", "xla_stream"]
 
 # JAX's dtype names -> aotc's.
 DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool", "uint32": "u32"}
+
+# The aotc error a callback raised last (``reporting``), for ``eagerly``. Not
+# thread-local: XLA may run a callback on a thread of its own.
+_raised: list[AotcError] = []
 
 
 def refuse_given(**given: Any) -> None:
@@ -52,3 +56,36 @@ def host_view(buffer: Any) -> Any:
 def xla_stream(ctx: Any, *buffers: Any) -> Any:
     """XLA's stream on a GPU; None on the CPU, where the context has none."""
     return None if all(isinstance(b, np.ndarray) for b in buffers) else ctx.stream
+
+
+def reporting(run: Any) -> Any:
+    """``run``, a ``buffer_callback``, keeping the aotc error it raises for ``eagerly``.
+
+    XLA turns a callback's exception into a ``JaxRuntimeError`` whose text is
+    "INTERNAL: Error when calling buffer callback", then the whole Python
+    stack, then the error's line: under the caller's own ``jax.jit`` that is
+    what reaches them (the line last)."""
+
+    def report(ctx: Any, *buffers: Any) -> None:
+        try:
+            run(ctx, *buffers)
+        except AotcError as error:
+            _raised[:] = [error]
+            raise
+
+    return report
+
+
+def eagerly(function: Any, *arrays: Any) -> Any:
+    """``function(*arrays)``, where a callback that ran in it raised an aotc
+    error (a kernel fault the emulator's checks saw, no image for the GPU):
+    that error again, its own type and one line, instead of XLA's wrapping of it.
+    Under the caller's ``jax.jit`` the callback runs outside this call, and XLA's error reaches them."""
+    _raised.clear()
+    try:
+        return function(*arrays)
+    except Exception as wrapped:  # XLA's wrapping: a JaxRuntimeError, or on some of jax 0.10.2's paths a ValueError
+        error = _raised.pop() if _raised else None
+        if error is None or error is wrapped or str(error) not in str(wrapped):  # not a callback's: raised as it came
+            raise
+        raise error.with_traceback(None) from None

@@ -37,7 +37,7 @@ import jax
 from jax.custom_batching import custom_vmap
 from jax.experimental.buffer_callback import buffer_callback
 
-from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, host_view, refuse_given, xla_stream
+from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, eagerly, host_view, refuse_given, reporting, xla_stream
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
 
@@ -74,7 +74,7 @@ def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any
 
         if len(cache) >= _MAX_CALLBACKS:
             cache.clear()
-        found = cache[key] = run
+        found = cache[key] = reporting(run)
     return found
 
 
@@ -103,9 +103,9 @@ def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
             raise ArgumentTypeError(msg)
     given = tuple(arrays[name] for name in family.given)
     if family.backward is not None and len(family.results) == len(family.outs):
-        outputs = _differentiable(family, axes, scalars)(*given)
+        outputs = eagerly(_differentiable(family, axes, scalars), *given)
     else:
-        outputs = _without_gradient(family, lambda *arrays: _launch(family, plan, axes, scalars, arrays))(*given)
+        outputs = eagerly(_without_gradient(family, lambda *arrays: _launch(family, plan, axes, scalars, arrays)), *given)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.buffer_callback import buffer_callback
 
-from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, host_view, refuse_given, xla_stream
+from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, eagerly, host_view, refuse_given, reporting, xla_stream
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.tropical._backward import backward_product
 from aotc.tropical._operands import semiring_spec
@@ -149,7 +149,7 @@ def _callbacks(api: Any, semiring: str) -> dict[str, Any]:
     spec = semiring_spec(api.library, semiring)
     counting = bool(spec.get("counting", False))
     differentiable = not counting and spec["add"] in ("max", "min") and spec["mul"] in ("add", "mul")
-    forward, argmax, backward = _forward(api, semiring, counting), _argmax(api, semiring, counting), _backward(api, semiring)
+    forward, argmax, backward = (reporting(run) for run in (_forward(api, semiring, counting), _argmax(api, semiring, counting), _backward(api, semiring)))
 
     def plain(a: Any, b: Any) -> Any:
         shape = jax.ShapeDtypeStruct(_product_shape(a, b, counting), a.dtype)
@@ -184,12 +184,12 @@ def _callbacks(api: Any, semiring: str) -> dict[str, Any]:
 
 def matmul(api: Any, a: Any, b: Any, semiring: str, out: Any, stream: Any) -> Any:
     refuse_given(out=out, stream=stream)
-    return _callbacks(api, semiring)["matmul"](as_jax(a, "a"), as_jax(b, "b"))
+    return eagerly(_callbacks(api, semiring)["matmul"], as_jax(a, "a"), as_jax(b, "b"))
 
 
 def matmul_argmax(api: Any, a: Any, b: Any, semiring: str, out: Any, k_out: Any, stream: Any) -> tuple[Any, Any]:
     refuse_given(out=out, k_out=k_out, stream=stream)
-    return _callbacks(api, semiring)["argmax"](as_jax(a, "a"), as_jax(b, "b"))
+    return eagerly(_callbacks(api, semiring)["argmax"], as_jax(a, "a"), as_jax(b, "b"))
 
 
 def matmul_backward(api: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: str, stream: Any) -> tuple[Any, Any]:
@@ -199,5 +199,5 @@ def matmul_backward(api: Any, grad_c: Any, k: Any, a: Any, b: Any, semiring: str
         msg = f"semiring: {semiring!r} has no gradient (needs add max/min and mul add/mul)"
         raise ArgumentError(msg)
     arrays = (as_jax(x, n) for x, n in ((grad_c, "grad_c"), (k, "k"), (a, "a"), (b, "b")))
-    return products["backward"](*arrays)
+    return eagerly(products["backward"], *arrays)
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aotc.errors import ArgumentError, ArgumentTypeError
-from declared_support import axpy, reference, rowops  # noqa: F401 - fixtures
+from aotc.errors import ArgumentError, ArgumentTypeError, KernelFaultError
+from declared_support import axpy, declared_library, reference, rowops, write_project  # noqa: F401 - fixtures
 
 jax = pytest.importorskip("jax", reason="JAX is not installed (tox installs the CPU build)")
 jnp = pytest.importorskip("jax.numpy")
@@ -185,3 +185,57 @@ def test_a_repeat_cpu_call_takes_a_numpy_call_plan(axpy: Any) -> None:  # noqa: 
         y = step(x, y)
     np.testing.assert_array_equal(np.asarray(y), np.full((3, 4), 4.0))  # 1 + 3 * (2 * 0.5)
     assert len(taken) == 2
+
+
+# A kernel that reads a neighbour's slot of shared memory, which no thread of a
+# partial last block wrote: the emulator's init check names the read.
+UNWRITTEN = {
+    "manifest.yaml": """\
+library: unwritten
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  peek:
+    template: peek.cu.j2
+    axes: {dtype: [f32]}
+    name: "peek_{dtype}"
+    signature:
+      x: {array: dtype, role: in, shape: [n]}
+      y: {array: dtype, role: out, shape: [n]}
+      n: i32
+    launch:
+      grid: ["cdiv(n, 64)"]
+      block: [64]
+""",
+    "templates/peek.cu.j2": """\
+extern "C" __global__ void {{ kernel_name }}({{ params }})
+{
+    __shared__ float seen[64];
+    int i = blockIdx.x * 64 + threadIdx.x;
+    if (i < n) seen[threadIdx.x] = x[i];
+    __syncthreads();
+    if (i < n) y[i] = seen[(threadIdx.x + 1) % 64];
+}
+""",
+}
+
+
+def test_a_kernel_fault_reaches_the_caller_as_one_line(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The emulator's checks see a fault inside XLA's callback: an eager call
+    raises it as itself; under jit, XLA's error ends with the same line."""
+    import aotc
+    import aotc.kernels
+
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "init")
+    ops = aotc.kernels.over(aotc.load(declared_library(tmp_path, write_project(tmp_path / "project", UNWRITTEN)), backend="emulator"))
+    np.testing.assert_array_equal(np.asarray(ops.peek(jnp.arange(64.0, dtype=jnp.float32))), np.roll(np.arange(64.0), -1))  # whole blocks: clean
+    line = (
+        "peek_f32: init check: uninitialized read: block (0, 0, 0) thread (39, 0, 0) reads shared "
+        "peek_f32::seen + 160 bytes (of 256), which no thread of the block has written (peek_f32:7)"
+    )
+    with pytest.raises(KernelFaultError) as info:
+        ops.peek(jnp.ones(40, jnp.float32))
+    assert str(info.value) == line
+    with pytest.raises(jax.errors.JaxRuntimeError) as wrapped:
+        jax.jit(ops.peek)(jnp.ones(40, jnp.float32)).block_until_ready()
+    assert str(wrapped.value).rstrip().endswith(f"KernelFaultError: {line}")

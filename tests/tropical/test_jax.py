@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
-from aotc.errors import ArgumentError, ArgumentTypeError
+from aotc.errors import ArgumentError, ArgumentTypeError, NoKernelImageError
 
 jax = pytest.importorskip("jax", reason="JAX is not installed (tox installs the CPU build)")
 jnp = pytest.importorskip("jax.numpy")
@@ -171,3 +171,23 @@ def test_importing_aotc_imports_no_jax() -> None:
     code = "import sys, aotc, aotc.tropical, aotc.kernels; print('jax' in sys.modules, 'jaxlib' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_an_error_inside_the_callback_reaches_an_eager_caller_as_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the ordinary call path raises inside XLA's callback (here: no image
+    for the device, as on a GPU the wheel was not built for) is raised again
+    as itself by an eager call, forward and backward alike."""
+    line = "gemm_maxplus_f32: no kernel image for sm_70 (the wheel holds SASS 75, 80; PTX 120)"
+
+    def no_image(*args: Any, **kwargs: Any) -> None:
+        raise NoKernelImageError(line)
+
+    a, b = jnp.ones((3, 4), jnp.float32), jnp.ones((4, 5), jnp.float32)
+    c, k = tropical.matmul_argmax(a, b)
+    monkeypatch.setattr("aotc.tropical._call.Tropical.matmul", no_image)
+    monkeypatch.setattr("aotc.tropical._call.Tropical.matmul_argmax", no_image)
+    monkeypatch.setattr("aotc.tropical._jax.backward_product", no_image)
+    for call in (lambda: tropical.matmul(a, b), lambda: tropical.matmul_argmax(a, b), lambda: tropical.matmul_backward(jnp.ones_like(c), k, a, b)):
+        with pytest.raises(NoKernelImageError) as info:
+            call()
+        assert str(info.value) == line
