@@ -19,6 +19,7 @@ from aotc.errors import ConfigurationError, KernelFaultError
 from aotc.runtime.cache import DiskCache
 from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.emulator.checks import (
+    ASAN_PRELOAD,
     CHECKS,
     asan_environment,
     asan_loaded,
@@ -186,3 +187,30 @@ def test_memory_check_under_address_sanitizer() -> None:
         "global_overrun: memory check: out of bounds: block (0, 0, 0) thread (15, 0, 0) writes 4 bytes at argument out + 64 bytes (its allocation ends at out + 64) (checked.cu:38)",
         "clean",
     ]
+
+
+# A C++ exception thrown and caught inside an extension (PyTorch's own error
+# for a bad view), then whether libasan is in the process.
+THROWING_EXTENSION = """
+import torch
+try:
+    torch.ones(3).view(5)
+except RuntimeError:
+    print("caught")
+from aotc.runtime.emulator.checks import asan_loaded
+print(asan_loaded())
+"""
+
+
+@pytest.mark.parametrize("how", ["asan_environment", "the shell line"])
+def test_a_process_under_address_sanitizer_survives_a_cpp_exception(how: str) -> None:
+    """With libasan alone first, the first C++ throw aborts on ASan's CHECK (it
+    found no __cxa_throw to wrap): libstdc++ is preloaded right after it."""
+    pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
+    if how == "asan_environment":
+        command, env = [sys.executable, "-c", THROWING_EXTENSION], aotc_env(asan_environment())
+    else:  # ASAN_PRELOAD, as the README and the memory check's refusal give it
+        command, env = ["bash", "-c", f'{ASAN_PRELOAD} exec "$0" -c "$1"', sys.executable, THROWING_EXTENSION], aotc_env()
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["caught", "True"]

@@ -8,7 +8,11 @@ cached apart.
 
 The memory check reads AddressSanitizer's shadow for global memory, so
 libasan must be the first library of the process: :func:`asan_environment`
-gives the variables to start Python with.
+gives the variables to start Python with (``ASAN_PRELOAD`` as a shell line).
+libstdc++ is preloaded right after it: Python itself links no C++, so
+otherwise libasan finds no ``__cxa_throw`` to wrap when it starts, and the
+first C++ exception an extension throws (jaxlib while it loads, PyTorch for
+any error it raises) aborts the process on ASan's CHECK instead.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import subprocess
 from aotc.errors import ConfigurationError, echo
 
 __all__ = [
+    "ASAN_PRELOAD",
     "CHECKS",
     "CHECK_ENV",
     "asan_environment",
@@ -31,6 +36,8 @@ __all__ = [
 ]
 
 CHECK_ENV = "AOTC_EMULATOR_CHECK"
+# What to start Python with for the memory check, as a shell line (asan_environment's variables).
+ASAN_PRELOAD = 'LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)" ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc'
 # The order is the bit order of AOTC_EMU_CHECKS in aotc_emulator_check.h.
 CHECKS = ("race", "memory", "init", "sync")
 
@@ -66,15 +73,17 @@ def asan_loaded() -> bool:
 
 
 def asan_environment(compiler: str = "g++") -> dict[str, str]:
-    """The variables that start a process with ``compiler``'s libasan first.
+    """The variables that start a process with ``compiler``'s libasan first, then its libstdc++.
 
     ``PYTHONMALLOC=malloc`` gives every Python allocation its own malloc
     block, so small buffers get exact bounds too; leak reports are off
     because Python keeps memory until exit on purpose.
     """
-    result = subprocess.run([compiler, "-print-file-name=libasan.so"], capture_output=True, text=True, check=False)
-    library = result.stdout.strip() or "libasan.so"
-    return {"LD_PRELOAD": library, "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc"}
+    libraries = []
+    for name in ("libasan.so", "libstdc++.so.6"):  # libasan first; libstdc++ for its __cxa_throw (module doc)
+        result = subprocess.run([compiler, f"-print-file-name={name}"], capture_output=True, text=True, check=False)
+        libraries.append(result.stdout.strip() or name)
+    return {"LD_PRELOAD": " ".join(libraries), "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc"}
 
 
 def _set_poison(name: str, pointer: int, nbytes: int) -> None:

@@ -16,6 +16,7 @@ import subprocess
 from typing import Any
 
 from aotc.errors import ConfigurationError, KernelFaultError
+from aotc.runtime.emulator.checks import ASAN_PRELOAD
 
 __all__ = ["CHECK_STATUSES", "check_failure"]
 
@@ -116,7 +117,7 @@ def check_failure(kernel: Any, status: int) -> Exception:
     if status == NO_ADDRESS_SANITIZER:
         msg = (
             f"launching {kernel.symbol}: AOTC_EMULATOR_CHECK=memory needs AddressSanitizer first in the process: "
-            "start Python with LD_PRELOAD=$(g++ -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc"
+            f"start Python with {ASAN_PRELOAD}"
         )
         return ConfigurationError(msg)
     read = kernel.library.cdll.aotc_emu_fault
