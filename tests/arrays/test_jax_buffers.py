@@ -58,3 +58,13 @@ def test_a_stale_error_is_not_raised_for_another_failure() -> None:
 
     with pytest.raises(jax.errors.JaxRuntimeError, match="something of XLA's own"):
         eagerly(xla_fails, jnp.zeros(4, jnp.float32))
+
+    # Within one eager call: a callback's error caught inside it, then XLA failing
+    # for a reason of its own. The kept error's line is not in XLA's: not swapped in.
+    def caught_then_xla_fails(x: Any) -> Any:
+        with pytest.raises(jax.errors.JaxRuntimeError):
+            jax.jit(twice(True))(x).block_until_ready()
+        return xla_fails(x)
+
+    with pytest.raises(jax.errors.JaxRuntimeError, match="something of XLA's own"):
+        eagerly(caught_then_xla_fails, jnp.zeros(4, jnp.float32))
