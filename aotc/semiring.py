@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aotc.dtypes import DTYPES as ALL_DTYPES
+from aotc.dtypes import DType
 from aotc.errors import ArgumentError, echo
 
 __all__ = [
@@ -24,31 +26,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class DType:
-    """An element type kernels can be generated for."""
-
-    name: str
-    ctype: str
-    size: int
-    kind: str  # "float", "int" or "bool"
-    numpy: str
-
-    @property
-    def is_float(self) -> bool:
-        return self.kind == "float"
-
-
-DTYPES: dict[str, DType] = {
-    d.name: d
-    for d in (
-        DType("f32", "float", 4, "float", "float32"),
-        DType("f64", "double", 8, "float", "float64"),
-        DType("i32", "int", 4, "int", "int32"),
-        DType("i64", "long long", 8, "int", "int64"),
-        DType("bool", "bool", 1, "bool", "bool"),
-    )
-}
+# The dtypes a semiring computes in: the dtype table's (``aotc.dtypes``) less
+# the storage-only ones (u32 words of packed bits).
+DTYPES: dict[str, DType] = {name: ALL_DTYPES[name] for name in ("f32", "f64", "i32", "i64", "bool")}
 
 # Operation names a semiring may use, with the dtype kinds each one supports.
 ADD_OPS: dict[str, frozenset[str]] = {

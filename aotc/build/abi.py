@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aotc.errors import ArgumentError
+from aotc.index.schema import PACK_CODES
 from aotc.semiring import DType
 
 __all__ = [
@@ -36,8 +37,9 @@ PACKED_WORD_BYTES = 4
 # float atomics. The extent its grid spans.
 BACKWARD_OWNER = {"backward_a": "M", "backward_b": "N"}
 
-# Packing codes for struct.Struct: pointers travel as 64-bit device addresses.
-_PACK = {"ptr": "Q", "i32": "i", "i64": "q", "f32": "f", "f64": "d"}
+# Packing codes for struct.Struct (pointers travel as 64-bit device addresses):
+# the index's, which the reader holds every parameter to.
+_PACK = PACK_CODES
 
 
 # The pipeline depths the tropical templates implement: their product and

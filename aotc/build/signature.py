@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aotc.semiring import DTYPES, DType
+from aotc.dtypes import DTYPES, DType
+from aotc.dtypes import SCALAR_TYPES as _SCALAR_DTYPES
 
 __all__ = [
     "ELEMENT_TYPES",
@@ -32,10 +33,10 @@ __all__ = [
 
 ROLES = ("in", "out", "inout")
 # Scalar parameter types: their C type. The names are the index's parameter kinds.
-SCALAR_TYPES = {"i32": "int", "i64": "long long", "f32": "float", "f64": "double"}
-# What an array may hold: the semiring dtypes, and 32-bit words for arrays of
-# packed bits (``pack``), which no semiring computes in.
-ELEMENT_TYPES = {**DTYPES, "u32": DType("u32", "unsigned int", 4, "uint", "uint32")}
+SCALAR_TYPES = {name: d.ctype for name, d in _SCALAR_DTYPES.items()}
+# What an array may hold: every dtype of aotc's one table (``aotc.dtypes``),
+# 32-bit words for arrays of packed bits (``pack``) among them.
+ELEMENT_TYPES = DTYPES
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from aotc.dtypes import DTYPES
 from aotc.errors import echo
 from aotc.index._values import _IDENTIFIER, _MAX_INT, _MAX_INTERNED, _MAX_PARAMS, _fail, _int, _list, _object, _table, _text
 from aotc.index.views import DeclaredParam, Param
@@ -21,7 +22,7 @@ __all__ = ["axes", "backward", "signature"]
 _SCALARS: dict[tuple[str, str, bool], DeclaredParam] = {}  # checked scalars, interned
 
 _ROLES = ("in", "out", "inout")
-_DTYPES = ("f32", "f64", "i32", "i64", "bool", "u32")  # aotc.build.signature.ELEMENT_TYPES' names, without importing it at load
+_DTYPES = tuple(DTYPES)  # the one dtype table's names, as aotc.build.signature.ELEMENT_TYPES
 _MAX_LANES, _MAX_PACK = 16, 64  # aotc.build._family_fields' limits
 
 

@@ -12,6 +12,8 @@ import hashlib
 import json
 import re
 
+from aotc.dtypes import SCALAR_TYPES
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -58,7 +60,7 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 # Architecture text as the index writes it: "80", "90a", "100f".
 ARCH_TEXT = re.compile(r"([1-9][0-9]{0,2})([0-9])([af]?)")
 # struct codes of each parameter kind: pointers travel as 64-bit device addresses.
-PACK_CODES = {"ptr": "Q", "i32": "i", "i64": "q", "f32": "f", "f64": "d"}
+PACK_CODES = {"ptr": "Q", **{name: d.code for name, d in SCALAR_TYPES.items()}}
 
 CHECKSUM_KEY = "checksum"
 # Everything a launch (or the choice of which kernel to launch) reads from a

@@ -81,7 +81,7 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         ("block: [threads]", "block: [rows]", "launch.block[0]: 'rows' is not an integer axis or constant (sizes are known only at a call)"),
         ("block: [threads]", "block: [2048]", "launch.block: [2048, 1, 1] at dtype=f32, threads=64 is not a block CUDA launches"),
         ("block: [threads]", "block: [threads]\n      shared: 65536", "launch.shared: 65536 bytes"),
-        ("alpha: f64", "alpha: f16", "signature.alpha: unknown scalar type 'f16' (known: i32, i64, f32, f64)"),
+        ("alpha: f64", "alpha: f16", "signature.alpha: unknown scalar type 'f16' (known: f32, f64, i32, i64)"),
         ("role: inout", "role: both", "signature.y.role: expected one of in, out, inout, got str 'both'"),
         ("{array: dtype, role: in, shape: [rows, n]}", "{array: dtype, role: in, shape: [rows, m]}", "signature.x.shape: 'm' is neither"),
         ("{array: dtype, role: in, shape: [rows, n]}", "{array: f16, role: in, shape: [rows, n]}", "signature.x.array: expected a dtype"),
