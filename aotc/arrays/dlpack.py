@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 
+from aotc.dtypes import DTYPES, by_dlpack
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.runtime.dlpack_abi import DLTensor
 
@@ -27,8 +28,6 @@ __all__ = ["KDL_CPU", "KDL_CUDA", "dlpack_device", "read_capsule"]
 
 KDL_CPU, KDL_CUDA = 1, 2
 _DEVICE_NAMES = {3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal", 10: "kDLROCM", 13: "kDLCUDAManaged", 14: "kDLOneAPI"}
-# (type code, bits) -> aotc's dtype name; lanes must be 1.
-_DTYPES = {(2, 32): "f32", (2, 64): "f64", (0, 32): "i32", (0, 64): "i64", (6, 8): "bool"}
 
 
 
@@ -63,10 +62,12 @@ def read_capsule(capsule: Any, name: str) -> tuple[str, tuple[int, ...], tuple[i
         msg = f"{name}: __dlpack__() did not return an unused DLPack capsule"
         raise ArgumentTypeError(msg)
     tensor = DLTensor.from_address(_get_pointer(capsule, b"dltensor"))  # DLManagedTensor starts with its DLTensor
-    dtype = _DTYPES.get((tensor.code, tensor.bits)) if tensor.lanes == 1 else None
-    if dtype is None:
-        msg = f"{name}: DLPack dtype (code {tensor.code}, {tensor.bits} bits, {tensor.lanes} lanes) is not one of float32, float64, int32, int64, bool"
+    found = by_dlpack(tensor.code, tensor.bits) if tensor.lanes == 1 else None
+    if found is None:
+        known = ", ".join(d.numpy for d in DTYPES.values())
+        msg = f"{name}: DLPack dtype (code {tensor.code}, {tensor.bits} bits, {tensor.lanes} lanes) is not one of {known}"
         raise ArgumentError(msg)
+    dtype = found.name
     ndim = tensor.ndim
     shape = tuple(tensor.shape[i] for i in range(ndim))
     if tensor.strides:

@@ -1,5 +1,5 @@
 """JAX's arrays, and the buffers XLA hands a ``buffer_callback``, as aotc's
-call paths take them (``aotc.tropical._jax``, ``aotc.kernels._jax``).
+call path takes them (``aotc.kernels._jax``).
 
 Imported only once a call is given a ``jax.Array``: it imports jax.
 """
@@ -13,10 +13,7 @@ import numpy as np
 
 from aotc.errors import AotcError, ArgumentError, ArgumentTypeError
 
-__all__ = ["DTYPE_NAMES", "as_jax", "eagerly", "host_view", "refuse_given", "reporting", "xla_stream"]
-
-# JAX's dtype names -> aotc's.
-DTYPE_NAMES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool", "uint32": "u32"}
+__all__ = ["as_jax", "eagerly", "host_view", "refuse_given", "reporting", "xla_stream"]
 
 # The aotc error a callback raised last (``reporting``), for ``eagerly``. Not
 # thread-local: XLA may run a callback on a thread of its own.

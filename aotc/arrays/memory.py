@@ -13,7 +13,7 @@ returns, so the host sees the results, as it would after ``cudaMemcpy``.
 from __future__ import annotations
 
 from aotc.errors import ArgumentError
-from aotc.arrays.operands import Operand, contiguous, is_row_major
+from aotc.arrays.operands import Operand, is_row_major
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def on_host_memory(backend: Any) -> bool:
 def stageable(op: Operand, name: str) -> Operand:
     """A host operand bound for a GPU is copied there byte for byte, so its
     layout must be plain row-major first (a padded or broadcast view is not)."""
-    return contiguous(op, name) if op.on_host and not is_row_major(op) else op
+    return op.kind.contiguous(op, name) if op.on_host and not is_row_major(op) else op
 
 
 class Memory:
@@ -63,7 +63,7 @@ class Memory:
             return op.pointer
         if not self._capture_checked:
             self.refuse_capture(f"{name}: staging a host array")
-        host = op.obj.numpy() if op.kind == "torch" else op.obj
+        host = op.kind.host_array(op)
         size = host.nbytes
         device = self.backend.alloc(max(size, 1))
         self.staged.append((device, host, result))
@@ -94,3 +94,4 @@ class Memory:
         finally:
             for device, _, _ in self.staged:
                 self.backend.free(device)
+

@@ -13,10 +13,8 @@ argument. Nothing here launches a kernel, and nothing imports NumPy or PyTorch.
 
 from __future__ import annotations
 
-import sys
-
-from aotc.arrays.framework_streams import cupy_current_stream
-from aotc.arrays.operands import Operand, as_operand, empty_like_kind, is_row_major, is_writable, overlaps
+from aotc.arrays.kinds import as_operand, kind_of
+from aotc.arrays.operands import Operand, is_row_major, overlaps
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
@@ -45,19 +43,23 @@ def output(
     inputs: tuple[tuple[Operand, str], ...],
     library: Any = None,
     stream: Any = None,
+    fill: Any = None,
+    like_name: str = "a",
 ) -> Operand:
-    """The result array: ``out`` checked, or a new one like ``like``, allocated on
-    the call's ``stream``. ``out`` must be written in place, so it must be exactly
-    what the kernel writes and share no memory with an input (or another result)."""
+    """The result array: ``out`` checked, or a new one like ``like``, allocated
+    (and filled with ``fill`` where it is not None) on the call's ``stream``.
+    ``out`` must be written in place, so it must be exactly what the kernel
+    writes and share no memory with an input (or another result); it is not
+    filled here (``fill`` is the caller's, on the call's stream, after every check)."""
     if out is None:
-        return as_operand(empty_like_kind(like, shape, dtype, stream, name), name)
+        return as_operand(like.kind.allocate(like, shape, dtype, stream, name, fill), name)
+    if not kind_of(out, name).written_in_place:
+        # DLPack says nothing of writability (JAX's arrays are immutable): never written in place.
+        msg = f"{name}: a DLPack-only array is not written in place; pass a NumPy array, a tensor or a CUDA array"
+        raise ArgumentError(msg)
     op = as_operand(out, name)
     if op.obj is not out and getattr(getattr(out, "dtype", None), "isnative", True) is False:
         msg = f"{name}: has non-native byte order ({out.dtype.str}); pass a native-endian array"
-        raise ArgumentError(msg)
-    if op.kind == "dlpack" or (op.obj is not out and hasattr(out, "__dlpack_device__")):
-        # DLPack says nothing of writability (JAX's arrays are immutable): never written in place.
-        msg = f"{name}: a DLPack-only array is not written in place; pass a NumPy array, a tensor or a CUDA array"
         raise ArgumentError(msg)
     if op.obj is not out:  # as_operand made a copy: the result would be written there and lost
         if not hasattr(out, "shape") or isinstance(out, (list, tuple)):
@@ -71,12 +73,12 @@ def output(
     if op.device == "cuda" and library is not None:
         device_of(op, name, library)  # a CUDA array that does not say its device
     if op.device != like.device:
-        msg = f"{name}: on {op.device}, but a is on {like.device}"
+        msg = f"{name}: on {op.device}, but {like_name} is on {like.device}"
         raise ArgumentError(msg)
-    if not (op.obj.flags.c_contiguous if op.kind == "numpy" else is_row_major(op)):
+    if not is_row_major(op) or (op.kind.name == "numpy" and not op.obj.flags.c_contiguous):
         msg = f"{name}: must be a contiguous row-major array"
         raise ArgumentError(msg)
-    if not is_writable(op):
+    if not op.kind.writable(op):
         msg = f"{name}: is read-only; pass a writable array"
         raise ArgumentError(msg)
     for other, other_name in inputs:
@@ -110,17 +112,10 @@ _ORDINALS: dict[str, int] = {}
 
 def stream_handle(stream: Any, op: Operand) -> int:
     """The CUDA stream to launch on, as the int handle backends take: ``stream``
-    (None, an int handle, or a torch, CuPy or pycuda stream), or the operands'
-    library's current stream."""
+    (None, an int handle, or a torch, CuPy or pycuda stream), or the current
+    stream of ``op``'s library on its device."""
     if stream is None:
-        if op.kind == "numpy":
-            return 0
-        if op.kind == "torch":
-            return 0 if op.on_host else sys.modules["torch"].cuda.current_stream(op.obj.device).cuda_stream
-        cupy = sys.modules.get("cupy")
-        if cupy is not None and isinstance(op.obj, cupy.ndarray):
-            return cupy_current_stream(cupy, op.obj.device.id)  # the array's device's, not the current device's
-        return 0
+        return op.kind.current_stream(op)
     if type(stream) is int:
         if stream < 0:
             msg = f"stream: a stream handle is a non-negative int, got {stream}"

@@ -6,31 +6,40 @@ hand::
 
     import aotc.kernels
     rowops = aotc.kernels.load("path/to/rowops/_kernels")   # or over(aotc.load(...))
-    y = rowops.softmax(x)                                   # NumPy, PyTorch, CuPy, DLPack
+    y = rowops.softmax(x)                                   # NumPy, PyTorch, CuPy, DLPack, JAX
     torch.ops.rowops.softmax(t)                             # the custom op, for torch.compile
 
-Each family is a ``Family`` (``_family``): it picks the kernel from the
-arrays' dtypes and the axes given, checks shapes against the declaration,
-allocates the out arrays and launches on the operands' device and stream.
-PyTorch tensors go through the family's custom op (``_torch_ops``), so that
-autograd, ``torch.compile`` and ``opcheck`` see an operator.
+A family's kernels that a call binds alike form a layout (``_layout``): its
+generated entry (``_entry``) chooses the kernel from the arrays' dtypes and
+ranks and the axes given, checks shapes against the declaration, allocates
+the out arrays and launches (``_launch``) on the arrays' device and stream.
+PyTorch tensors go through the layout's custom op (``_torch_ops``), JAX
+arrays through XLA (``_jax``); gradients come from the ``backward:``
+declaration (``_gradients``). ``aotc.tropical`` is such a library.
 
 Importing this package imports neither NumPy nor PyTorch.
 """
 
 from __future__ import annotations
 
+from aotc.kernels._traced import constant_when_traced
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from aotc.index import IndexKernel
     from aotc.kernels._family import Family
+    from aotc.kernels._layout import Layout
 
 __all__ = ["Kernels", "load", "over"]
 
 
 class Kernels:
-    """The declared families of one library, as attributes: ``over(lib).softmax``."""
+    """The declared families of one library, as attributes: ``over(lib).softmax``
+    (a family of one layout: its entry), ``over(lib).gemm`` (a family of
+    several: the ``Family``, which picks one by the axes named) and
+    ``over(lib).gemm_forward`` (one layout's entry)."""
 
     def __init__(self, library: Any) -> None:
         self.library = library
@@ -42,6 +51,7 @@ class Kernels:
             by_family.setdefault(family, []).append(name)
         self._kernels = by_family
         self._families: dict[str, Family] = {}
+        self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -61,34 +71,68 @@ class Kernels:
 
             # Each checked now; the index holds its line to the family its directory gave.
             checked = [self.library.index.kernel(kernel) for kernel in kernels]
-            found = self._families[name] = Family(self.library, name, checked)
+            found = self._families[name] = Family(self, name, checked)
+            self._layouts.update(found.layouts)
         return found
 
+    def layout(self, name: str) -> Layout:
+        """The layout whose op is ``name`` (``gemm_forward``; a family of one layout: the family's name)."""
+        found = self._layouts.get(name)
+        if found is None:
+            family = next((f for f in self._kernels if name == f or name.startswith(f"{f}_")), None)
+            if family is not None:
+                self.family(family)
+                found = self._layouts.get(name)
+            if found is None:
+                known = ", ".join(self._layouts) or "none made yet"
+                msg = f"{self.library.name} has no kernel binding {name!r} (families: {', '.join(self._kernels) or 'none'}; bindings: {known})"
+                raise AttributeError(msg)
+        return found
+
+    def kernel(self, name: str) -> IndexKernel:
+        """The index's (checked) entry of kernel ``name``."""
+        return self.library.index.kernel(name)
+
+    def layout_of(self, kernel: str) -> Layout:
+        """The layout that binds kernel ``kernel``."""
+        family = self.family(self.library.index.kernels.families()[kernel])
+        return next(layout for layout in family.layouts.values() if kernel in layout.kernels)
+
     def __getattr__(self, name: str) -> Any:
-        """The family's callable: its generated entry (``_entry``), else the ``Family``."""
+        """A family's callable: its one layout's entry, or the ``Family``; or a layout's entry by its op name."""
         if name.startswith("_"):
             raise AttributeError(name)
-        family = self.family(name)
-        return family.entry or family
+        return _binding(self, name)
 
     def __dir__(self) -> list[str]:
-        return [*super().__dir__(), *self._kernels]
+        return [*super().__dir__(), *self._kernels, *self._layouts]
 
     def __repr__(self) -> str:
         return f"<aotc.kernels over {self.library.name!r}: {', '.join(self._kernels) or 'no declared families'}>"
 
     def torch_ops(self) -> Any:
-        """Register this library's families as ``torch.ops.<library>.<family>`` (once) and return that namespace."""
+        """Register this library's layouts as ``torch.ops.<library>.<op>`` (once) and return that namespace."""
         from aotc.kernels._torch_ops import register
 
         return register(self)
+
+
+@constant_when_traced  # a first use under torch.compile makes the binding eagerly (_traced)
+def _binding(kernels: Kernels, name: str) -> Any:
+    """``kernels.<name>``: a family's one layout's entry, or the ``Family``; or a layout's entry by its op name."""
+    if name in kernels._kernels:  # noqa: SLF001 - the Kernels' own table
+        family = kernels.family(name)
+        only = family.only
+        return family if only is None else only.entry or only
+    layout = kernels.layout(name)
+    return layout.entry or layout
 
 
 def over(library: Any) -> Kernels:
     """The declared families of ``library`` (an ``aotc.Library``), kept with it."""
     found = library.extensions.get(__name__)
     if found is None:
-        found = library.extensions[__name__] = Kernels(library)
+        found = library.extensions.setdefault(__name__, Kernels(library))  # one, even under a race
     return found
 
 

@@ -1,27 +1,16 @@
-"""What a declared family's launch checks of its arguments, whichever launcher
-launches it (``Family.launch``, jaxlib's for JAX, ``aotc.kernels._jax_builtin``):
-a caller's scalar as the kernel's parameter takes it, and the grid against
-CUDA's limits. Each refusal is one line."""
+"""A caller's scalar argument as the kernel's parameter takes it, whichever
+launcher launches (``_launch``, jaxlib's for JAX); each refusal one line."""
 
 from __future__ import annotations
 
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.kernels._entry import INT_RANGES
+from aotc.kernels._shapes import INT_RANGES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["GRID_LIMITS", "check_grid", "scalar_argument"]
-
-GRID_LIMITS = (2**31 - 1, 65535, 65535)
-
-
-def check_grid(family: str, grid: tuple[int, int, int]) -> None:
-    """Refuse, in one line, a grid past CUDA's limits."""
-    if any(extent > limit for extent, limit in zip(grid, GRID_LIMITS)):
-        msg = f"{family}: a grid of {grid} blocks is past CUDA's limits {GRID_LIMITS}; split the work"
-        raise ArgumentError(msg)
+__all__ = ["scalar_argument"]
 
 
 def scalar_argument(value: Any, name: str, kind: str) -> Any:

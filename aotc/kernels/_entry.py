@@ -1,29 +1,31 @@
-"""A declared family's entry and call plans, generated per signature, as Triton generates its launchers.
+"""A layout's entry and call plans, generated per signature, as Triton generates its launchers.
 
-``Family`` binds arguments by the declaration at run time, for any signature;
-that costs some microseconds a call (benchmarks/RESULTS.md, "Declared
-families"). For NumPy arrays on a host-memory backend (the emulator, the noop
-backend), a repeat call with arrays alike in shape, strides and dtype needs
-none of it: the kernel, its dimensions and its grid follow from those alone.
-So each family gets two functions written as Python source from its
-signature and compiled once:
+``Layout`` binds arguments by the declaration at run time, for any
+signature; that costs some microseconds a call. A repeat call with arrays
+alike in shape, strides and dtype needs none of it: the kernel, its
+dimensions and its grid follow from those alone. So each layout gets
+functions written as Python source from its signature and compiled once:
 
-- the **entry**, ``softmax(x, *, y=None, stream=None, **axes)``, with the
-  family's own parameter names: it builds the plan key from its NumPy
-  arguments in straight-line code and runs the plan, else hands the call to
-  ``Family.full`` (which decides everything, raises the one-line errors, and
-  leaves a plan where one fits);
-- the **plan factory**: a closure per key that reads each array's data
-  pointer where NumPy keeps it (``aotc.arrays.operands.data_pointers``),
-  checks what belongs to the objects (written arrays writable, clear of the
-  others' bytes), allocates the out arrays not given, packs the arguments in
-  declared order with the dimensions fixed, and launches.
+- the **entry**, ``softmax(x, *, y=None, dtype=None, stream=None, **axes)``,
+  with the layout's own binding names: for NumPy arrays on a host-memory
+  backend it builds the plan key in straight-line code and runs the plan; for
+  plain PyTorch tensors (torch imported when the entry was made) that
+  autograd does not record and nothing else would see, the tensor plan the
+  op's kernel left (``_tensor_plan``); anything else, and any call no plan
+  answers, goes to ``Layout.full`` or the PyTorch route, which decide
+  everything and raise the one-line errors;
+- the **keys** (``_keys``): the same expressions, compiled as functions, with
+  which plans are stored, so store and lookup cannot disagree;
+- the **NumPy plan factory**: a closure per key that reads each array's data
+  pointer where NumPy keeps it, checks what belongs to the objects (written
+  arrays writable, clear of the others' bytes; scalars' types), allocates
+  the out arrays not given (filled where declared), packs the arguments in
+  the kernel's order with the dimensions fixed, and launches.
 
-A plan that finds anything it cannot vouch for returns None, and the call
-takes the full path. Parameter names are C identifiers from a validated
-index; a name Python reserves (``lambda``) or that could shadow the
-generated code's own (``_aotc...``) gets no generated entry: the family is
-then called through ``Family.__call__``.
+Binding names are identifiers from a validated index that are no Python
+keyword and do not start with ``_aotc``; a layout whose names would not fit
+(an axis named like a keyword) gets no entry and is called through
+``Layout.__call__``.
 """
 
 from __future__ import annotations
@@ -32,199 +34,203 @@ import keyword
 import sys
 
 from aotc.arrays.memory import on_host_memory
-from aotc.arrays.operands import as_operand, data_pointers, direct_pointer, meets, span
+from aotc.arrays.kinds import as_operand
+from aotc.arrays.operands import data_pointers, direct_pointer, meets, span
+from aotc.kernels._keys import numpy_key, numpy_key_text, tensor_key_text
+from aotc.kernels._shapes import INT_RANGES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._family import Family
+    from aotc.kernels._layout import Layout
 
-__all__ = ["INT_RANGES", "MAX_PLANS", "enable_tensors", "entry_for", "make_plan", "plan_key"]
-
-MAX_PLANS = 256  # per family; a job that sees more shapes than this starts over
-# The integer scalars' ranges: what a dimension or a caller's argument must fit (Family checks them too).
-INT_RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
+__all__ = ["entry_for", "make_plan"]
 
 
-def _generatable(family: Family) -> bool:
+def _generatable(layout: Layout) -> bool:
     """Whether every name the source would hold is one Python takes and ours do not shadow."""
-    names = [family.name, *(p.name for p in family.params), *family.axes]
-    return not any(keyword.iskeyword(n) or n.startswith("_aotc") or n == "stream" for n in names)
+    names = [layout.name, *layout.positional, *layout.outs, *layout.open_axes]
+    return not any(keyword.iskeyword(n) or n.startswith("_aotc") or n == "stream" or not n.isidentifier() for n in names)
 
 
-def entry_for(family: Family) -> Any:
-    """The family's generated entry, or None where its names rule one out."""
-    numpy = sys.modules.get("numpy")
-    if numpy is None or not _generatable(family) or not direct_pointer() or sys.maxsize < 2**32:
+class _NoTensor:
+    """The array type of a library not imported when the entry was made (or whose
+    pointers a plan cannot read): no argument has it, so its branch is never taken."""
+
+
+def entry_for(layout: Layout) -> Any:
+    """The layout's generated entry, or None where its names rule one out."""
+    if not _generatable(layout):
         return None
-    given, outs, open_axes = family.given, family.outs, family.open_axes
-    positional = ", ".join(family.positional)
-    # The axes a call may choose are keywords of their own, so a call that
-    # names one still finds its plan: their values end the key.
-    chosen = "".join(f", {axis}={axis}" for axis in open_axes)
+    # NumPy calls take plans where NumPy's data pointers are read directly (64-bit, the probe passed).
+    numpy = sys.modules.get("numpy")
+    ndarray = numpy.ndarray if numpy is not None and sys.maxsize > 2**32 and direct_pointer() else _NoTensor
+    given, outs, open_axes = layout.given, layout.outs, layout.open_axes
+    positional = ", ".join(layout.positional)
+    chosen = ", ".join(f"{axis!r}: {axis}" for axis in open_axes)
     guard = " and ".join(
         ["stream is None", "not _aotc_axes"]
         + [f"type({name}) is _aotc_ndarray" for name in given]
         + [f"({name} is None or type({name}) is _aotc_ndarray)" for name in outs]
     )
-    key = ", ".join(
-        [f"{name}.shape, {name}.strides, {name}.dtype" for name in given]
-        + [f"None if {name} is None else ({name}.shape, {name}.strides, {name}.dtype)" for name in outs]
-        + list(open_axes)
-    )
-    call = ", ".join([*given, *outs, *family.arguments])
+    call = ", ".join([*given, *outs, *layout.arguments])
     given_outs = ", ".join(f"{name!r}: {name}" for name in outs)
     lines = [
-        f"def {family.name}({positional}, *, {''.join(f'{name}=None, ' for name in (*outs, *open_axes))}stream=None, **_aotc_axes):",
+        f"def {layout.name}({positional}, *, {''.join(f'{name}=None, ' for name in (*outs, *open_axes))}stream=None, **_aotc_axes):",
         f"    if {guard}:",
-        f"        _aotc_plan = _aotc_plans.get(({key},))",
+        "        try:",
+        f"            _aotc_plan = _aotc_plans.get({numpy_key_text(layout)})",
+        "        except TypeError:  # an unhashable axis value or extent: the full path names it",
+        "            _aotc_plan = None",
         "        if _aotc_plan is not None:",
         f"            _aotc_result = _aotc_plan({call})",
         "            if _aotc_result is not None:",
         "                return _aotc_result",
     ]
-    # Tensors, once the op is known (``enable_tensors``): straight to it, as _torch_route would send them.
-    tensors = " and ".join(
-        [f"type({name}) is _aotc_tensor" for name in given] + ["stream is None", "not _aotc_axes"] + [f"{name} is None" for name in outs]
-    )
-    # Where autograd records nothing and nothing else would see the op
-    # (aotc.arrays.torch_direct), its kernel runs without the dispatcher.
+    torch = sys.modules.get("torch")
+    tensor = _NoTensor if torch is None else torch.Tensor
+    tensors = " and ".join([f"type({name}) is _aotc_tensor" for name in given] + ["stream is None", "not _aotc_axes"] + [f"{name} is None" for name in outs])
     records = " or ".join(f"{name}.requires_grad" for name in given)
-    # There, a repeat call takes the kernel's tensor plan itself, by the key
-    # the kernel would build (_tensor_plan.tensor_key of these keywords).
-    tensor_key = ", ".join([f"({', '.join(f'({axis!r}, {axis})' for axis in open_axes)}{',' if len(open_axes) == 1 else ''})"] + [
-        f"{name}.shape, {name}.stride(), {name}.dtype, {name}.device" for name in given
-    ])  # fmt: skip
-    scalars = ", ".join(f"{name!r}: {name}" for name in family.arguments)
-    inouts = [name for name in family.results if name not in outs]
+    scalars = ", ".join(f"{name!r}: {name}" for name in layout.arguments)
     lines += [
         f"    elif {tensors}:",
+        # Where autograd records nothing and nothing else would see the op
+        # (aotc.arrays.torch_direct), a repeat call takes the op kernel's plan itself.
         f"        if not (_aotc_grad() and ({records})) and _aotc_direct(({', '.join(given)},)):",
-        f"            _aotc_tp = _aotc_tensor_plans.get(({tensor_key}))",
+        "            try:",
+        f"                _aotc_tp = _aotc_tensor_plans.get({tensor_key_text(layout)})",
+        "            except TypeError:",
+        "                _aotc_tp = None",
         "            if _aotc_tp is not None:",
         f"                _aotc_o = _aotc_tp(({', '.join(given)},), {{{scalars}}})",
         "                if _aotc_o is not None:",
-        *[f"                    _aotc_bump({name})" for name in inouts],
-        f"                    return {_results(family, '_aotc_o', planned=True)}",
-        f"            _aotc_r = _aotc_kernel({positional}{chosen})",
-        "        else:",
-        f"            _aotc_r = _aotc_op({positional}{chosen})",
-        f"        return {_results(family, '_aotc_r')}",
+        *[f"                    _aotc_bump({name})" for name in layout.inouts],
+        f"                    return {_results(layout, '_aotc_o')}",
+        f"        return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}})",
     ]
     for axis in open_axes:
         lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]
-    lines += [f"    return _aotc_full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
-    source = "\n".join(lines)
-    namespace = {
-        "_aotc_ndarray": numpy.ndarray, "_aotc_plans": family.numpy_plans, "_aotc_full": family.full,
-        "_aotc_tensor": _NoTensor, "_aotc_op": None, "_aotc_kernel": None, "_aotc_grad": None, "_aotc_direct": None,
-        "_aotc_tensor_plans": family.tensor_plans, "_aotc_bump": None,
+    lines += [f"    return _aotc_layout.full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
+    from aotc.kernels._torch_route import call_tensors
+
+    namespace: dict[str, Any] = {
+        "_aotc_ndarray": ndarray, "_aotc_plans": layout.numpy_plans.plans, "_aotc_layout": layout,
+        "_aotc_tensor": tensor, "_aotc_tensor_plans": layout.tensor_plans.plans, "_aotc_tensors": call_tensors,
     }  # fmt: skip
+    if torch is not None:
+        from aotc.arrays.torch_direct import direct_all
+
+        namespace.update(_aotc_grad=torch.is_grad_enabled, _aotc_direct=direct_all, _aotc_bump=torch.autograd.graph.increment_version)
     # The source holds only the index's validated identifiers (no keyword, none of ours) and our own text.
-    exec(compile(source, f"<aotc entry {family.library.name}.{family.name}>", "exec"), namespace)
-    entry = namespace[family.name]
-    entry.family = family
-    entry.__doc__ = f"{family!r}: generated from its declared signature (aotc.kernels._entry)."
+    exec(compile("\n".join(lines), f"<aotc entry {layout.library.name}.{layout.name}>", "exec"), namespace)
+    entry = namespace[layout.name]
+    entry.layout = layout
+    entry.__doc__ = f"{layout!r}: generated from its declared signature (aotc.kernels._entry)."
     return entry
 
 
-def _results(family: Family, got: str, *, planned: bool = False) -> str:
-    """What the entry returns: the out and inout arrays in declared order, the
-    out arrays from ``got``: what the op returned (none, one, or a tuple), or
-    what a tensor plan did (``planned``: a tuple always)."""
-    outs = family.outs
-    parts = [name if name not in outs else got if len(outs) == 1 and not planned else f"{got}[{outs.index(name)}]" for name in family.results]
+def _results(layout: Layout, got: str) -> str:
+    """What the entry returns from a tensor plan's tuple ``got`` of out arrays:
+    the out and inout arrays in declared order (one: itself)."""
+    outs = layout.outs
+    parts = [name if name not in outs else f"{got}[{outs.index(name)}]" for name in layout.results]
     if len(parts) == 1:
         return parts[0]
     return f"({', '.join(parts)})" if parts else "()"
 
 
-class _NoTensor:
-    """The tensor type until the family's op is known: no argument has it."""
-
-
-def enable_tensors(family: Family, tensor: type, op: Any, kernel: Any, grad_enabled: Any, direct: Any, bump: Any) -> None:
-    """Send the entry's plain-tensor calls to ``op`` from now on, or straight to
-    its ``kernel`` (or the kernel's plan) where autograd (``grad_enabled``)
-    would record nothing and ``direct`` says nothing else would see the op;
-    ``bump`` marks an inout tensor changed, as the kernel does."""
-    if family.entry is not None and "_aotc_op" in family.entry.__globals__:
-        family.entry.__globals__.update(_aotc_op=op, _aotc_kernel=kernel, _aotc_grad=grad_enabled, _aotc_direct=direct, _aotc_bump=bump)
-        family.entry.__globals__["_aotc_tensor"] = tensor  # last: the branch is taken only once all are set
-
-
-def plan_key(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Any, ...]:
-    """The key the generated entry builds, from the same arguments and axes."""
-    parts: list[Any] = []
-    for name in family.given:
-        array = values[name]
-        parts += [array.shape, array.strides, array.dtype]
-    for name in family.outs:
-        out = values.get(name)
-        parts.append(None if out is None else (out.shape, out.strides, out.dtype))
-    parts += [axes.get(axis) for axis in family.open_axes]
-    return tuple(parts)
-
-
-def make_plan(family: Family, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any) -> Any:
-    """The plan for a call that just launched with ``arguments`` (declared order),
-    or None where none fits: not every array a NumPy array used in place on a
-    host-memory backend, or nothing launched."""
+def make_plan(layout: Layout, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, axes: dict[str, Any]) -> None:
+    """Keep, for the generated entry, the plan of a NumPy call that just launched
+    with ``arguments`` (the kernel's order), where one fits: every array a NumPy
+    array used in place on a host-memory backend, and something launched."""
     numpy = sys.modules.get("numpy")
-    if numpy is None or not on_host_memory(backend) or family.entry is None:
-        return None
+    if numpy is None or layout.entry is None or not on_host_memory(backend) or any(a not in layout.open_axes for a in axes):
+        return
     ndarray = numpy.ndarray
-    for name in family.given:
+    for name in layout.given:
         if type(values[name]) is not ndarray or arrays[name] is not values[name]:
-            return None  # a copy was made: each call must copy again
-    for name in family.outs:
+            return  # a copy was made: each call must copy again
+    for name in layout.outs:
         if type(arrays[name]) is not ndarray or (values.get(name) is not None and arrays[name] is not values[name]):
-            return None
-    bound = launcher.bind(arguments, len(arguments))
+            return
+    signature = layout.kernels[launcher.name].signature or ()
+    recipe = _recipe(signature)
+    lead = sum(1 for _ in _leading_arrays(recipe))
+    split = lead == len(layout.given) + len(layout.outs) and not any(part == "a" for part, _ in recipe)
+    bound = launcher.bind(arguments, lead if split else len(arguments))
     if bound is None:
-        return None  # an empty grid launches nothing: the full path handles it
-    order = [*family.given, *family.outs]
+        return  # an empty grid launches nothing: the full path handles it
+    order = [*layout.given, *layout.outs]
     spans = {name: span(as_operand(arrays[name], name), arrays[name].dtype.itemsize) for name in order}
     # Each written array against every other array: the checks placement.output() makes.
-    checks = {name: tuple((other, meets(spans[other], spans[name])) for other in order if other != name) for name in family.results}
-    shapes = {name: (arrays[name].shape, arrays[name].dtype) for name in family.outs}
-    dims = {p.name: value for p, value in zip(family.params, arguments) if p.scalar and p.dim}
-    return _factory(family)(data_pointers(), bound, dims, shapes, checks, numpy.empty, backend.stream_synchronize)
+    checks = {name: tuple((other, meets(spans[other], spans[name])) for other in order if other != name) for name in layout.results}
+    shapes = {name: (arrays[name].shape, arrays[name].dtype) for name in layout.outs}
+    fills = {p.arg: p.fill for p in signature if not p.scalar and p.role == "out" and p.fill is not None}
+    constants = {i: arguments[i] for i, (part, _) in enumerate(recipe) if part == "c"}
+    factory = _factory(layout, recipe if not split else recipe[:lead])
+    plan = factory(data_pointers(), bound, shapes, fills, checks, constants, numpy, backend.stream_synchronize)
+    layout.numpy_plans.keep(numpy_key(layout, {**values, **{axis: axes.get(axis) for axis in layout.open_axes}}), plan)
+
+
+def _recipe(signature: Any) -> tuple[tuple[str, Any], ...]:
+    """How a plan packs each parameter: ("p", array) a data pointer read per call,
+    ("a", argument) the caller's scalar, ("c", index) a constant the key fixes
+    (a dimension, a stride, an extent)."""
+    recipe = []
+    for i, p in enumerate(signature):
+        if not p.scalar:
+            recipe.append(("p", p.arg))
+        elif p.dim or p.extent:
+            recipe.append(("c", i))
+        else:
+            recipe.append(("a", p.arg))
+    return tuple(recipe)
+
+
+def _leading_arrays(recipe: tuple[tuple[str, Any], ...]) -> Any:
+    for part, name in recipe:
+        if part != "p":
+            return
+        yield name
 
 
 _factories: dict[tuple[Any, ...], Any] = {}
 
 
-def _factory(family: Family) -> Any:
-    """The plan factory of ``family``'s signature, generated once per signature."""
-    signature = (family.given, family.outs, family.results, tuple((p.name, p.scalar, p.dim, p.dtype) for p in family.params))
+def _factory(layout: Layout, recipe: tuple[tuple[str, Any], ...]) -> Any:
+    """The plan factory of ``layout``'s binding signature packing per ``recipe``
+    (the leading pointers alone where the rest is bound once), made once per such pair."""
+    signature = (layout.given, layout.outs, layout.results, tuple(layout.arguments.items()), recipe)
     factory = _factories.get(signature)
     if factory is None:
-        factory = _factories[signature] = _generate_factory(family)
+        factory = _factories[signature] = _generate_factory(layout, recipe)
     return factory
 
 
-def _generate_factory(family: Family) -> Any:
-    given, outs, results = family.given, family.outs, family.results
+def _generate_factory(layout: Layout, recipe: tuple[tuple[str, Any], ...]) -> Any:
+    given, outs, results = layout.given, layout.outs, layout.results
     order = [*given, *outs]
     lines = [
-        "def _aotc_factory(_aotc_pointers, _aotc_bound, _aotc_dims, _aotc_shapes, _aotc_checks, _aotc_empty, _aotc_wait):",
+        "def _aotc_factory(_aotc_pointers, _aotc_bound, _aotc_shapes, _aotc_fills, _aotc_checks, _aotc_constants, _aotc_numpy, _aotc_wait):",
         "    _aotc_launch, _aotc_function, _aotc_shape = _aotc_bound.launch, _aotc_bound.function, _aotc_bound.shape",
-        "    _aotc_pack = _aotc_bound.pack_head",
+        "    _aotc_pack, _aotc_tail = _aotc_bound.pack_head, _aotc_bound.tail",
+        "    _aotc_empty, _aotc_full = _aotc_numpy.empty, _aotc_numpy.full",
     ]
-    lines += [f"    {p.name} = _aotc_dims[{p.name!r}]" for p in family.params if p.scalar and p.dim]
+    lines += [f"    _aotc_c{i} = _aotc_constants[{i}]" for part, i in recipe if part == "c"]
     lines += [f"    _aotc_shape_{name}, _aotc_dtype_{name} = _aotc_shapes[{name!r}]" for name in outs]
+    lines += [f"    _aotc_fill_{name} = _aotc_fills.get({name!r})" for name in outs]
     for name in results:
         for i in range(len(order) - 1):
             lines.append(f"    _aotc_from_{name}_{i}, _aotc_to_{name}_{i} = _aotc_checks[{name!r}][{i}][1]")
-    lines.append(f"    def plan({', '.join([*given, *outs, *family.arguments])}):")
+    lines.append(f"    def plan({', '.join([*given, *outs, *layout.arguments])}):")
     lines += [f"        _aotc_p_{name} = _aotc_pointers[id({name}) >> 3]" for name in given]
     for name in outs:
         lines += [
             f"        _aotc_new_{name} = {name} is None",
             f"        if _aotc_new_{name}:",
-            f"            {name} = _aotc_empty(_aotc_shape_{name}, _aotc_dtype_{name})",
+            f"            {name} = _aotc_empty(_aotc_shape_{name}, _aotc_dtype_{name}) if _aotc_fill_{name} is None"
+            f" else _aotc_full(_aotc_shape_{name}, _aotc_fill_{name}, _aotc_dtype_{name})",
             f"        _aotc_p_{name} = _aotc_pointers[id({name}) >> 3]",
         ]
     for name in results:
@@ -237,23 +243,26 @@ def _generate_factory(family: Family) -> Any:
         lines += [f"{indent}if not {name}.flags.writeable:", f"{indent}    return None"]
         for i, other in enumerate(o for o in order if o != name):
             lines += [f"{indent}if _aotc_from_{name}_{i} < _aotc_p_{name} - _aotc_p_{other} < _aotc_to_{name}_{i}:", f"{indent}    return None"]
-    for p in family.params:
-        if p.scalar and not p.dim:
-            if p.dtype in INT_RANGES:
-                low, high = INT_RANGES[p.dtype]
-                lines.append(f"        if type({p.name}) is not int or not {low} <= {p.name} <= {high}:")
-            else:
-                lines.append(f"        if type({p.name}) is not float and type({p.name}) is not int:")
-            lines.append("            return None")
-    packed = ", ".join(p.name if p.scalar else f"_aotc_p_{p.name}" for p in family.params)
+        if name in outs:
+            lines += [f"{indent}if _aotc_fill_{name} is not None:", f"{indent}    {name}[...] = _aotc_fill_{name}"]
+    for name, kind in layout.arguments.items():
+        if name in layout.extents:
+            continue  # the key holds it
+        if kind in INT_RANGES:
+            low, high = INT_RANGES[kind]
+            lines.append(f"        if type({name}) is not int or not {low} <= {name} <= {high}:")
+        else:
+            lines.append(f"        if type({name}) is not float and type({name}) is not int:")
+        lines.append("            return None")
+    packed = ", ".join(f"_aotc_p_{name}" if part == "p" else f"_aotc_c{name}" if part == "c" else name for part, name in recipe)
     lines += [
-        f"        _aotc_launch(_aotc_function, _aotc_shape, 0, _aotc_pack({packed}))",
+        f"        _aotc_launch(_aotc_function, _aotc_shape, 0, _aotc_pack({packed}) + _aotc_tail)",
         "        _aotc_wait(0)  # the results are host memory: ready before they are returned",
-        f"        return {', '.join(results)}",
+        f"        return {', '.join(results) if results else '()'}",
         "    return plan",
         "",
     ]
     namespace: dict[str, Any] = {}
     # As the entry's: validated identifiers and our own text.
-    exec(compile("\n".join(lines), f"<aotc plan {family.library.name}.{family.name}>", "exec"), namespace)
+    exec(compile("\n".join(lines), f"<aotc plan {layout.library.name}.{layout.name}>", "exec"), namespace)
     return namespace["_aotc_factory"]

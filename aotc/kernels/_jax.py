@@ -1,32 +1,28 @@
-"""JAX arrays through a declared family's kernels: eagerly and under ``jax.jit``
-and ``jax.vmap``, on XLA's own stream.
+"""JAX arrays through a layout's kernels: eagerly and under ``jax.jit``,
+``jax.grad`` and ``jax.vmap``, on XLA's own stream.
 
-Imported only when a family is called with a ``jax.Array`` (``Family._call``),
-so ``import aotc`` never imports jax. The route is the tropical API's
-(``aotc.tropical._jax``): one ``jax.experimental.buffer_callback`` per call,
-whose callback runs the family's ordinary launch on XLA's buffers, writing
-the out arrays in place. What the declaration says decides the rest:
+Imported only when a call is given a ``jax.Array`` (``Layout.call``), so
+``import aotc`` never imports jax. One ``jax.experimental.buffer_callback``
+per call, whose callback runs the layout's ordinary launch on XLA's buffers,
+writing the out arrays in place:
 
-- the kernel, the dimensions and the out arrays' shapes and dtypes come from
-  ``Family.plan_for`` while tracing, so a mistake is one line naming the
-  array before XLA sees the call;
+- the decision (kernel, dimensions, out arrays) is made while tracing, so a
+  mistake is one line naming the array before XLA sees the call;
 - an inout array is the callback's input and output at once
-  (``input_output_aliases``): XLA gives the kernel a buffer holding the
-  input, and the result is a new ``jax.Array``, as JAX's arrays are immutable;
-- the caller's scalars are part of the callback, so under ``jit`` they must
-  be Python numbers (static), not traced values.
+  (``input_output_aliases``): the result is a new ``jax.Array``;
+- the caller's scalars, extents and axes are part of the callback, so under
+  ``jit`` they are Python values (static), never traced ones: one line says so.
 
 Where jax's CUDA plugin carries a launcher that takes module images, a call
-lowered for CUDA launches through it instead, with no Python per call
-(``aotc.kernels._jax_builtin``); the CPU keeps the callback.
+lowered for CUDA launches through it instead (``_jax_builtin``).
 
 ``vmap`` maps onto the kernel where the declaration says how: a call whose
-arrays all leave out one optional leading dimension (softmax's ``batch``)
-is mapped by running the kernel once with that dimension as the mapped axis
-(``_launch``). Any other call is mapped one example after another
-(``sequential``).
-A family's ``backward:`` pairing makes the call a ``jax.custom_vjp``
-(``_differentiable``), as it makes the PyTorch op's autograd formula.
+arrays all leave out one optional leading dimension (softmax's ``batch``,
+tropical's) is mapped by running the kernel once with that dimension as
+the mapped axis; an unmapped array is broadcast along it by its declared
+stride where it has one. Any other call is mapped one example after another.
+A kernel's ``backward:`` makes the call a ``jax.custom_vjp`` (``_gradients``);
+one without refuses, in one line, to be differentiated.
 """
 
 from __future__ import annotations
@@ -37,125 +33,142 @@ import jax
 from jax.custom_batching import custom_vmap
 from jax.experimental.buffer_callback import buffer_callback
 
-from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, eagerly, host_view, refuse_given, reporting, xla_stream
+from aotc.arrays.jax_buffers import as_jax, eagerly, host_view, refuse_given, reporting, xla_stream
+from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
+from aotc.kernels._gradients import gradients, no_gradient, saved_names
+from aotc.kernels._launch import launch
+from aotc.kernels._shapes import decide
 
 __all__ = ["call"]
 
-_NUMPY_NAMES = {name: numpy for numpy, name in DTYPE_NAMES.items()}
-_MAX_CALLBACKS = 64  # per family: one per axes and scalar values a program uses
+
+def _static(name: str, value: Any, what: str) -> None:
+    """A scalar, extent or axis value a callback is kept by: a Python value, never a traced one."""
+    if isinstance(value, jax.core.Tracer):
+        msg = f"{name}: a traced value; {what} is a Python value (under jax.jit, mark {name} static)"
+        raise ArgumentTypeError(msg)
+    if isinstance(value, (jax.Array, list, dict, set)):
+        msg = f"{name}: expected a Python number, got {type(value).__name__}"
+        raise ArgumentTypeError(msg)
 
 
-def _cache_key(axes: dict[str, Any], scalars: dict[str, Any]) -> tuple[Any, ...]:
-    """What the callbacks and the gradients are kept by: the axes and the scalars' values."""
-    return (tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
-
-
-def _callback(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
-    """The callback for calls with these axes and scalars, made once: JAX keys
-    its compiled calls on the callback, so a new one each call would recompile."""
-    cache = family.__dict__.setdefault("jax_callbacks", {})
-    key = _cache_key(axes, scalars)
-    found = cache.get(key)
-    if found is None:
-
-        def run(ctx: Any, outs: Any, *ins: Any) -> None:
-            values = dict(zip(family.given, map(host_view, ins)))
-            values.update(zip(family.results, map(host_view, outs)))  # an inout's aliased buffer holds its input
-            values.update(scalars)
-            stream = xla_stream(ctx, *(values[name] for name in (*family.given, *family.results)))
-            if stream is None and family.entry is not None:
-                # Host buffers, as NumPy views: the generated entry, whose call
-                # plan takes a repeat call (it reads the views' pointers anew).
-                family.entry(*(values[name] for name in family.positional), **{name: values[name] for name in family.outs}, **axes)
-            else:
-                family.launch(values, axes, stream, keep=_no_plan)
-
-        if len(cache) >= _MAX_CALLBACKS:
-            cache.clear()
-        found = cache[key] = reporting(run)
-    return found
-
-
-def _no_plan(*_: Any) -> None:
-    """XLA's GPU buffers are new objects every call: no plan keeps them."""
-
-
-def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
-    """The family's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
-    refuse_given(stream=stream, **{name: values.get(name) for name in family.outs})
-    arrays = {name: as_jax(values[name], name) for name in family.given}
-    dtypes = {}
-    for name, array in arrays.items():
-        dtypes[name] = DTYPE_NAMES.get(str(array.dtype))
-        if dtypes[name] is None:
-            msg = f"{name}: dtype {array.dtype} has no kernel of {family.name} ({', '.join(DTYPE_NAMES)})"
-            raise ArgumentTypeError(msg)
-    plan = family.plan_for({name: tuple(array.shape) for name, array in arrays.items()}, dtypes, axes)
-    scalars = {name: values[name] for name in family.arguments}
+def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+    """The layout's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
+    refuse_given(stream=stream, **{name: values.get(name) for name in layout.outs})
+    for axis, value in axes.items():
+        _static(axis, value, "an axis")
+    scalars = {name: values[name] for name in layout.arguments}
     for name, value in scalars.items():
-        if isinstance(value, jax.core.Tracer):
-            msg = f"{name}: a traced value; a family's scalar arguments are Python numbers (under jax.jit, mark {name} static)"
-            raise ArgumentTypeError(msg)
-        if isinstance(value, (jax.Array, list, dict, set)):  # the callbacks are kept by value (_callback)
-            msg = f"{name}: expected a number, got {type(value).__name__}"
-            raise ArgumentTypeError(msg)
-    given = tuple(arrays[name] for name in family.given)
-    if family.backward is not None and len(family.results) == len(family.outs):
-        outputs = eagerly(_differentiable(family, axes, scalars), *given)
+        _static(name, value, "a scalar argument of a kernel")
+    given = tuple(as_jax(values[name], name) for name in layout.given)
+    decision = _decide(layout, given, axes, scalars)
+    kernel = decision.kernel
+    if kernel.backward is not None and not layout.inouts:
+        function = _differentiable(layout, kernel, axes, scalars)
     else:
-        outputs = eagerly(_without_gradient(family, lambda *arrays: _launch(family, plan, axes, scalars, arrays)), *given)
+        function = _without_gradient(layout, kernel, lambda *arrays: _launch(layout, axes, scalars, arrays))
+    outputs = eagerly(function, *given)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def _without_gradient(family: Any, launch: Any) -> Any:
-    """``launch`` as a ``jax.custom_jvp`` that refuses, in one line naming the
-    family, to be differentiated (JAX asks only where a tangent is not zero)."""
-    function = jax.custom_jvp(launch)
+def _dtype(array: Any, name: str) -> str:
+    found = by_numpy(str(array.dtype))
+    if found is None:
+        msg = f"{name}: dtype {array.dtype} has no kernel ({', '.join(d.numpy for d in DTYPES.values())})"
+        raise ArgumentTypeError(msg)
+    return found.name
+
+
+def _decide(layout: Any, given: tuple[Any, ...], axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
+    shapes = {name: tuple(x.shape) for name, x in zip(layout.given, given)}
+    dtypes = {name: _dtype(x, name) for name, x in zip(layout.given, given)}
+    return decide(layout, shapes, dtypes, axes, {name: scalars[name] for name in layout.extents}, {})
+
+
+def _without_gradient(layout: Any, kernel: Any, run: Any) -> Any:
+    """``run`` as a ``jax.custom_jvp`` that refuses, in one line, to be
+    differentiated (JAX asks only where a tangent is not zero)."""
+    function = jax.custom_jvp(run)
 
     @function.defjvp
     def refuse(primals: Any, tangents: Any) -> Any:
-        if family.backward is None:
-            reason = "declares no backward: pairing in its manifest"
-        else:
-            reason = "has inout arrays, which its backward: pairing does not differentiate"
-        msg = f"{family.name}: {reason}, so JAX cannot differentiate it"
-        raise ArgumentError(msg)
+        if kernel.backward is not None:
+            msg = f"{layout.name}: writes {layout.inouts[0]} in place (inout), which its backward: declaration does not differentiate"
+            raise ArgumentError(msg)
+        raise no_gradient(layout, kernel)
 
     return function
 
 
-def _launch(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
+def _callback(layout: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
+    """The callback for calls with these axes and scalars, made once: JAX keys
+    its compiled calls on the callback, so a new one each call would recompile."""
+    key = ("callback", tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+    found = layout.jax_calls.plans.get(key)
+    if found is None:
+
+        def run(ctx: Any, outs: Any, *ins: Any) -> None:
+            values = dict(zip(layout.given, map(host_view, ins)))
+            values.update(zip(layout.results, map(host_view, outs)))  # an inout's aliased buffer holds its input
+            values.update(scalars)
+            stream = xla_stream(ctx, *(values[name] for name in (*layout.given, *layout.results)))
+            if stream is None and layout.entry is not None:
+                # Host buffers, as NumPy views: the generated entry, whose call
+                # plan takes a repeat call (it reads the views' pointers anew).
+                layout.entry(*(values[name] for name in layout.positional), **{name: values[name] for name in layout.outs}, **axes)
+            else:
+                launch(layout, values, axes, stream)  # XLA's GPU buffers are new objects every call: no plan keeps them
+
+        found = layout.jax_calls.keep(key, reporting(run))
+    return found
+
+
+def _launch(layout: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
     """The call: its out and inout arrays, in declared order. Where its arrays
     leave out a declared optional dimension, ``vmap`` maps onto it
     (``custom_vmap``): the mapped axis becomes that dimension, and the kernel
     runs once over the whole batch. Otherwise ``vmap`` runs the call per example."""
-    if _mappable_dimension(family, plan, given) is None:
-        return _launch_once(family, plan, axes, scalars, given)
-    mapped = custom_vmap(lambda *arrays: _launch_once(family, plan, axes, scalars, arrays))
+    decision = _decide(layout, given, axes, scalars)
+    dimension = _mappable_dimension(layout, decision, given)
+    if dimension is None:
+        return _launch_once(layout, decision, axes, scalars, given)
+    mapped = custom_vmap(lambda *arrays: _launch_once(layout, _decide(layout, arrays, axes, scalars), axes, scalars, arrays))
 
     @mapped.def_vmap
     def onto_the_kernels_dimension(axis_size: int, in_batched: list[bool], *arrays: Any) -> tuple[tuple[Any, ...], tuple[bool, ...]]:
-        # An array not mapped is the same for every example: broadcast along the mapped axis.
-        arrays = tuple(a if batched else jax.numpy.broadcast_to(a, (axis_size, *a.shape)) for a, batched in zip(arrays, in_batched))
-        outputs = _launch(family, _plan_of(family, arrays, axes), axes, scalars, arrays)
+        # An array not mapped is the same for every example: read along the mapped
+        # axis by its declared stride (0) where it has one, else broadcast to it.
+        params = decision.params
+        arrays = tuple(
+            a if batched or _strided(params[name], dimension) else jax.numpy.broadcast_to(a, (axis_size, *a.shape))
+            for name, a, batched in zip(layout.given, arrays, in_batched)
+        )
+        outputs = _launch(layout, axes, scalars, arrays)
         return outputs, (True,) * len(outputs)
 
     return tuple(mapped(*given))
 
 
-def _mappable_dimension(family: Any, plan: Any, given: tuple[Any, ...]) -> str | None:
+def _strided(declared: Any, dimension: str) -> bool:
+    """Whether an in array declares a stride for its optional dimension ``dimension``."""
+    if declared.role != "in" or not declared.strides or dimension not in declared.shape[: declared.optional]:
+        return False
+    return type(declared.strides[declared.shape.index(dimension)]) is str
+
+
+def _mappable_dimension(layout: Any, decision: Any, given: tuple[Any, ...]) -> str | None:
     """The declared dimension that a leading mapped axis of every array would
     be: each array leaves out the same optional dimension, just before the
     dimensions it has, and holds it nowhere else."""
-    declared = {p.name: p for p in family.kernels[plan.kernel].signature}
-    shapes = {name: tuple(array.shape) for name, array in zip(family.given, given)}
-    shapes.update((name, plan.out_shapes[name]) for name in family.outs)
+    declared = decision.params
+    shapes = {name: tuple(array.shape) for name, array in zip(layout.given, given)}
+    shapes.update((name, decision.out_shapes[name]) for name in layout.outs)
     found = set()
     for name, shape in shapes.items():
         full = declared[name].shape
-        dropped = len(full) - len(shape)
+        dropped = len(full) + (declared[name].lanes > 1) - len(shape)
         if dropped < 1 or full[dropped - 1] in full[dropped:]:
             return None
         found.add(full[dropped - 1])
@@ -163,70 +176,96 @@ def _mappable_dimension(family: Any, plan: Any, given: tuple[Any, ...]) -> str |
     return dimension if isinstance(dimension, str) else None
 
 
-def _launch_once(family: Any, plan: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
+def _launch_once(layout: Any, decision: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> tuple[Any, ...]:
     """The call as one buffer_callback (or, lowered for CUDA, jaxlib's launcher): its out and inout arrays, in declared order."""
     results, aliases = {}, {}
-    for index, name in enumerate(family.results):
-        if name in family.given:  # inout: the input's buffer, written in place
-            array = given[family.given.index(name)]
-            aliases[family.given.index(name)] = index
+    for index, name in enumerate(layout.results):
+        if name in layout.given:  # inout: the input's buffer, written in place
+            array = given[layout.given.index(name)]
+            aliases[layout.given.index(name)] = index
             results[name] = jax.ShapeDtypeStruct(array.shape, array.dtype)
         else:
-            results[name] = jax.ShapeDtypeStruct(plan.out_shapes[name], _NUMPY_NAMES[plan.dtypes[name]])
-    run = buffer_callback(_callback(family, axes, scalars), tuple(results.values()), vmap_method="sequential", input_output_aliases=aliases or None)
-    builtin = _jax_builtin.for_call(family, plan, scalars, given, results)
+            results[name] = jax.ShapeDtypeStruct(decision.out_shapes[name], DTYPES[decision.out_dtypes[name]].numpy)
+    run = buffer_callback(_callback(layout, axes, scalars), tuple(results.values()), vmap_method="sequential", input_output_aliases=aliases or None)
+    builtin = _jax_builtin.for_call(layout, decision, scalars, given, results)
     if builtin is None:
         return tuple(run(*given))
     # Lowered for CUDA: jaxlib's launcher; for any other platform (the CPU): the callback.
     return tuple(jax.lax.platform_dependent(*given, cuda=builtin, default=lambda *arrays: tuple(run(*arrays))))
 
 
-def _plan_of(family: Any, given: tuple[Any, ...], axes: dict[str, Any]) -> Any:
-    shapes = {name: tuple(x.shape) for name, x in zip(family.given, given)}
-    return family.plan_for(shapes, {name: DTYPE_NAMES[str(x.dtype)] for name, x in zip(family.given, given)}, axes)
+class _Jax:
+    """How ``_gradients`` runs on JAX arrays: each layout through this route;
+    JAX's arrays are immutable, so a gradient kernel never sums into a given one."""
+
+    in_kernel_sums = False
+
+    @staticmethod
+    def call(layout: Any, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]:
+        results = call(layout, values, {a: v for a, v in axes.items() if a in layout.open_axes}, None)
+        return dict(zip(layout.results, results if isinstance(results, tuple) else (results,)))
+
+    @staticmethod
+    def shape(array: Any) -> tuple[int, ...]:
+        return tuple(array.shape)
+
+    @staticmethod
+    def dtype(array: Any) -> str:
+        return _dtype(array, "gradient")
+
+    @staticmethod
+    def zeros_like(array: Any) -> Any:
+        return jax.numpy.zeros_like(array)
+
+    @staticmethod
+    def zeros(shape: tuple[int, ...], dtype: str, like: Any) -> Any:
+        return jax.numpy.zeros(shape, DTYPES[dtype].numpy)
+
+    @staticmethod
+    def sum_to(array: Any, shape: tuple[int, ...]) -> Any:
+        lead = array.ndim - len(shape)
+        summed = array.sum(axis=tuple(range(lead))) if lead else array
+        keep = tuple(i for i, (have, want) in enumerate(zip(summed.shape, shape)) if have != want)
+        return summed.sum(axis=keep, keepdims=True) if keep else summed
 
 
-def _differentiable(family: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
-    """The call as a ``jax.custom_vjp``, from the family's ``backward:`` pairing
-    (its naming convention is ``aotc.build._backward_fields``'): the forward
-    keeps the arrays named in ``saves``, the backward calls the paired family
-    with ``grad_<out>``, those arrays and the forward's scalars, and each in
-    array's gradient is its ``grad_<in>`` (zeros where the pairing has none).
-    Made once per axes and scalars, as the callbacks are."""
-    cache = family.__dict__.setdefault("jax_gradients", {})
-    key = _cache_key(axes, scalars)
-    found = cache.get(key)
+def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
+    """The call as a ``jax.custom_vjp`` from its kernel's ``backward:``: the
+    forward pass runs the kernel (or the kernel it is differentiated through)
+    and keeps what the gradient kernels save; the backward pass runs them.
+    Made once per kernel, axes and scalars, as the callbacks are."""
+    key = ("vjp", kernel.name, tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+    found = layout.jax_calls.plans.get(key)
     if found is not None:
         return found
-    from aotc.kernels import over
-
-    name, saves = family.backward
-    gradients = over(family.library).family(name)
-    gradient_axes = {axis: value for axis, value in axes.items() if axis in gradients.open_axes}
+    bindings = layout.family.bindings
+    route = kernel
+    if kernel.backward.through:
+        route = bindings.kernel(kernel.backward.through)
+    route_layout = bindings.layout_of(route.name)
+    route_axes = {axis: value for axis, value in (route.axes or {}).items() if axis in route_layout.open_axes}
+    arguments = {p.name: scalars[p.arg] for p in route.signature or () if p.scalar and not p.dim}
+    names = saved_names(route)
 
     def primal(*given: Any) -> tuple[Any, ...]:
-        return _launch(family, _plan_of(family, given, axes), axes, scalars, given)
+        return _launch(layout, axes, scalars, given)
 
     def forward(*given: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        outputs = primal(*given)
-        known = dict(zip(family.given, given))
-        known.update(zip(family.outs, outputs))
-        # The inputs ride along for their shapes: an input the pairing gives no gradient gets zeros like it.
-        return outputs, (tuple(known[name] for name in saves), given)
+        outputs = _launch(route_layout, route_axes, {p.arg: scalars[p.arg] for p in route.signature or () if p.scalar and not p.dim}, given)
+        by_arg = dict(zip(layout.given, given))
+        by_arg.update(zip(route_layout.results, outputs))
+        arrays = {p.name: by_arg[p.arg] for p in route.signature or () if not p.scalar}
+        mine = tuple(by_arg[name] for name in layout.results)
+        return mine, (tuple(arrays[name] for name in names), given)
 
     def backward(residuals: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
         saved, given = residuals
-        known: dict[str, Any] = dict(zip(saves, saved))
-        known.update((f"grad_{name}", grad) for name, grad in zip(family.outs, grads))
-        known.update(scalars)
-        values = {name: known[name] for name in (*gradients.given, *gradients.arguments)}
-        results = call(gradients, values, gradient_axes, None)
-        by_name = dict(zip(gradients.outs, results if isinstance(results, tuple) else (results,)))
-        return tuple(by_name.get(f"grad_{name}", jax.numpy.zeros_like(x)) for name, x in zip(family.given, given))
+        manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
+        results = {manifest[name]: grad for name, grad in zip(layout.results, grads)}
+        inputs = {manifest[name]: (tuple(x.shape), _dtype(x, name)) for name, x in zip(layout.given, given)}
+        found = gradients(bindings, route, dict(zip(names, saved)), results, arguments, inputs, _Jax)
+        return tuple(found.get(manifest[name], jax.numpy.zeros_like(x)) for name, x in zip(layout.given, given))
 
     differentiable = jax.custom_vjp(primal)
     differentiable.defvjp(forward, backward)
-    if len(cache) >= _MAX_CALLBACKS:
-        cache.clear()
-    cache[key] = differentiable
-    return differentiable
+    return layout.jax_calls.keep(key, differentiable)

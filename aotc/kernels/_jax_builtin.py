@@ -28,15 +28,13 @@ from typing import Any
 import jax
 
 from aotc.arrays.jax_kernel_call import ARRAY, SCALAR_FIELDS, encode_kernel_call
-from aotc.kernels._arguments import check_grid, scalar_argument
+from aotc.kernels._arguments import scalar_argument
 from aotc.runtime.jax_route import BUILTIN, builtin_launcher
-from aotc.runtime.launcher import KernelSignature, grid_of
 from aotc.runtime.library import kernel_images
 from aotc.runtime.select import JitPolicy, Platform, explain_selection
 
 __all__ = ["device_capability", "for_call", "in_use", "unlaunchable"]
 
-_MAX_CALLS = 64  # per family, as the callbacks are kept
 _decided: dict[str, Any] = {}  # once a process: whether the launcher is in use, and the device's capability
 
 
@@ -58,21 +56,23 @@ def device_capability() -> tuple[int, int] | None:
     return _decided["capability"]
 
 
-def unlaunchable(family: Any, kernel: Any) -> str | None:
+def unlaunchable(layout: Any, kernel: Any) -> str | None:
     """Why the built-in launcher cannot launch ``kernel`` as aotc would; None where it can."""
     x, y, z = kernel.launch.block
     if y != 1 or z != 1 or x % 32 or not 32 <= x <= 1024:
         return f"its block {kernel.launch.block} is not one-dimensional whole warps"
-    arrays = [p.name for p in kernel.signature if not p.scalar]
-    if arrays != [*family.given, *family.outs]:
+    arrays = [p.arg for p in kernel.signature if not p.scalar]
+    if arrays != [*layout.given, *layout.outs]:
         return f"its arrays ({', '.join(arrays)}) are not its in and inout arrays, then its out arrays"
+    if any(p.lanes > 1 or p.pack for p in kernel.signature if not p.scalar):
+        return "an array of lanes or packed bits is not one of XLA's dense buffers as aotc binds it"
     kinds = {p.dtype for p in kernel.signature if p.scalar}
     if not kinds <= SCALAR_FIELDS.keys():
         return f"a scalar of kind {sorted(kinds - SCALAR_FIELDS.keys())[0]} has no field in the launcher's protobuf"
     return None
 
 
-def for_call(family: Any, plan: Any, scalars: dict[str, Any], given: tuple[Any, ...], results: dict[str, Any]) -> Any:
+def for_call(layout: Any, decision: Any, scalars: dict[str, Any], given: tuple[Any, ...], results: dict[str, Any]) -> Any:
     """The call as the built-in launcher's custom call, taking ``given`` and
     returning the out and inout arrays (``results``: their shapes and dtypes, by
     name) in declared order; None: the callback's."""
@@ -81,50 +81,47 @@ def for_call(family: Any, plan: Any, scalars: dict[str, Any], given: tuple[Any, 
     capability = device_capability()
     if capability is None:
         return None
-    shapes = {name: tuple(array.shape) for name, array in zip(family.given, given)}
-    opaque = _opaque(family, plan, scalars, shapes, capability)
+    shapes = {name: tuple(array.shape) for name, array in zip(layout.given, given)}
+    opaque = _opaque(layout, decision, scalars, shapes, capability)
     if opaque is None:
         return None
     # Results: the out arrays, then the inout arrays, each inout aliased to its operand.
-    order = [*family.outs, *(name for name in family.results if name in family.given)]
-    aliases = {family.given.index(name): index for index, name in enumerate(order) if name in family.given}
+    order = [*layout.outs, *layout.inouts]
+    aliases = {layout.given.index(name): index for index, name in enumerate(order) if name in layout.given}
     call = jax.ffi.ffi_call(BUILTIN, tuple(results[name] for name in order), input_output_aliases=aliases or None, vmap_method="sequential")
-    kernel_name = plan.kernel
+    kernel_name = decision.kernel.name
 
     def launch(*arrays: Any) -> tuple[Any, ...]:
         outputs = dict(zip(order, call(*arrays, name=kernel_name, opaque=opaque)))
-        return tuple(outputs[name] for name in family.results)
+        return tuple(outputs[name] for name in layout.results)
 
     return launch
 
 
-def _opaque(family: Any, plan: Any, scalars: dict[str, Any], shapes: dict[str, tuple[int, ...]], capability: tuple[int, int]) -> bytes | None:
-    """The launcher's call for this plan and these scalars, made once; None where it cannot launch it."""
-    cache = family.__dict__.setdefault("jax_builtin_calls", {})
-    key = (plan.kernel, tuple(plan.dims.items()), tuple(shapes.items()), tuple((n, type(v), v) for n, v in scalars.items()), capability)
-    if key in cache:
-        return cache[key]
-    kernel = family.kernels[plan.kernel]
+def _opaque(layout: Any, decision: Any, scalars: dict[str, Any], shapes: dict[str, tuple[int, ...]], capability: tuple[int, int]) -> bytes | None:
+    """The launcher's call for this decision and these scalars, made once; None where it cannot launch it."""
+    kernel = decision.kernel
+    key = ("builtin", kernel.name, tuple(decision.dims.items()), tuple(shapes.items()), tuple((n, type(v), v) for n, v in scalars.items()), capability)
+    if key in layout.jax_calls.plans:
+        return layout.jax_calls.plans[key]
     opaque = None
-    choice = explain_selection(kernel_images(family.library.index, kernel.name), Platform(capability, (99, 0)), JitPolicy.OFF)
-    if unlaunchable(family, kernel) is None and choice.available:
-        every_shape = {**shapes, **plan.out_shapes}
-        args, params = [], []
+    choice = explain_selection(kernel_images(layout.library.index, kernel.name), Platform(capability, (99, 0)), JitPolicy.OFF)
+    if unlaunchable(layout, kernel) is None and choice.available:
+        every_shape = {**shapes, **decision.out_shapes}
+        strides = {s: (p.arg, len(p.shape), i) for p in kernel.signature if not p.scalar for i, s in enumerate(p.strides) if type(s) is str}
+        params = []
         for param in kernel.signature:
             if not param.scalar:
-                args.append(0)
                 params.append((ARRAY, None))
                 continue
-            if param.name in family.strides:
-                value = _dense_stride(every_shape, *family.strides[param.name])
-            elif param.dim:
-                value = plan.dims[param.name]
+            if param.name in strides:
+                value = _dense_stride(every_shape, *strides[param.name])
+            elif param.dim or param.extent:
+                value = decision.dims[param.name]
             else:
-                value = scalar_argument(scalars[param.name], param.name, param.dtype)
-            args.append(value)
+                value = scalar_argument(scalars[param.arg], param.arg, param.dtype)
             params.append((param.dtype, value))
-        grid = grid_of(KernelSignature.from_kernel(kernel), args)
-        check_grid(family.name, grid)
+        grid = decision.grid
         if min(grid) > 0:  # an empty grid launches nothing: the callback's launch knows to skip it
             opaque = encode_kernel_call(
                 name=kernel.name,
@@ -132,15 +129,12 @@ def _opaque(family: Any, plan: Any, scalars: dict[str, Any], shapes: dict[str, t
                 num_warps=kernel.launch.block[0] // 32,
                 shared_bytes=kernel.launch.shared_bytes_dynamic,
                 capability=capability,
-                image=family.library.index.read_verified(kernel, "fatbin"),
+                image=layout.library.index.read_verified(kernel, "fatbin"),
                 image_sha256=kernel.fatbin.sha256,
                 grid=grid,
                 params=params,
             )
-    if len(cache) >= _MAX_CALLS:
-        cache.clear()
-    cache[key] = opaque
-    return opaque
+    return layout.jax_calls.keep(key, opaque)
 
 
 def _dense_stride(shapes: dict[str, tuple[int, ...]], name: str, rank: int, i: int) -> int:

@@ -1,77 +1,132 @@
-"""Which calls with PyTorch tensors go through a family's custom op.
+"""Which calls with PyTorch tensors go through a layout's custom op, and how.
 
 A call whose in and inout arrays are all tensors, with no stream given, goes
-through ``torch.ops.<library>.<family>`` (``_torch_ops``), or through its
-``.out`` overload where every out array is given as a tensor, so autograd and
-``torch.compile`` see an operator. The op's kernel runs the
-family itself (``Family.launch``), never the op again, on PyTorch's current
-stream. A call given some out arrays but not all, or given a stream, runs
-directly: the ops allocate on, and launch on, PyTorch's current stream.
-Nothing here imports torch: the caller found it in ``sys.modules``.
+through ``torch.ops.<library>.<layout>`` (``_torch_ops``), or its ``.out``
+overload where every out array is given as a tensor, so autograd and
+``torch.compile`` see an operator. Where autograd records:
+
+- a kernel differentiated through another kernel (tropical's forward
+  product, through its argmax) runs that kernel's op instead, and returns
+  this one's results of it: the gradient then needs no second forward pass;
+- ``out=`` is refused, as PyTorch refuses an out variant of differentiable
+  inputs; so is ``stream=``, whose call runs outside the ops.
+
+A call given some out arrays but not all, or a stream, runs directly. The
+op's kernel runs the layout's launch, never the op again. Nothing here
+imports torch: the caller found it in ``sys.modules``.
 """
 
 from __future__ import annotations
 
 import sys
 
+from aotc.errors import ArgumentError
+from aotc.kernels._traced import constant_when_traced
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._family import Family
+    from aotc.kernels._layout import Layout
 
-__all__ = ["call_op", "to_op"]
-
-_direct_all: Any = None  # aotc.arrays.torch_direct.direct_all, set with the first op
+__all__ = ["call_op", "call_tensors", "records", "refuse_recording", "to_op"]
 
 
-def to_op(family: Family, values: dict[str, Any], stream: Any) -> bool:
-    """Whether this call goes through the family's op: every array a tensor,
-    and either no out array given (the op) or every one (its ``.out``)."""
+def records(layout: Layout, values: dict[str, Any]) -> bool:
+    """Whether autograd records a call on these tensors."""
+    torch = sys.modules["torch"]
+    return torch.is_grad_enabled() and any(getattr(values.get(name), "requires_grad", False) for name in layout.given)
+
+
+def refuse_recording(argument: str) -> None:
+    """The one line for an argument autograd cannot follow."""
+    fix = "use `with torch.cuda.stream(s):` instead" if argument == "stream" else "call under torch.no_grad()"
+    msg = f"{argument}: not supported while autograd records; {fix} or drop {argument}="
+    raise ArgumentError(msg)
+
+
+def to_op(layout: Layout, values: dict[str, Any], stream: Any) -> bool:
+    """Whether this call goes through the layout's op: every array a tensor, and
+    either no out array given (the op) or every one (its ``.out``)."""
     tensor = sys.modules["torch"].Tensor
     if stream is not None:
+        if records(layout, values):
+            refuse_recording("stream")
         return False
-    given = [values.get(name) for name in family.outs]
+    given = [values.get(name) for name in layout.outs]
     if any(out is not None for out in given) and not all(isinstance(out, tensor) for out in given):
         return False
-    return all(isinstance(values[name], tensor) for name in family.given)
+    return all(isinstance(values[name], tensor) for name in layout.given)
 
 
-def call_op(family: Family, values: dict[str, Any], axes: dict[str, Any]) -> Any:
-    """The call, through the op."""
-    global _direct_all  # noqa: PLW0603 - imported once, where torch already is
-    if any(axis not in family.open_axes for axis in axes):
-        axes = _open_axes(family, axes)
-    op = family.torch_op
+@constant_when_traced  # registered eagerly where a first use is traced by torch.compile (_traced)
+def op_of(layout: Layout) -> Any:
+    """The layout's op, registering the library's ops on first use."""
+    op = layout.torch_op
     if op is None:
-        from aotc.kernels import over
+        layout.family.bindings.torch_ops()
+        op = layout.torch_op
+    return op
 
-        op = family.torch_op = getattr(over(family.library).torch_ops(), family.name)
+
+def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any:
+    """The call, through the op: the out and inout arrays in declared order (one: itself)."""
+    if any(axis not in layout.open_axes for axis in axes):
+        axes = _open_axes(layout, axes)
+    op = op_of(layout)
+    arguments = [values[name] for name in layout.positional]
+    if layout.outs and values.get(layout.outs[0]) is not None:  # to_op: then every out array is given
+        outs = tuple(values[name] for name in layout.outs)
+        if records(layout, values):
+            refuse_recording(layout.outs[0])
         from aotc.arrays.torch_direct import direct_all
-        from aotc.kernels._entry import enable_tensors
 
-        _direct_all = direct_all
-        torch = sys.modules["torch"]
-        enable_tensors(family, torch.Tensor, op, family.torch_kernel, torch.is_grad_enabled, direct_all, torch.autograd.graph.increment_version)
-    arguments = [values[name] for name in family.positional]
-    if family.outs and values.get(family.outs[0]) is not None:  # to_op: then every out array is given
-        outs = tuple(values[name] for name in family.outs)
         # Nothing but the overload would see it (out= records no gradient): its kernel, directly.
-        direct = _direct_all((*(values[name] for name in family.given), *outs))
-        (family.torch_out_kernel if direct else op.out)(*arguments, **dict(zip(family.outs, outs)), **axes)
+        direct = direct_all((*(values[name] for name in layout.given), *outs))
+        (layout.torch_out_kernel if direct else op.out)(*arguments, **dict(zip(layout.outs, outs)), **axes)
     else:
-        outs = op(*arguments, **axes)
-        outs = outs if isinstance(outs, (tuple, list)) else (outs,) if family.outs else ()
-    by_name = dict(zip(family.outs, outs))
-    results = tuple(by_name[name] if name in by_name else values[name] for name in family.results)
+        route = _through(layout, values, axes) if records(layout, values) else None
+        if route is not None:
+            other, other_axes = route
+            outs = op_of(other)(*arguments, **other_axes)
+            by_name = dict(zip(other.outs, outs if isinstance(outs, (tuple, list)) else (outs,)))
+            outs = tuple(by_name[name] for name in layout.outs)
+        else:
+            outs = op(*arguments, **axes)
+            outs = outs if isinstance(outs, (tuple, list)) else (outs,) if layout.outs else ()
+    by_name = dict(zip(layout.outs, outs))
+    results = tuple(by_name[name] if name in by_name else values[name] for name in layout.results)
     return results[0] if len(results) == 1 else results
 
 
-def _open_axes(family: Family, axes: dict[str, Any]) -> dict[str, Any]:
+def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any]) -> Any:
+    """The generated entry's tensor calls that no plan answered: through the op."""
+    values = dict(zip(layout.positional, args))
+    return call_op(layout, values, {axis: value for axis, value in axes.items() if value is not None})
+
+
+def _through(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Layout, dict[str, Any]] | None:
+    """Where the call's kernel is differentiated through another kernel: that
+    kernel's layout and the axes that choose it."""
+    from aotc.arrays.kinds.torch import dtype_name
+
+    kernel = layout.choose(
+        {name: dtype_name(values[name].dtype) for name in layout.given}, axes, {name: tuple(values[name].shape) for name in layout.given}
+    )
+    backward = kernel.backward
+    if backward is None or not backward.through:
+        return None
+    bindings = layout.family.bindings
+    other = bindings.layout_of(backward.through)
+    target = bindings.kernel(backward.through)
+    return other, {axis: value for axis, value in (target.axes or {}).items() if axis in other.open_axes}
+
+
+def _open_axes(layout: Layout, axes: dict[str, Any]) -> dict[str, Any]:
     """The axes the op takes: those of more than one value. An axis of one value
     is no keyword of the op: named with that value it is dropped, with another
-    refused in the line ``Family.choose`` would give."""
+    refused in the line ``Layout.choose`` would give."""
     for axis, value in axes.items():
-        if axis not in family.open_axes and value not in family.axes[axis]:
-            raise family.not_a_value(axis, value)
-    return {axis: value for axis, value in axes.items() if axis in family.open_axes}
+        if axis not in layout.open_axes and axis in layout.axes and value not in layout.axes[axis]:
+            raise layout.not_a_value(axis, value)
+    return {axis: value for axis, value in axes.items() if axis in layout.open_axes}

@@ -59,14 +59,13 @@ def current_device(backend: Backend) -> int:
 class DeviceState:
     """A library's state on one device: its backend and the kernels loaded there."""
 
-    __slots__ = ("backend", "kernel_locks", "launchers", "launchers_by_kind", "ordinal", "platforms")
+    __slots__ = ("backend", "kernel_locks", "launchers", "ordinal", "platforms")
 
     def __init__(self, ordinal: int, backend: Backend) -> None:
         self.ordinal = ordinal
         self.backend = backend
         self.kernel_locks: dict[str, LockType] = {}
         self.launchers: dict[str, Launcher] = {}
-        self.launchers_by_kind: dict[tuple[str, str, str, str], Launcher] = {}
         self.platforms: dict[bool, Platform] = {}
 
 

@@ -220,25 +220,6 @@ class Library:
 
     __getitem__ = kernel
 
-    def find(
-        self,
-        semiring: str,
-        dtype: str,
-        pass_: str = "forward",
-        variant: str = "single",
-        device: Any = None,
-        stream: Any = None,
-    ) -> Launcher:
-        """The launcher of the kernel for this (semiring, dtype, pass, variant) on ``device``;
-        refused if it is not loaded there yet while ``stream`` is being captured."""
-        state = self.on(device)
-        key = (semiring, dtype, pass_, variant)
-        launcher = state.launchers_by_kind.get(key)
-        if launcher is None:
-            kernel = self.index.find(semiring, dtype, pass_, variant)
-            launcher = state.launchers_by_kind[key] = self.kernel(kernel.name, state.ordinal, stream)
-        return launcher
-
     def launch(self, name: str, *args: int, stream: Any = 0, device: Any = None) -> None:
         """``lib.kernel(name, device, stream)(*args, stream=stream)``: refused while
         ``stream`` is being captured into a CUDA graph if the kernel is not loaded yet."""

@@ -9,14 +9,14 @@ Inputs are NumPy arrays, PyTorch tensors (CPU or CUDA), or anything with
 ``__cuda_array_interface__`` (CuPy, pycuda); the result is the same kind, on
 the same device. JAX arrays run through ``jax.experimental.buffer_callback``,
 eagerly and under ``jit``, ``grad`` and ``vmap``, and give JAX arrays
-(``aotc.tropical._jax``). Other arrays that speak only DLPack (``__dlpack__``:
+(``aotc.kernels._jax``). Other arrays that speak only DLPack (``__dlpack__``:
 TensorFlow) are read in place too: on the CPU the result is a NumPy array; on
 a CUDA device pass ``out=`` (a tensor or CUDA array), since aotc cannot make
 an array of their kind. 3-D inputs run batched, and a 2-D operand broadcasts over the
 batch. The dtype comes from the inputs; a counting semiring takes and returns
 a trailing axis of length 2 (value, count). PyTorch tensors go through
-custom ops, ``torch.ops.aotc.tropical_matmul`` and kin, with autograd and
-fake implementations for ``torch.compile`` (see ``aotc.tropical._torch_ops``).
+custom ops, ``torch.ops.tropical.gemm_forward`` and kin (one per pass), with
+autograd and fake implementations for ``torch.compile`` (``aotc.kernels``).
 
 Empty products launch nothing: M, N or the batch 0 gives an empty result, and
 K = 0 the semiring zero everywhere (argmax -1). ``out=`` and ``k_out=`` must
@@ -50,7 +50,10 @@ own handle, a ``Tropical``, with the same functions::
 
 Handles share nothing but the backend, so any number of libraries are used
 side by side; ``set_library`` changes which one the module's functions use.
-The call path itself is ``aotc.tropical._call``.
+
+The library is declared like any other (``kernels/manifest.yaml``), and its
+products are bound by aotc's generated bindings (``aotc.kernels``): the
+semiring layer over them is ``aotc.tropical._api``.
 """
 
 from __future__ import annotations
@@ -58,10 +61,9 @@ from __future__ import annotations
 import os
 from _thread import allocate_lock
 
-from aotc.errors import ArgumentTypeError, echo
-from aotc.tropical._call import PACK_MIN_K as PACK_MIN_K  # the K from which 2-D NumPy bool operands pack
-from aotc.tropical._call import Tropical
-from aotc.tropical._torch_route import library_key
+from aotc.kernels._traced import constant_when_traced
+from aotc.tropical._api import PACK_MIN_K as PACK_MIN_K  # the K from which 2-D NumPy bool operands pack
+from aotc.tropical._api import Tropical
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -91,15 +93,16 @@ _EXTENSION = __name__
 
 def over(library: Any) -> Tropical:
     """The ``Tropical`` handle over ``library`` (an ``aotc.load()`` result): the
-    same handle on every call, so its prepared call plans are reused."""
+    same handle on every call, so its bindings' call plans are reused."""
+    from aotc.errors import ArgumentTypeError, echo
+
     extensions = getattr(library, "extensions", None)
-    if not isinstance(extensions, dict) or not hasattr(library, "find"):
+    if not isinstance(extensions, dict) or not hasattr(library, "index"):
         msg = f"library: expected a kernel library (an aotc.load() result), got {echo(library)}"
         raise ArgumentTypeError(msg)
     api = extensions.get(_EXTENSION)
     if api is None:
         api = extensions.setdefault(_EXTENSION, Tropical(library))  # one handle, even under a race
-        library_key(api)  # its name for the torch ops, given now: torch.compile can't trace taking one
     return api
 
 
@@ -120,6 +123,7 @@ def set_library(library: Any = None, *, backend: Any = None) -> Any:
     return library
 
 
+@constant_when_traced  # loaded eagerly where a first use is traced by torch.compile
 def _api() -> Tropical:
     api = _shared["api"]
     if api is None:
@@ -151,8 +155,12 @@ def preload(semirings: Any = None, dtypes: Any = None, *, device: Any = None) ->
 
 def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
     """``C = A (x) B`` under ``semiring``; see the module docstring."""
-    # The handle's entry, called positionally: a keyword call and a level less (see _plan).
-    return (_shared["api"] or _api())._matmul(a, b, semiring, out, stream)  # noqa: SLF001
+    api = _shared["api"] or _api()
+    # A plain semiring's product is its forward kernels' call (their plans
+    # first); anything else takes Tropical.matmul, which checks and packs.
+    if type(semiring) is str and semiring in api._plain:  # noqa: SLF001 - the handle's own table
+        return api._forward.entry(a, b, out=out, semiring=semiring, stream=stream)  # noqa: SLF001
+    return api.matmul(a, b, semiring, out=out, stream=stream)
 
 
 def matmul_argmax(
@@ -160,7 +168,7 @@ def matmul_argmax(
 ) -> tuple[Any, Any]:
     """``(C, k)``: the product and, per element, the k of its best term (ties
     to the smallest k; -1 where no term beats the semiring zero)."""
-    return (_shared["api"] or _api())._matmul_argmax(a, b, semiring, out, k_out, stream)  # noqa: SLF001 - as matmul
+    return (_shared["api"] or _api()).matmul_argmax(a, b, semiring, out=out, k_out=k_out, stream=stream)
 
 
 def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None) -> tuple[Any, Any]:

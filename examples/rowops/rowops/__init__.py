@@ -1,4 +1,4 @@
-"""Row softmax and prefix scan, on kernels aotc compiled ahead of time.
+"""Row softmax, prefix scan, histogram and scale-shift, on kernels aotc compiled ahead of time.
 
 Every function here is aotc's generated binding for a family the manifest
 declares (kernels/manifest.yaml): it takes NumPy arrays, PyTorch tensors
@@ -13,7 +13,7 @@ from typing import Any
 
 import aotc.kernels
 
-__all__ = ["kernels", "scan", "softmax"]
+__all__ = ["histogram", "kernels", "scale_shift", "scan", "softmax"]
 
 
 # Loaded at import: that reads _kernels/index.json and nothing else (each
@@ -36,3 +36,14 @@ def softmax(x: Any, **options: Any) -> Any:
 def scan(x: Any, **options: Any) -> Any:
     """The inclusive prefix sum along each row of a 2-D array."""
     return kernels().scan(x, **options)
+
+
+def histogram(x: Any, bins: int, lo: float, hi: float, **options: Any) -> Any:
+    """Per row of a 2-D float array, the int32 counts of its values in ``bins``
+    equal bins over [lo, hi)."""
+    return kernels().histogram(x, bins, lo, hi, **options)
+
+
+def scale_shift(x: Any, g: Any, h: Any, **options: Any) -> Any:
+    """``x * g + h`` along each row of a 2-D float array; differentiable in all three."""
+    return kernels().scale_shift(x, g, h, **options)

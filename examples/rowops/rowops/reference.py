@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["scan", "softmax"]
+__all__ = ["histogram", "scale_shift", "scale_shift_backward", "scan", "softmax"]
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -36,3 +36,34 @@ def scan(x: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(x)
     return np.cumsum(x, axis=-1, dtype=x.dtype)
+
+
+def histogram(x: np.ndarray, bins: int, lo: float, hi: float) -> np.ndarray:
+    """Per row, how many values fall in each of ``bins`` equal bins over [lo, hi),
+    as int32; values outside the range, and NaN, fall in none.
+
+    A value's bin is ``floor((v - lo) * (bins / (hi - lo)))`` computed in x's
+    dtype, as the kernel computes it, so a value on a bin's edge lands where
+    the kernel puts it.
+    """
+    x = np.asarray(x)
+    counts = np.zeros((x.shape[0], bins), np.int32)
+    if bins == 0 or not lo < hi:
+        return counts
+    dtype = x.dtype.type
+    scale = dtype(bins) / (dtype(hi) - dtype(lo))
+    inside = (x >= dtype(lo)) & (x < dtype(hi))
+    index = np.minimum(((x - dtype(lo)) * scale).astype(np.int64), bins - 1)
+    for row in range(x.shape[0]):
+        counts[row] = np.bincount(index[row][inside[row]], minlength=bins)
+    return counts
+
+
+def scale_shift(x: np.ndarray, g: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """``x * g + h`` along each row (g and h have one value per column)."""
+    return (np.asarray(x) * g + h).astype(np.asarray(x).dtype)
+
+
+def scale_shift_backward(grad_y: np.ndarray, x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(grad_x, grad_g, grad_h)`` of ``scale_shift`` for ``grad_y``."""
+    return grad_y * g, (grad_y * x).sum(axis=0), grad_y.sum(axis=0)

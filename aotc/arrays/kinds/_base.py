@@ -1,0 +1,99 @@
+"""``ArrayKind``: what a call asks of an array, answered once per kind of array."""
+
+from __future__ import annotations
+
+from aotc.dtypes import DTYPES
+from aotc.errors import ArgumentError, ArgumentTypeError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotc.arrays.operands import Operand
+
+__all__ = ["ArrayKind"]
+
+
+class ArrayKind:
+    """The adapter of one kind of array. Subclasses answer what their library
+    can; the defaults refuse in one line naming the argument (an array aotc
+    cannot copy or make another of) or say "nothing to do"."""
+
+    name = ""
+    # How a call whose first array is of this kind runs: "direct" (read, launch),
+    # "torch" (through the library's custom ops) or "jax" (through XLA).
+    route = "direct"
+    # Whether every object of the type is of this kind (a CUDA array's kind
+    # may depend on its library): kind_of keeps it per type.
+    per_type = True
+
+    def __repr__(self) -> str:
+        return f"<aotc array kind {self.name}>"
+
+    def read(self, obj: Any, name: str) -> Operand:
+        """``obj`` as an ``Operand``; one line naming ``name`` where it cannot be read."""
+        raise NotImplementedError
+
+    def contiguous(self, op: Operand, name: str) -> Operand:
+        """A row-major contiguous copy, made by the array's own library."""
+        msg = f"{name}: a strided {type(op.obj).__name__} cannot be copied here; pass a contiguous array"
+        raise ArgumentError(msg)
+
+    def allocate(self, like: Operand, shape: tuple[int, ...], dtype: str, stream: Any, name: str, fill: Any = None) -> Any:
+        """A new array of ``like``'s library and device, of ``shape`` and ``dtype``,
+        allocated (and, where ``fill`` is not None, filled) on the CUDA stream
+        ``stream`` (None: the library's current one)."""
+        msg = f"{name}: cannot allocate a result like {type(like.obj).__name__}; pass {name}="
+        raise ArgumentTypeError(msg)
+
+    def fill(self, op: Operand, value: Any, stream: int, backend: Any) -> None:
+        """Set every element of the row-major ``op`` to ``value``: host memory at
+        once; device memory on ``stream`` through the backend, the same way for
+        every library (a memset for zero, else a host pattern copied over)."""
+        if op.on_host:
+            self.host_array(op)[...] = value
+            return
+        count = 1
+        for extent in op.shape:
+            count *= extent
+        dtype = DTYPES[op.dtype]
+        if value == 0:
+            backend.memset_async(op.pointer, 0, count * dtype.itemsize, stream)
+            return
+        import numpy as np
+
+        backend.copy_to_device_async(op.pointer, np.full(op.shape, value, dtype.numpy), stream)
+
+    # Whether an array of this kind may be a result written in place at all.
+    written_in_place = True
+
+    def writable(self, op: Operand) -> bool:
+        """Whether a kernel may write ``op``'s memory now (not a read-only view)."""
+        return True
+
+    def shares_memory(self, x: Operand, y: Operand) -> bool:
+        """Whether two arrays of this kind whose byte ranges meet share an element;
+        where the library cannot tell, meeting ranges count as sharing."""
+        return True
+
+    def current_stream(self, op: Operand) -> int:
+        """The CUDA stream a call on ``op`` runs on when it names none: its library's current one there."""
+        return 0
+
+    def hold(self, op: Operand, stream: int) -> None:
+        """Keep ``op``'s memory from being reused until ``stream`` is done with it,
+        where its library would otherwise free it early (PyTorch's caching allocator)."""
+
+    def sum_to(self, op: Operand, shape: tuple[int, ...]) -> Any:
+        """``op``'s array summed over the leading axes and the axes of one that
+        ``shape`` has less or 1 (a gradient of an operand that was broadcast)."""
+        obj = op.obj
+        lead = len(op.shape) - len(shape)
+        if lead:
+            obj = obj.sum(axis=tuple(range(lead)))
+        keep = tuple(i for i, (have, want) in enumerate(zip(op.shape[lead:], shape)) if have != want)
+        return obj.sum(axis=keep, keepdims=True) if keep else obj
+
+    def host_array(self, op: Operand) -> Any:
+        """A NumPy view of the host array ``op`` (staging, host fills)."""
+        return op.obj

@@ -1,0 +1,87 @@
+"""NumPy arrays, and what NumPy reads into one (lists, ``__array_interface__`` objects)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aotc.arrays.kinds._base import ArrayKind
+from aotc.arrays.operands import Operand, numpy_pointer
+from aotc.dtypes import DTYPES, by_numpy
+from aotc.errors import ArgumentError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["CONVERTED", "NUMPY", "NumpyKind"]
+
+# NumPy's dtype.name is computed in Python and costs microseconds: dtypes are
+# looked up by the dtype object itself, which hashes in C.
+_dtype_names: dict[Any, str] = {}
+
+
+def dtype_name(dt: Any) -> str:
+    """aotc's name of the NumPy dtype ``dt``, or NumPy's own where aotc has none."""
+    name = _dtype_names.get(dt)
+    if name is None:
+        found = by_numpy(dt.name)
+        name = _dtype_names[dt] = found.name if found is not None and dt.isnative else dt.name
+    return name
+
+
+class NumpyKind(ArrayKind):
+    name = "numpy"
+
+    def read(self, obj: Any, name: str) -> Operand:
+        array = obj
+        dt = array.dtype
+        if not dt.isnative:
+            # Kernels read native words: a big-endian input is read through a
+            # swapped copy (an out array of that order is refused: it would be lost).
+            array = array.astype(dt.newbyteorder("="))
+            dt = array.dtype
+        itemsize = dt.itemsize
+        strides = array.strides
+        if not array.flags.c_contiguous and any(s % itemsize for s in strides):
+            array = array.copy()  # strides of part-elements (a record array's field): copy
+            strides = array.strides
+        if len(strides) == 2:  # the common case, spelled out: a comprehension costs more than the rest
+            elements = (strides[0] // itemsize, strides[1] // itemsize)
+        else:
+            elements = tuple([s // itemsize for s in strides])
+        return Operand(array, self, dtype_name(dt), array.shape, elements, numpy_pointer(array), "cpu")
+
+    def contiguous(self, op: Operand, name: str) -> Operand:
+        return self.read(np.ascontiguousarray(op.obj), name)
+
+    def allocate(self, like: Operand, shape: tuple[int, ...], dtype: str, stream: Any, name: str, fill: Any = None) -> Any:
+        numpy_name = DTYPES[dtype].numpy
+        if fill is None:
+            return np.empty(shape, numpy_name)
+        return np.zeros(shape, numpy_name) if fill == 0 else np.full(shape, fill, numpy_name)
+
+    def writable(self, op: Operand) -> bool:
+        return bool(op.obj.flags.writeable)
+
+    def shares_memory(self, x: Operand, y: Operand) -> bool:
+        return bool(np.shares_memory(x.obj, y.obj))
+
+
+class ConvertedKind(NumpyKind):
+    """Lists, tuples and ``__array_interface__`` objects: read through
+    ``numpy.asarray``, so the operand (and a result like it) is a NumPy array."""
+
+    per_type = False  # a list's kind is decided anew: it is no array type
+
+    def read(self, obj: Any, name: str) -> Operand:
+        try:
+            array = np.asarray(obj)
+        except (ValueError, TypeError) as exc:  # ragged nesting, mixed objects
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = f"{name}: NumPy cannot make an array of this {type(obj).__name__} ({reason})"
+            raise ArgumentError(msg) from None
+        return NUMPY.read(array, name)
+
+
+NUMPY = NumpyKind()
+CONVERTED = ConvertedKind()

@@ -1,0 +1,269 @@
+"""A layout: the kernels of one family that a call binds the same way.
+
+A family's kernels may differ in their parameters (signature alternatives, a
+parameter's ``when``): tropical's forward pass takes ``(a, b)`` and returns
+``out``, its argmax pass returns ``k_out`` too, its backward passes take
+``(grad_c, k, b)``. The kernels that take the same arguments by name and role
+(the in and inout arrays and the caller's scalars, in declared order, and
+the out arrays they return) form one layout, bound by one generated entry,
+with one plan table, one PyTorch op and one JAX route. Dimensions, strides,
+shapes, dtypes, lanes and packing may differ from kernel to kernel: they are
+read from the kernel a call chooses.
+
+A layout knows its kernels from the index alone. ``choose`` picks a call's
+kernel from the axes it names, its arrays' dtypes and ranks; ``decide``
+(``aotc.kernels._shapes``) binds its dimensions.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from aotc.arrays.kinds import kind_of
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.kernels._entry import entry_for, make_plan
+from aotc.kernels._launch import launch
+from aotc.kernels._plans import PlanTable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotc.index import IndexKernel
+
+__all__ = ["Layout", "layout_key"]
+
+
+def layout_key(kernel: IndexKernel) -> tuple[Any, ...]:
+    """What a call binds ``kernel`` by: each array's binding name and role, and
+    each scalar the caller passes (its binding name, and int or float), in
+    declared order. Dimensions and strides, bound from the arrays, are not in it."""
+    key = []
+    for p in kernel.signature or ():
+        if not p.scalar:
+            key.append((p.arg, p.role))
+        elif p.extent:
+            key.append((p.arg, "extent"))
+        elif not p.dim:
+            key.append((p.arg, "float" if p.dtype.startswith("f") else "int"))
+    return tuple(key)
+
+
+class Layout:
+    """The binding of some kernels of family ``family`` (the ``Family``) that share a
+    ``layout_key``; ``name`` is its op's name (the family's, where it has one layout)."""
+
+    def __init__(self, family: Any, name: str, kernels: list[IndexKernel]) -> None:
+        self.family = family
+        self.library = family.library
+        self.name = name
+        self.kernels = {k.name: k for k in kernels}
+        # Each kernel's parameters by binding name (arrays and the caller's scalars).
+        self.bound = {k.name: {p.arg: p for p in k.signature or () if not p.scalar or not p.dim} for k in kernels}
+        signature = kernels[0].signature or ()
+        arrays = [p for p in signature if not p.scalar]
+        self.given = tuple(p.arg for p in arrays if p.role != "out")
+        self.outs = tuple(p.arg for p in arrays if p.role == "out")
+        self.results = tuple(p.arg for p in arrays if p.role != "in")
+        self.inouts = tuple(p.arg for p in arrays if p.role == "inout")
+        # The caller's scalars: its arguments and the out arrays' extents it gives, by binding name.
+        scalars = [p for p in signature if p.scalar and not p.dim]
+        self.arguments = {p.arg: p.dtype for p in scalars}
+        self.extents = tuple(p.arg for p in scalars if p.extent)
+        self.positional = tuple(p.arg for p in signature if (not p.scalar and p.role != "out") or (p.scalar and not p.dim))
+        axes: dict[str, list[Any]] = {}
+        for kernel in kernels:
+            for axis, value in (kernel.axes or {}).items():
+                values = axes.setdefault(axis, [])
+                if value not in values:
+                    values.append(value)
+        self.axes = {axis: tuple(values) for axis, values in axes.items()}
+        # The axes a call may choose by keyword: those with more than one value here.
+        self.open_axes = tuple(axis for axis, values in self.axes.items() if len(values) > 1)
+        self.choices = PlanTable()  # (dtypes, axes, ranks) -> kernel name
+        self.decisions = PlanTable()  # a call's shapes, dtypes, axes and extents -> its Decision (_shapes)
+        self.numpy_plans = PlanTable()  # looked up by the generated entry (_entry)
+        self.tensor_plans = PlanTable()  # looked up by the op's kernel and the entry (_tensor_plan)
+        self.jax_calls = PlanTable()  # the JAX route's callbacks and gradients (_jax)
+        self.torch_op: Any = None  # torch.ops.<library>.<name>, once registered (_torch_ops)
+        self.torch_kernel: Any = None  # that op's kernel
+        self.torch_out_kernel: Any = None  # its .out overload's
+        self.entry = entry_for(self)  # None: the Layout itself is called
+
+    def __repr__(self) -> str:
+        outs = "".join(f", {name}=None" for name in self.outs)
+        rest = "".join(f", {axis}=None" for axis in self.open_axes)
+        return f"<aotc kernel binding {self.library.name}.{self.name}({', '.join(self.positional)}, *{outs}{rest}, stream=None)>"
+
+    # --- arguments ---------------------------------------------------------------
+
+    def bind_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(values by binding name, axes given) from a call's arguments."""
+        if len(args) > len(self.positional):
+            msg = f"{self.name}() takes {len(self.positional)} positional arguments ({', '.join(self.positional)}), got {len(args)}"
+            raise ArgumentTypeError(msg)
+        values = dict(zip(self.positional, args))
+        axes = {}
+        for key, value in kwargs.items():
+            if key in self.family.axes:
+                if value is not None:
+                    axes[key] = value
+            elif key in values:
+                msg = f"{self.name}(): {key} given twice, by position and by name"
+                raise ArgumentTypeError(msg)
+            elif key in self.positional or key in self.outs:
+                values[key] = value
+            else:
+                known = ", ".join((*self.positional, *self.outs, *self.open_axes, "stream"))
+                msg = f"{self.name}(): unknown argument {key!r} (known: {known})"
+                raise ArgumentTypeError(msg)
+        missing = [name for name in self.positional if name not in values]
+        if missing:
+            msg = f"{self.name}(): missing argument {missing[0]}"
+            raise ArgumentTypeError(msg)
+        return values, axes
+
+    def not_a_value(self, axis: str, value: Any) -> ArgumentError:
+        """The one-line error for an axis named with a value no kernel here has."""
+        return ArgumentError(f"{axis}: {echo(value)} is not a value of {self.name}'s axis {axis} (values: {', '.join(map(str, self.axes[axis]))})")
+
+    # --- the call ------------------------------------------------------------------
+
+    def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
+        values, axes = self.bind_arguments(args, kwargs)
+        return self.call(values, axes, stream)
+
+    def full(self, args: tuple[Any, ...], outs: dict[str, Any], stream: Any, kwargs: dict[str, Any]) -> Any:
+        """The generated entry's way in when no plan answered: its positional
+        arguments, its out arrays (None: not given) and its other keywords."""
+        values, axes = self.bind_arguments(args, kwargs)
+        values.update((name, out) for name, out in outs.items() if out is not None)
+        return self.call(values, axes, stream)
+
+    def call(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+        """The call, on the route its arrays take: JAX arrays through XLA, PyTorch
+        tensors through the layout's op, anything else launched directly."""
+        first = self.given[0]
+        route = kind_of(values[first], first).route
+        jax = sys.modules.get("jax")  # a JAX array cannot exist before jax is imported
+        if route != "jax" and jax is not None and any(isinstance(values.get(name), jax.Array) for name in self.given):
+            route = "jax"
+        if route == "jax":
+            from aotc.kernels import _jax
+
+            return _jax.call(self, values, axes, stream)
+        if route == "torch":
+            from aotc.kernels import _torch_route
+
+            if _torch_route.to_op(self, values, stream):
+                return _torch_route.call_op(self, values, axes)
+        return self.run(values, axes, stream)
+
+    def run(self, values: dict[str, Any], axes: dict[str, Any], stream: Any, keep: Any = None) -> Any:
+        """The launch itself, for arguments already bound: the out and inout arrays
+        (one bare). A NumPy call with no stream leaves the entry a plan where one fits."""
+        if keep is None and stream is None and self.entry is not None:
+
+            def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, decision: Any) -> None:
+                make_plan(self, values, arrays, launcher, arguments, backend, axes)
+
+        arrays = launch(self, values, axes, stream, keep)
+        results = tuple(arrays[name] for name in self.results)
+        return results[0] if len(results) == 1 else results
+
+    def gradients(self, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], stream: Any = None) -> dict[str, Any]:
+        """The gradients of this layout's in arrays, by binding name, for a call
+        with ``values`` (its in arrays, and the results its gradient kernels keep)
+        and ``grads`` (its results' gradients), by binding name (``_gradients``)."""
+        from aotc.kernels._gradients import call_gradients
+
+        return call_gradients(self, values, grads, axes, stream)
+
+    # --- the kernel ---------------------------------------------------------------
+
+    def choose(self, dtypes: dict[str, str], axes: dict[str, Any], shapes: dict[str, tuple[Any, ...]]) -> IndexKernel:
+        """The kernel for arrays of these dtypes and shapes (by binding name; their
+        ranks choose) and these axis values."""
+        ranks = {name: len(shape) for name, shape in shapes.items()}
+        try:
+            key = (tuple(dtypes.items()), tuple(axes.items()), tuple(ranks.values()))
+            name = self.choices.plans.get(key)
+        except TypeError:  # an unhashable axis value: refused below
+            key, name = None, None
+        if name is None:
+            name = self._choose(dtypes, axes, ranks, shapes)
+            if key is not None:
+                self.choices.keep(key, name)
+        return self.kernels[name]
+
+    def _choose(self, dtypes: dict[str, str], axes: dict[str, Any], ranks: dict[str, int], shapes: dict[str, Any]) -> str:
+        matches = list(self.kernels.values())
+        for axis, value in axes.items():
+            if axis not in self.axes:
+                continue  # an axis of the family that does not vary here: the caller already chose this layout
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or value not in self.axes[axis]:
+                raise self.not_a_value(axis, value)
+            matches = [k for k in matches if k.axes is not None and k.axes.get(axis) == value]
+            if not matches:
+                chosen = ", ".join(f"{a}={v}" for a, v in axes.items())
+                msg = f"{self.name}(): no kernel for {chosen}"
+                raise ArgumentError(msg)
+        for name, dtype in dtypes.items():
+            fits = [k for k in matches if self.bound[k.name][name].dtype == dtype]
+            if not fits:
+                have = sorted({self.bound[k.name][name].dtype for k in matches})
+                msg = f"{name}: dtype {dtype}, but {self.name}'s kernels take {' or '.join(have)} there"
+                if len(matches) < len(self.kernels):
+                    msg += " with the other arguments' dtypes and axes"
+                raise ArgumentError(msg)
+            matches = fits
+        # A kernel that takes the arrays as they are wins over one that must
+        # leave out an optional dimension (a single matrix over a batch of one).
+        scored = []
+        for kernel in matches:
+            left_out = 0
+            for name, rank in ranks.items():
+                declared = self.bound[kernel.name][name]
+                dropped = len(declared.shape) + (declared.lanes > 1) - rank
+                if not 0 <= dropped <= declared.optional:
+                    break
+                left_out += dropped
+            else:
+                scored.append((left_out, kernel))
+        if not scored:
+            self._refuse_rank(matches[0], shapes)
+        best = min(score for score, _ in scored)
+        matches = [kernel for score, kernel in scored if score == best]
+        if len(matches) > 1:
+            open_axes = [a for a in self.open_axes if len({k.axes[a] for k in matches if k.axes is not None}) > 1]
+            axis = open_axes[0]
+            values = ", ".join(sorted({str(k.axes[axis]) for k in matches if k.axes is not None}))
+            msg = f"{self.name}(): {len(matches)} kernels fit these arrays; choose one with {axis}= ({values})"
+            raise ArgumentError(msg)
+        return matches[0].name
+
+    def _refuse_rank(self, kernel: IndexKernel, shapes: dict[str, Any]) -> None:
+        """The one line for an array of a rank no kernel takes, as ``kernel`` declares it."""
+        for name, shape in shapes.items():
+            declared = self.bound[kernel.name][name]
+            full = len(declared.shape) + (declared.lanes > 1)
+            if not 0 <= full - len(shape) <= declared.optional:
+                raise ArgumentError(f"{name}: expected a {rank_text(declared)} array ({shape_text(declared)}), got shape {tuple(shape)}")
+        ranks = ", ".join(f"{n}: {len(s)}-D" for n, s in shapes.items())
+        msg = f"{self.name}(): no one kernel takes arrays of these ranks ({ranks})"
+        raise ArgumentError(msg)
+
+
+def rank_text(declared: Any) -> str:
+    """The ranks an array may have: "2-D or 3-D"."""
+    extra = declared.lanes > 1
+    ranks = [f"{n + extra}-D" for n in range(len(declared.shape) - declared.optional, len(declared.shape) + 1)]
+    return ", ".join(ranks[:-1]) + " or " + ranks[-1] if len(ranks) > 1 else ranks[0]
+
+
+def shape_text(declared: Any) -> str:
+    """A declared shape as errors show it: the optional dimensions in brackets, lanes last."""
+    parts = [f"[{e}]" if i < declared.optional else str(e) for i, e in enumerate(declared.shape)]
+    if declared.lanes > 1:
+        parts.append(f"{declared.lanes} values each")
+    return ", ".join(parts)

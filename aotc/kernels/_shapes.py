@@ -1,0 +1,186 @@
+"""A call's decision: its kernel, its dimensions, its out arrays and its grid.
+
+What a call decides from its arrays' shapes and dtypes, the axes it names and
+the extents it gives, before it copies or allocates anything: so every
+refusal (a shape that does not fit, a size past the kernel's integer type or
+past CUDA's grid) is one line and costs no memory. A repeat call with alike
+arrays finds the same ``Decision`` in its layout's plan table.
+
+- Each dimension is bound from the in and inout arrays that name it, or given
+  by the caller (an out array's extent, checked against its bound).
+- An array of ``lanes`` values an element has a trailing axis of that length,
+  which no dimension counts (tropical counting's (value, count) pairs).
+- An array of packed bits holds its last dimension in words of ``pack``
+  values: bound from it alone, that dimension is the words' capacity (bits
+  past the data must be what the kernel ignores, zeros for and/or).
+- A leading optional dimension may be left out: it is 1, unless another
+  array gives it; then an in array with a declared stride there is broadcast
+  (stride 0). An out array keeps it where some given array has it; an out
+  array the caller gives without it, where its declared stride allows,
+  receives every index along it (tropical's backward sums a broadcast
+  operand's gradient over the batch so).
+"""
+
+from __future__ import annotations
+
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.runtime.launcher import KernelSignature, grid_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotc.index import DeclaredParam, IndexKernel
+
+__all__ = ["GRID_LIMITS", "INT_RANGES", "Decision", "decide"]
+
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+# The integer scalars' ranges: what a dimension, an extent or a caller's argument must fit.
+INT_RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
+
+
+class Decision:
+    """What a call with these shapes, dtypes, axes and extents launches: the kernel,
+    its dimensions (by parameter name), each out array's shape and dtype (by
+    binding name) and fill, and the grid."""
+
+    __slots__ = ("dims", "fills", "grid", "kernel", "out_dtypes", "out_shapes", "params")
+
+    def __init__(self, kernel: IndexKernel, params: dict[str, DeclaredParam], dims: dict[str, int],
+                 out_shapes: dict[str, tuple[int, ...]], grid: tuple[int, int, int]) -> None:  # fmt: skip
+        self.kernel = kernel
+        self.params = params  # the kernel's arrays and caller's scalars, by binding name
+        self.dims = dims
+        self.out_shapes = out_shapes
+        self.out_dtypes = {name: params[name].dtype for name in out_shapes}
+        self.fills = {name: params[name].fill for name in out_shapes if params[name].fill is not None}
+        self.grid = grid
+
+
+def decide(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, str], axes: dict[str, Any],
+           extents: dict[str, Any], out_given: dict[str, tuple[int, ...]]) -> Decision:  # fmt: skip
+    """The decision for in and inout arrays of these ``shapes`` and ``dtypes`` (and
+    out arrays the caller gives, of the shapes in ``out_given`` and dtypes in
+    ``dtypes``), by binding name; the fake ops call it with symbolic shapes."""
+    kernel = layout.choose(dtypes, axes, {name: shapes[name] if name in shapes else out_given[name] for name in dtypes})
+    params = layout.bound[kernel.name]
+    dims: dict[str, Any] = {}
+    bound_by: dict[str, str] = {}
+    left_out: dict[str, list[tuple[str, int]]] = {}  # an optional dimension -> the arrays without it, and where
+    packed: list[tuple[str, str, Any, int]] = []  # (array, dimension, words, pack): bound after the others
+    for name in layout.given:
+        declared = params[name]
+        shape = _core(name, shapes[name], declared)
+        dropped = len(declared.shape) - len(shape)
+        for i, extent in enumerate(declared.shape[:dropped]):
+            left_out.setdefault(extent, []).append((name, i))
+        for i, (extent, size) in enumerate(zip(declared.shape[dropped:], shape)):
+            if type(extent) is int:
+                if size != extent:
+                    msg = f"{name}: shape {tuple(shapes[name])}, but {layout.name} needs {extent} where it has {size}"
+                    raise ArgumentError(msg)
+            elif declared.pack and dropped + i == len(declared.shape) - 1:
+                packed.append((name, extent, size, declared.pack))
+            else:
+                _bind(dims, bound_by, extent, size, name, shapes[name])
+    for name, extent, words, pack in packed:
+        if extent in dims:
+            if -(-dims[extent] // pack) != words:
+                msg = f"{name}: {words} words of {pack} bits hold {extent}={dims[extent]} ({bound_by[extent]} gave it) in {-(-dims[extent] // pack)}"
+                raise ArgumentError(msg)
+        else:
+            _bind(dims, bound_by, extent, words * pack, name, shapes[name])
+    present = set(dims)  # the out arrays keep an optional dimension where a given array had it
+    for extent, arrays in left_out.items():
+        # Left out, a dimension is 1, unless another array gives it: then an in
+        # array with a declared stride there is broadcast (stride 0); any other
+        # would be read past its end.
+        if dims.setdefault(extent, 1) != 1:
+            for name, i in arrays:
+                declared = params[name]
+                if declared.role != "in" or not declared.strides or type(declared.strides[i]) is not str:
+                    msg = f"{name}: shape {tuple(shapes[name])} leaves out {extent}, but {bound_by[extent]} gives {extent}={dims[extent]}"
+                    raise ArgumentError(msg)
+        bound_by.setdefault(extent, arrays[0][0])
+    for name in layout.extents:
+        declared = params[name]
+        dims[declared.name] = _extent(name, extents[name], declared, dims)
+    for p in kernel.signature or ():
+        if p.scalar and p.dim and p.name in dims and dims[p.name] > INT_RANGES[p.dtype][1]:
+            msg = f"{bound_by.get(p.name, p.arg)}: {p.name}={dims[p.name]} is past the kernel's {p.dtype} limit"
+            raise ArgumentError(msg)
+    out_shapes = {}
+    for name in layout.outs:
+        declared = params[name]
+        first = next((i for i, e in enumerate(declared.shape[: declared.optional]) if e in present), declared.optional)
+        shape = tuple(extent if type(extent) is int else dims[extent] for extent in declared.shape[first:])
+        if declared.pack:
+            shape = (*shape[:-1], -(-shape[-1] // declared.pack))
+        if declared.lanes > 1:
+            shape = (*shape, declared.lanes)
+        given = out_given.get(name)
+        if given is not None and tuple(given) != shape:
+            shape = _reduced(name, tuple(given), shape, declared, dtypes.get(name))
+        out_shapes[name] = shape
+    return Decision(kernel, params, dims, out_shapes, _grid(layout, kernel, dims))
+
+
+def _core(name: str, shape: Any, declared: DeclaredParam) -> tuple[Any, ...]:
+    """``shape`` without its trailing lanes axis (checked)."""
+    shape = tuple(shape)
+    if declared.lanes > 1:
+        if not shape or shape[-1] != declared.lanes:
+            msg = f"{name}: needs a trailing axis of length {declared.lanes} ({declared.lanes} values an element), got shape {shape}"
+            raise ArgumentError(msg)
+        return shape[:-1]
+    return shape
+
+
+def _bind(dims: dict[str, Any], bound_by: dict[str, str], extent: str, size: Any, name: str, shape: Any) -> None:
+    known = dims.setdefault(extent, size)
+    if known != size:
+        msg = f"{name}: shape {tuple(shape)} gives {extent}={size}, but {bound_by[extent]} gave {extent}={known}"
+        raise ArgumentError(msg)
+    bound_by.setdefault(extent, name)
+
+
+def _extent(name: str, value: Any, declared: DeclaredParam, dims: dict[str, Any]) -> int:
+    """An out array's extent the caller gives: an integer from 0 to its bound."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        msg = f"{name}: expected an integer extent ({declared.dtype}), got {echo(value)}"
+        raise ArgumentTypeError(msg)
+    number = value.__index__()
+    bound = declared.max
+    limit, what = INT_RANGES[declared.dtype][1], f"the kernel's {declared.dtype} limit"
+    if type(bound) is int:
+        limit, what = bound, f"its bound {bound}"
+    elif bound is not None:
+        limit, what = dims[bound], f"{bound}={dims[bound]}"
+    if not 0 <= number <= limit:
+        msg = f"{name}: {number} is not from 0 to {what}"
+        raise ArgumentError(msg)
+    return number
+
+
+def _reduced(name: str, given: tuple[int, ...], shape: tuple[int, ...], declared: DeclaredParam, dtype: Any) -> tuple[int, ...]:
+    """A given out array's shape that leaves out leading optional dimensions of
+    ``shape``, each with a declared stride (the kernel writes each of their
+    indices to the same element); anything else is refused as today."""
+    dropped = len(shape) - len(given)
+    optional = declared.optional - (len(declared.shape) + (declared.lanes > 1) - len(shape))
+    strided = declared.strides and all(type(s) is str for s in declared.strides[:dropped])
+    if 0 < dropped <= optional and strided and given == shape[dropped:]:
+        return given
+    msg = f"{name}: expected shape {shape} and dtype {declared.dtype}, got {given} and {dtype}"
+    raise ArgumentError(msg)
+
+
+def _grid(layout: Any, kernel: IndexKernel, dims: dict[str, Any]) -> tuple[int, int, int]:
+    """The launch's grid from the dimensions (the launcher's own formula,
+    ``aotc.runtime.launcher.grid_of``), within CUDA's limits."""
+    signature = KernelSignature.from_kernel(kernel)
+    grid = grid_of(signature, [dims.get(name, 0) for name in signature.params])
+    if all(type(g) is int for g in grid) and any(g > limit for g, limit in zip(grid, GRID_LIMITS)):
+        msg = f"{layout.name}: a grid of {tuple(grid)} blocks is past CUDA's limits {GRID_LIMITS}; split the work"
+        raise ArgumentError(msg)
+    return grid

@@ -1,0 +1,32 @@
+"""What ``torch.compile`` runs, not traces: a binding's first-use work.
+
+A call's first use loads an index entry, checks its kernels, makes the
+layouts and registers the PyTorch ops: file reads, ``bytes.find``, a
+``torch.library.Library``. Dynamo can trace none of it, and with
+``fullgraph=True`` a compiled function whose first use is a traced call
+would fail. The functions that do that work return, for the same arguments,
+the same object every time (a family's binding, an op), so they are what
+``torch.compiler.assume_constant_result`` is for: dynamo calls them while
+tracing and keeps their result, guarded on their arguments' identity.
+
+``constant_when_traced`` marks a function the way that decorator does
+(``tests/kernels/test_traced.py`` holds the two to the same mark), without
+importing torch: aotc imports torch only once a tensor is seen.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["constant_when_traced"]
+
+# What torch._dynamo.assume_constant_result sets on a function (torch 2.4 and later).
+MARK = "_dynamo_marked_constant"
+
+
+def constant_when_traced(function: Any) -> Any:
+    """Mark ``function`` as ``torch.compiler.assume_constant_result`` does; returns it."""
+    setattr(function, MARK, True)
+    return function
