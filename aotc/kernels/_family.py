@@ -83,6 +83,16 @@ def _check_bindable(name: str, kernels: list[IndexKernel]) -> None:
             raise ArgumentError(msg)
 
 
+def _gradient_family(library: Any, kernel: IndexKernel) -> tuple[str, tuple[str, ...]] | None:
+    """The family of ``kernel``'s one gradient kernel and what it saves; None where
+    it has none, or a route or several kernels, which these bindings do not run."""
+    backward = kernel.backward
+    if backward is None or len(backward.kernels) != 1:
+        return None
+    name, saves = backward.kernels[0]
+    return library.index.kernels.families()[name], saves
+
+
 class Family:
     """The binding of one declared family of ``library``; see the module docstring."""
 
@@ -119,7 +129,7 @@ class Family:
         self.torch_out_kernel: Any = None  # its .out overload's
         self.tensor_plans: dict[tuple[Any, ...], Any] = {}  # the op's plans (_tensor_plan)
         # (the family computing its gradients, the arrays it keeps), from the manifest's backward:
-        self.backward: tuple[str, tuple[str, ...]] | None = kernels[0].backward
+        self.backward = _gradient_family(library, kernels[0])
         self.entry = entry_for(self)  # None: call the Family itself
 
     def __repr__(self) -> str:
