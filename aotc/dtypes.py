@@ -50,6 +50,14 @@ class DType(Record):
         return self.kind == "float"
 
     @property
+    def bounds(self) -> tuple[int, int]:
+        """The lowest and highest value of an integer type (bool: 0 and 1)."""
+        if self.kind == "bool":
+            return 0, 1
+        bits = 8 * self.itemsize
+        return (0, (1 << bits) - 1) if self.kind == "uint" else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+    @property
     def typestr(self) -> str:
         """The ``__array_interface__`` / ``__cuda_array_interface__`` type string (little-endian)."""
         return f"|b{self.itemsize}" if self.kind == "bool" else f"<{_TYPESTR_KIND[self.kind]}{self.itemsize}"

@@ -24,7 +24,7 @@ from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._yaml import LineDict, LineList
 from aotc.build.signature import ArrayParam, ScalarParam, Signature
 
-__all__ = ["Backward", "check_backward", "parse_backward"]
+__all__ = ["Backward", "Gradient", "check_backward", "parse_backward", "resolve_backward"]
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,21 @@ class Backward:
     saves: tuple[str, ...]
     line: int
 
+
+
+@dataclass(frozen=True)
+class Gradient:
+    """A kernel's backward resolved to kernel names, as the index records it: its
+    gradient kernels with the forward arrays each saves, or its route (the
+    kernel it is differentiated through)."""
+
+    kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    through: str = ""
+
     def to_json(self) -> dict[str, object]:
-        return {"family": self.family, "saves": list(self.saves)}
+        if self.through:
+            return {"through": self.through}
+        return {"kernels": [{"kernel": name, "saves": list(saves)} for name, saves in self.kernels]}
 
 
 def parse_backward(check: Checker, value: Any, key: str, line: int) -> Backward:
@@ -91,6 +104,18 @@ def check_backward(check: Checker, key: str, forward: str, backward: Backward, s
     for axis, values in axes[backward.family].items():
         if len(values) > 1 and axis not in axes[forward]:
             check.fail(backward.line, at, f"{backward.family}'s axis {axis} has several values and {forward} has no axis of that name to pass on")
+
+
+def resolve_backward(check: Checker, key: str, backward: Backward, axes: dict[str, Any], kernels: dict[str, dict[tuple[tuple[str, Any], ...], str]]) -> Gradient:
+    """The gradient of the forward kernel at ``axes``: family ``backward.family``'s
+    kernel at the same values of the axes it has (``kernels``: each family's
+    kernels by their points)."""
+    found = [name for point, name in kernels[backward.family].items() if all(axes.get(axis, value) == value for axis, value in point)]
+    if len(found) != 1:
+        where = ", ".join(f"{a}={v}" for a, v in axes.items())
+        what = "no kernel" if not found else f"{len(found)} kernels ({listing(found)})"
+        check.fail(backward.line, f"{key}.backward", f"at {where}, {backward.family} has {what} at those axis values; a gradient is one kernel")
+    return Gradient(((found[0], backward.saves),))
 
 
 def backward_field(fields: LineDict, check: Checker, key: str) -> Backward | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aotc.archs import arch_sort_key
-from aotc.build._backward_fields import Backward, backward_field, check_backward
+from aotc.build._backward_fields import Backward, Gradient, backward_field, check_backward, resolve_backward
 from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, point_text, resolve_signature
 from aotc.build._family_launch import LAUNCH_KEYS, DeclaredLaunch, parse_launch
@@ -99,7 +99,7 @@ class DeclaredKernelSpec:
     axes: tuple[tuple[str, str | int], ...]  # (axis, value), in the family's order
     signature: Signature
     declared_launch: DeclaredLaunch
-    backward: Backward | None = None  # the family computing its gradients
+    backward: Gradient | None = None  # its gradient kernels or its route, resolved once every family is expanded
     constants: tuple[tuple[str, int | str], ...] = ()  # the point's constants, for its template
 
     @property
@@ -218,7 +218,7 @@ _DECLARED_REQUIRED = ("template", "axes", "signature", "launch")
 _DECLARED_OPTIONAL = ("name", "matrix", "exclude", "backward", "constants")
 
 
-def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> list[tuple[DeclaredKernelSpec, int]]:
+def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> tuple[list[tuple[DeclaredKernelSpec, int]], Backward | None]:
     """The kernels of a family that declares its axes, signature and launch geometry."""
     key = f"families.{key_text(name)}"
     fields = check.mapping(spec, key, line, required=_DECLARED_REQUIRED, optional=_DECLARED_OPTIONAL)
@@ -252,11 +252,11 @@ def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templ
         signature, absent = resolve_signature(check, declared[id(chosen)], point, values, chosen.key)
         launch = choose(check, launches, at, f"{key}.launch", line_of(fields, "launch"), where)
         geometry = parse_launch(check, launch.fields, place.launch, launch.key, values, where, signature, absent, place.launch_key)
-        spec = DeclaredKernelSpec(kernel, name, template, point, signature, geometry, backward, tuple(constants.items()))
+        spec = DeclaredKernelSpec(kernel, name, template, point, signature, geometry, None, tuple(constants.items()))
         kernels.append((spec, place.line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")
-    return kernels
+    return kernels, backward
 
 
 def _is(kind: Callable[[Path], bool], path: Path) -> bool:
@@ -326,33 +326,44 @@ def parse_manifest(text: str, path: Path) -> Manifest:
 
     kernels: list[AnyKernelSpec] = []
     seen: dict[str, str] = {}
+    backwards: dict[str, Backward] = {}
     for name, spec in families_map.items():
         family_line = line_of(families_map, name)
         check.identifier(name, f"families.{key_text(name)}", family_line)
         if name in gemm:
             expanded = _expand_family(check, name, spec, family_line, semirings, dtypes, templates_dir)
         else:
-            expanded = _expand_declared(check, name, spec, family_line, templates_dir)
+            expanded, backward = _expand_declared(check, name, spec, family_line, templates_dir)
+            if backward is not None:
+                backwards[name] = backward
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
                 check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
             seen[kernel.name] = name
             kernels.append(kernel)
-    _check_backwards(check, kernels)
+    kernels = _resolve_backwards(check, kernels, backwards)
     return Manifest(path, library, templates_dir, archs, semirings, dtypes, tuple(kernels))
 
 
-def _check_backwards(check: Checker, kernels: list[AnyKernelSpec]) -> None:
-    """Each declared family's backward pairing, against the other families' signatures."""
+def _resolve_backwards(check: Checker, kernels: list[AnyKernelSpec], backwards: dict[str, Backward]) -> list[AnyKernelSpec]:
+    """Each declared family's backward pairing, against the other families'
+    signatures, and each of its kernels with its gradient resolved to kernel names."""
     declared = [k for k in kernels if isinstance(k, DeclaredKernelSpec)]
     signatures: dict[str, Signature] = {}
     axes: dict[str, dict[str, set[object]]] = {}
+    points: dict[str, dict[tuple[tuple[str, Any], ...], str]] = {}
     for k in declared:
         signatures.setdefault(k.family, k.signature)  # names and roles are the same at every point
+        points.setdefault(k.family, {})[k.axes] = k.name
         for axis, value in k.axes:
             axes.setdefault(k.family, {}).setdefault(axis, set()).add(value)
-    for k in {k.family: k for k in declared if k.backward is not None}.values():
-        check_backward(check, f"families.{key_text(k.family)}", k.family, k.backward, signatures, axes)
+    for family, backward in backwards.items():
+        check_backward(check, f"families.{key_text(family)}", family, backward, signatures, axes)
+    return [
+        replace(k, backward=resolve_backward(check, f"families.{key_text(k.family)}", backwards[k.family], dict(k.axes), points))
+        if isinstance(k, DeclaredKernelSpec) and k.family in backwards else k
+        for k in kernels
+    ]
 
 
 def load_manifest(path: str | Path) -> Manifest:

@@ -57,6 +57,10 @@ class ArrayParam:
     (tropical counting's (value, count) pairs), and ``pack`` values of one bit
     each fill a word of ``dtype`` along the last dimension (packed bool
     matrices). Shapes and strides count elements, words for a packed stride.
+
+    ``arg`` is the bindings' name for it, where the manifest gives one (the C
+    code keeps ``name``). An out array with a ``fill`` is set to that value,
+    of its dtype's kind, before the launch (kernels that add into it).
     """
 
     name: str
@@ -67,6 +71,8 @@ class ArrayParam:
     strides: tuple[str | int, ...] = ()
     lanes: int = 1
     pack: int = 0
+    arg: str = ""  # "": the name
+    fill: int | float | bool | None = None
 
     @property
     def ctype(self) -> str:
@@ -87,17 +93,27 @@ class ArrayParam:
             array["lanes"] = self.lanes
         if self.pack:
             array["pack"] = self.pack
-        return {"name": self.name, "array": array}
+        if self.fill is not None:
+            # JSON has no infinity: the index spells it as the manifest does.
+            infinite = isinstance(self.fill, float) and abs(self.fill) == float("inf")
+            array["fill"] = ("+inf" if self.fill > 0 else "-inf") if infinite else self.fill
+        return {"name": self.name, **_arg(self.name, self.arg), "array": array}
 
 
 @dataclass(frozen=True)
 class ScalarParam:
     """A scalar: a dimension (``dim``: named in an array's shape, bound from the
-    arrays), or an argument the caller passes."""
+    arrays), or an argument the caller passes. An ``extent`` is an integer
+    argument named only in out arrays' shapes: the caller sizes them, up to
+    ``max`` (a dimension the in and inout arrays bind, or a number; None: the
+    type's range). ``arg`` as for ``ArrayParam``."""
 
     name: str
     type: str  # one of SCALAR_TYPES
     dim: bool
+    arg: str = ""  # "": the name
+    extent: bool = False
+    max: str | int | None = None
 
     @property
     def ctype(self) -> str:
@@ -108,7 +124,18 @@ class ScalarParam:
         return self.type
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "scalar": self.type, "dim": self.dim}
+        entry: dict[str, object] = {"name": self.name, **_arg(self.name, self.arg), "scalar": self.type, "dim": self.dim}
+        # Written only where true or declared: indexes without them read as before.
+        if self.extent:
+            entry["extent"] = True
+        if self.max is not None:
+            entry["max"] = self.max
+        return entry
+
+
+def _arg(name: str, arg: str) -> dict[str, str]:
+    """A parameter's ``arg`` for its index entry: written only where it differs from its name."""
+    return {"arg": arg} if arg and arg != name else {}
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,17 @@
-"""A declared kernel's own fields in the index: its axes, its signature and its
-backward pairing, checked so that the generated bindings (``aotc.kernels``)
-can trust them. ``aotc.index._validate`` checks the rest of the entry.
+"""A declared kernel's own fields in the index: its axes, its signature (with
+its argument names, fills, caller-given extents) and its backward, checked so
+that the generated bindings (``aotc.kernels``) can trust them. ``aotc.index._validate`` checks the rest of the entry.
 """
 
 from __future__ import annotations
 
+import keyword
 from types import MappingProxyType
 
 from aotc.dtypes import DTYPES
 from aotc.errors import echo
 from aotc.index._values import _IDENTIFIER, _MAX_INT, _MAX_INTERNED, _MAX_PARAMS, _fail, _int, _list, _object, _table, _text
-from aotc.index.views import DeclaredParam, Param
+from aotc.index.views import Backward, DeclaredParam, Param
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,12 +39,68 @@ def axes(where: str, path: str, value: Any) -> Mapping[str, str | int]:
 
 
 _SCALAR_KEYS = frozenset({"name", "scalar", "dim"})
+_SCALAR_OPTIONAL = frozenset({"arg", "extent", "max"})
 _ARRAY_ITEM_KEYS = frozenset({"name", "array"})
 _ARRAY_KEYS = frozenset({"dtype", "role", "shape"})
-_ARRAY_OPTIONAL = frozenset({"optional", "strides", "lanes", "pack"})
+_ARRAY_OPTIONAL = frozenset({"optional", "strides", "lanes", "pack", "fill"})
+# An argument name the bindings cannot take: Python's keywords, their own
+# keyword, and the prefix of their own names (aotc.build._family_fields).
+_KEYWORDS = frozenset(keyword.kwlist)
+_RESERVED_ARG = "stream"
+_INTERNAL_PREFIX = "_aotc"
+_INFINITIES = {"-inf": float("-inf"), "+inf": float("inf")}
 
 
-def signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> tuple[DeclaredParam, ...]:
+def _arg(where: str, path: str, item: dict[str, Any], name: str) -> str:
+    """The parameter's name in the bindings: its ``arg``, written where it differs from its name."""
+    if "arg" not in item:
+        return name
+    arg = _text(where, f"{path}.arg", item["arg"], _IDENTIFIER, "an argument name")
+    if arg in _KEYWORDS or arg == _RESERVED_ARG or arg.startswith(_INTERNAL_PREFIX):
+        _fail(where, f"{path}.arg", f"{echo(arg)} is a name the bindings keep for themselves")
+    return arg
+
+
+def _fill(where: str, path: str, value: Any, dtype: str) -> int | float | bool:
+    """An out array's fill, as its dtype holds it: true or false, an integer in the
+    type's range, or a finite number or "-inf"/"+inf" for a float type."""
+    kind = DTYPES[dtype].kind
+    if kind == "bool":
+        if type(value) is bool:
+            return value
+    elif kind == "float":
+        if type(value) in (int, float) and abs(value) != float("inf"):
+            return float(value)
+        if type(value) is str and value in _INFINITIES:
+            return _INFINITIES[value]
+    elif type(value) is int:
+        low, high = DTYPES[dtype].bounds
+        if low <= value <= high:
+            return value
+    return _fail(where, path, f"{echo(value)} is not a value of a {dtype} array")
+
+
+def _scalar(where: str, at: str, item: dict[str, Any], param: Param) -> DeclaredParam:
+    if item["name"] != param.name or item["scalar"] != param.kind or type(item["dim"]) is not bool:
+        _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as a scalar")
+    arg, extent, bound = _arg(where, at, item, param.name), item.get("extent", False), item.get("max")
+    if "arg" in item and item["dim"]:
+        _fail(where, f"{at}.arg", f"{param.name} is bound from the arrays, never passed: it has no argument name")
+    # Written only where true or present: an extent is a caller's argument, never the arrays'.
+    if "extent" in item and not (extent is True and param.kind in ("i32", "i64") and not item["dim"]):
+        _fail(where, f"{at}.extent", f"{echo(extent)} for {param.name}; only true, for an integer scalar no in or inout array binds")
+    if "max" in item and not (extent and ((type(bound) is str and _IDENTIFIER.fullmatch(bound)) or (type(bound) is int and 0 < bound <= _MAX_INT))):
+        _fail(where, f"{at}.max", f"{echo(bound)} is not a dimension's name or a positive number bounding an extent")
+    key = (param.name, param.kind, item["dim"], arg, extent, bound)
+    scalar = _SCALARS.get(key)
+    if scalar is None:  # immutable, so shared by every kernel that has it (M, N, K, ...)
+        scalar = DeclaredParam(param.name, "", param.kind, (), True, item["dim"], 0, (), 1, 0, arg, None, extent, bound)
+        if len(_SCALARS) < _MAX_INTERNED:
+            _SCALARS[key] = scalar
+    return scalar
+
+
+def signature(where: str, path: str, value: Any, params: tuple[Param, ...], axes: Mapping[str, Any]) -> tuple[DeclaredParam, ...]:
     """A declared signature: one entry per parameter, in the params' order, each
     an array behind a pointer or a scalar of the parameter's own kind."""
     items = _list(where, path, value, _MAX_PARAMS)
@@ -54,18 +111,9 @@ def signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> t
     for i, (raw, param) in enumerate(zip(items, params)):
         at = f"{path}[{i}]"
         if not isinstance(raw, dict) or "array" not in raw:
-            item = _object(where, at, raw, _SCALAR_KEYS)
-            if item["name"] != param.name or item["scalar"] != param.kind or type(item["dim"]) is not bool:
-                _fail(where, at, f"does not describe parameter {param.name} ({param.kind}) as a scalar")
-            key = (param.name, param.kind, item["dim"])
-            scalar = _SCALARS.get(key)
-            if scalar is None:  # immutable, so shared by every kernel that has it (M, N, K, ...)
-                scalar = DeclaredParam(param.name, "", param.kind, (), True, item["dim"], 0, (), 1, 0)
-                if len(_SCALARS) < _MAX_INTERNED:
-                    _SCALARS[key] = scalar
-            result.append(scalar)
+            result.append(_scalar(where, at, _object(where, at, raw, _SCALAR_KEYS, _SCALAR_OPTIONAL), param))
             continue
-        item = _object(where, at, raw, _ARRAY_ITEM_KEYS)
+        item = _object(where, at, raw, _ARRAY_ITEM_KEYS, frozenset({"arg"}))
         array = _object(where, f"{at}.array", item["array"], _ARRAY_KEYS, _ARRAY_OPTIONAL)
         lanes, pack = array.get("lanes", 1), array.get("pack", 0)
         # Written only where not the default (1 lane, not packed).
@@ -80,6 +128,11 @@ def signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> t
             _fail(where, f"{at}.array.dtype", f"{echo(dtype)} is not one of {', '.join(_DTYPES)}")
         if array["role"] not in _ROLES:
             _fail(where, f"{at}.array.role", f"{echo(array['role'])} is not one of {', '.join(_ROLES)}")
+        fill = None
+        if "fill" in array:
+            if array["role"] != "out":
+                _fail(where, f"{at}.array.fill", f"on an {array['role']} array; only an out array is filled before the launch")
+            fill = _fill(where, f"{at}.array.fill", array["fill"], dtype)
         shape = _list(where, f"{at}.array.shape", array["shape"], 8)
         for j, extent in enumerate(shape):
             if not (extent in dims if type(extent) is str else type(extent) is int and 0 < extent <= _MAX_INT):
@@ -90,7 +143,16 @@ def signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> t
         strides = tuple(_list(where, f"{at}.array.strides", array.get("strides", []), 8))
         if strides and (len(strides) != len(shape) or not all(e in dims if type(e) is str else e == 1 and type(e) is int for e in strides)):
             _fail(where, f"{at}.array.strides", f"{echo(list(strides))} is not one integer size parameter or 1 for each of the shape's {len(shape)} dimensions")
-        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional), strides, lanes, pack))
+        arg = _arg(where, at, item, param.name)
+        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional), strides, lanes, pack, arg, fill, False, None))
+    _check_names(where, path, result, axes)
+    return tuple(result)
+
+
+def _check_names(where: str, path: str, result: list[DeclaredParam], axes: Mapping[str, Any]) -> None:
+    """How the parameters name each other: strides, dimensions, extents and their bounds, and argument names."""
+    if not any(not p.scalar and p.role != "out" for p in result):
+        _fail(where, path, "has no in or inout array")
     # A stride is one array's one dimension: named once, and in no shape.
     stride_names = [e for p in result for e in p.strides if type(e) is str]
     shape_names = {e for p in result for e in p.shape}
@@ -98,18 +160,48 @@ def signature(where: str, path: str, value: Any, params: tuple[Param, ...]) -> t
         if stride_names.count(name) > 1 or name in shape_names:
             _fail(where, path, f"stride {name} is named twice, or also in a shape; it must be one array's one dimension")
     # A dimension or a stride is bound from the arrays that name it: each scalar marked so is named, and only those are.
-    named = {extent for p in result for extent in (*p.shape, *p.strides) if type(extent) is str}
+    sizes = {e for p in result if not p.scalar and p.role != "out" for e in p.shape if type(e) is str}
+    bound = sizes | set(stride_names)
+    named = {e for p in result for e in (*p.shape, *p.strides) if type(e) is str}
+    left_out = {e for p in result for e in p.shape[: p.optional]}
     for i, p in enumerate(result):
-        if p.scalar and p.dim != (p.name in named):
+        if p.scalar and p.extent:
+            # Named in out arrays' shapes alone, never left out; bounded by what the in and inout arrays bind.
+            if p.name in bound or p.name not in shape_names or p.name in left_out:
+                _fail(where, f"{path}[{i}].extent", f"{p.name} is not named by out arrays' shapes alone (or is optional in one)")
+            if type(p.max) is str and p.max not in sizes:
+                _fail(where, f"{path}[{i}].max", f"{echo(p.max)} is not a dimension the in or inout arrays bind")
+        elif p.scalar and p.dim != (p.name in named):
             _fail(where, f"{path}[{i}].dim", f"{p.dim} for {p.name}, which {'no' if p.dim else 'an'} array's shape names")
-    if not any(not p.scalar and p.role != "out" for p in result):
-        _fail(where, path, "has no in or inout array")
-    return tuple(result)
+        elif p.scalar and p.dim and p.name not in bound:
+            _fail(where, f"{path}[{i}].dim", f"{p.name} is named by no in or inout array, and is not an extent the caller passes")
+    args: set[str] = set()
+    for i, p in enumerate(result):
+        if p.arg in args or p.arg in axes:
+            _fail(where, f"{path}[{i}]", f"argument name {p.arg} is also {'an axis' if p.arg in axes else 'another parameter'}'s")
+        args.add(p.arg)
 
 
-def backward(where: str, path: str, value: Any) -> tuple[str, tuple[str, ...]]:
-    """A declared kernel's backward pairing: (the family, the arrays it saves)."""
-    item = _object(where, path, value, frozenset({"family", "saves"}))
-    family = _text(where, f"{path}.family", item["family"], _IDENTIFIER, "a family name")
-    saves = tuple(_text(where, f"{path}.saves[{i}]", s, _IDENTIFIER, "an array name") for i, s in enumerate(_list(where, f"{path}.saves", item["saves"], _MAX_PARAMS)))
-    return family, saves
+def backward(where: str, path: str, value: Any, name: str) -> Backward:
+    """A declared kernel's gradient: its gradient kernels with what each saves, or its route."""
+    item = _object(where, path, value, frozenset(), frozenset({"kernels", "through"}))
+    if len(item) != 1:
+        _fail(where, path, "needs exactly one of kernels (its gradient kernels) and through (its route)")
+    if "through" in item:
+        through = _text(where, f"{path}.through", item["through"], _IDENTIFIER, "a kernel name")
+        if through == name:
+            _fail(where, f"{path}.through", "is the kernel itself")
+        return Backward((), through)
+    entries = _list(where, f"{path}.kernels", item["kernels"], _MAX_PARAMS)
+    if not entries:
+        _fail(where, f"{path}.kernels", "is empty; a kernel with no gradient has no backward")
+    kernels = []
+    for i, raw in enumerate(entries):
+        at = f"{path}.kernels[{i}]"
+        entry = _object(where, at, raw, frozenset({"kernel", "saves"}))
+        kernel = _text(where, f"{at}.kernel", entry["kernel"], _IDENTIFIER, "a kernel name")
+        saves = tuple(_text(where, f"{at}.saves[{j}]", s, _IDENTIFIER, "an array name") for j, s in enumerate(_list(where, f"{at}.saves", entry["saves"], _MAX_PARAMS)))
+        if kernel == name or any(kernel == k for k, _ in kernels):
+            _fail(where, f"{at}.kernel", f"{kernel} is {'the kernel itself' if kernel == name else 'listed twice'}")
+        kernels.append((kernel, saves))
+    return Backward(tuple(kernels), "")

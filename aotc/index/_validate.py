@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, NoReturn
 
-__all__ = ["Validated", "duplicate_kind", "freeze", "kernel", "toolkit_entry", "validate", "validate_top"]
+__all__ = ["Validated", "backward_targets", "duplicate_kind", "freeze", "kernel", "toolkit_entry", "validate", "validate_top"]
 
 _TOP_REQUIRED = frozenset({"schema", "library", "semirings", "kernels", CHECKSUM_KEY})
 # kernel_lines: the directory of the one-kernel-a-line layout (aotc.index._lines), held to
@@ -251,8 +251,8 @@ def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any], who
     # first use leaves its signature (sealed, like every field) to a whole-index check.
     signature = None
     if declared and (whole or not by_kind):
-        signature = _declared_entries.signature(where, f"{path}.signature", entry["signature"], params)
-    backward = _declared_entries.backward(where, f"{path}.backward", entry["backward"]) if "backward" in entry else None
+        signature = _declared_entries.signature(where, f"{path}.signature", entry["signature"], params, axes)
+    backward = _declared_entries.backward(where, f"{path}.backward", entry["backward"], name) if "backward" in entry else None
     launch = _launch(where, f"{path}.launch", entry["launch"], params)
     fatbin = _file(where, f"{path}.fatbin", entry["fatbin"], "")
     source = _file(where, f"{path}.source", entry["source"], SOURCE_DIR)
@@ -273,7 +273,7 @@ def validate_top(where: str, document: Any) -> ToolkitEntry | None:
         _fail(where, "", f"not an aotc index (the top level is {_type(document)}, not an object)")
     schema = document.get("schema")
     if type(schema) is not int or schema != SCHEMA:  # not True, not 2.0
-        hint = "; rebuild the library with this aotc" if schema == 1 else ""
+        hint = "; rebuild the library with this aotc" if type(schema) is int and 0 < schema < SCHEMA else ""
         _fail(where, "", f"index schema {echo(schema)}, this aotc reads schema {SCHEMA}{hint}")
     _object(where, "", document, _TOP_REQUIRED, _TOP_OPTIONAL)
     _text(where, "library", document["library"], _IDENTIFIER, "a library name")
@@ -310,4 +310,22 @@ def validate(where: str, document: Any) -> Validated:
         if other != name:
             duplicate_kind(where, name, other)
         kernels[name] = checked
+    for checked in kernels.values():
+        backward_targets(where, checked, kernels)
     return Validated(document, kernels, toolkit)
+
+
+def backward_targets(where: str, checked: IndexKernel, kernels: Mapping[str, Any]) -> None:
+    """The kernels ``checked``'s backward names are kernels of the index (``kernels``:
+    its names, or its checked views, which also hold a route's target to having
+    gradient kernels of its own)."""
+    if checked.backward is None:
+        return
+    path = f"kernels.{checked.name}.backward"
+    named = [(f"{path}.through", checked.backward.through)] if checked.backward.through else [(f"{path}.kernels[{i}].kernel", k) for i, (k, _) in enumerate(checked.backward.kernels)]
+    for at, target in named:
+        if target not in kernels:
+            _fail(where, at, f"{echo(target)} is not a kernel of this index")
+        route = kernels[target]
+        if checked.backward.through and isinstance(route, IndexKernel) and (route.backward is None or route.backward.through):
+            _fail(where, at, f"{target} has no gradient kernels of its own to route to")

@@ -28,7 +28,7 @@ from types import MappingProxyType
 from aotc.errors import IndexFormatError, UnknownKernelError, UnreadableFileError
 from aotc.index import _lines
 from aotc.index._json import parse_index_bytes, read_index_file
-from aotc.index._validate import duplicate_kind, freeze, kernel, validate, validate_top
+from aotc.index._validate import backward_targets, duplicate_kind, freeze, kernel, validate, validate_top
 from aotc.index.files import FolderFiles, MemberFiles
 from aotc.index.schema import INDEX_NAME
 
@@ -125,6 +125,7 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
         others = [other for other in self._lines.claimants(checked.key) if other != name]
         if others:
             duplicate_kind(self._where, name, others[0])
+        backward_targets(self._where, checked, self._lines.names)  # a target is checked when it is used
         self._entries[name] = entry
         self._checked[name] = checked  # a race checks twice, with the same answer
         return checked

@@ -44,7 +44,8 @@ __all__ = [
 ]
 
 # 2: every kernel and the top level carry a "checksum" table (below); schema 1 had none.
-SCHEMA = 2
+# 3: a declared kernel's backward names its gradient kernels or its route, not a family.
+SCHEMA = 3
 INDEX_NAME = "index.json"
 SOURCE_DIR = "src"
 

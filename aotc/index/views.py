@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, ClassVar
 
-__all__ = ["DeclaredParam", "FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
+__all__ = ["Backward", "DeclaredParam", "FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
 
 # (semiring, dtype, pass, variant): how the tropical API finds a kernel.
 KernelKey = tuple[str, str, str, str]
@@ -58,10 +58,18 @@ class DeclaredParam(Record):
     "inout", ``dtype``, ``shape`` of dimension names and fixed extents, the
     first ``optional`` of which a call may leave out, and its ``strides`` where
     declared) or a scalar (``scalar`` its type, ``dim`` whether the arrays bind
-    it: a dimension or a stride)."""
+    it: a dimension or a stride).
 
-    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional", "strides", "lanes", "pack")
-    _defaults: ClassVar[dict[str, Any]] = {"optional": 0, "strides": (), "lanes": 1, "pack": 0}
+    ``arg`` is the name the bindings give it (keywords, messages, op schemas):
+    the manifest's ``arg:``, else ``name``, which the kernel's C code, shapes,
+    strides and launch expressions use. An out array may be ``fill``-ed before
+    the launch (a number of its dtype's kind; ``float("inf")`` for "+inf"). A
+    scalar that is an ``extent`` is named only in out arrays' shapes: the
+    caller passes it, bounded by ``max`` (a dimension the in and inout arrays
+    bind, or a number; None: its type's range, and at least 0)."""
+
+    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional", "strides", "lanes", "pack", "arg", "fill", "extent", "max")
+    _defaults: ClassVar[dict[str, Any]] = {"optional": 0, "strides": (), "lanes": 1, "pack": 0, "fill": None, "extent": False, "max": None}
     __slots__ = _fields
     name: str
     role: str  # "" for a scalar
@@ -73,6 +81,25 @@ class DeclaredParam(Record):
     strides: tuple[str | int, ...]  # per dimension, where declared: a stride parameter's name, or 1
     lanes: int  # values of dtype an element (tropical counting's pairs: 2)
     pack: int  # one-bit values a word along the last dimension; 0: not packed
+    arg: str  # the bindings' name of it: always set (``name`` where the manifest gives none)
+    fill: int | float | bool | None  # an out array's value before the launch; None: not filled
+    extent: bool  # a scalar the caller passes that sizes out arrays
+    max: str | int | None  # an extent's bound: a dimension's name or a number; None: its type's range
+
+
+class Backward(Record):
+    """How a declared kernel is differentiated, resolved to kernel names by the
+    build: the gradient kernels, each with the forward arrays it keeps
+    (``kernels``: (kernel, saves) pairs), or a route (``through``: the kernel
+    of the same family that computes this one's outs and more, run forward in
+    its place when a gradient is wanted, whose gradient kernels are used).
+    Exactly one of the two is set: ``kernels`` is empty for a route, and
+    ``through`` is "" for gradient kernels."""
+
+    _fields = ("kernels", "through")
+    __slots__ = _fields
+    kernels: tuple[tuple[str, tuple[str, ...]], ...]
+    through: str
 
 
 class IndexKernel(Record):
@@ -104,7 +131,7 @@ class IndexKernel(Record):
     resources: Mapping[str, Mapping[str, int]]
     axes: Mapping[str, str | int] | None  # a declared kernel's axis values
     signature: tuple[DeclaredParam, ...] | None
-    backward: tuple[str, tuple[str, ...]] | None  # (the family computing its gradients, the arrays it saves)
+    backward: Backward | None  # None: the kernel has no gradient
 
     @property
     def key(self) -> KernelKey:

@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 
 from aotc._version import __version__
+from aotc.build._backward_fields import Gradient
 from aotc.build.index_writer import build_index, dumps, kernel_entry, seal
 from aotc.build.manifest import Manifest, load_manifest
+from aotc.build.signature import ArrayParam, ScalarParam
+from aotc.dtypes import DTYPES
 from aotc.index import SCHEMA, LibraryIndex, sha256_bytes
 from aotc.index.schema import KERNEL_SEALED, TOP_SEALED, canonical_json
 
@@ -102,6 +105,27 @@ def test_what_the_writer_writes_the_reader_reads(manifest: Manifest) -> None:
     assert kernel.launch.block == manifest.kernels[0].launch.block
     assert kernel.pack_format == "@" + "".join(p.pack for p in manifest.kernels[0].params)
     assert index.toolkit is not None and index.toolkit.min_driver == 13000
+
+
+def test_argument_names_fills_and_extents_are_written_only_where_declared() -> None:
+    f32, i32 = DTYPES["f32"], DTYPES["i32"]
+    plain = {"name": "C", "array": {"dtype": "f32", "role": "out", "shape": ["M", "k"]}}
+    assert ArrayParam("C", f32, "out", ("M", "k")).to_json() == plain
+    assert ArrayParam("C", f32, "out", ("M", "k"), arg="C").to_json() == plain  # the name itself is not written
+    filled = ArrayParam("C", f32, "out", ("M", "k"), arg="out", fill=float("-inf")).to_json()
+    assert filled == {"name": "C", "arg": "out", "array": {**plain["array"], "fill": "-inf"}}  # JSON has no infinity
+    assert ArrayParam("K", i32, "out", ("M",), fill=0).to_json()["array"]["fill"] == 0
+    assert ScalarParam("M", "i32", True).to_json() == {"name": "M", "scalar": "i32", "dim": True}
+    extent = ScalarParam("k", "i32", False, arg="width", extent=True, max="N").to_json()
+    assert extent == {"name": "k", "arg": "width", "scalar": "i32", "dim": False, "extent": True, "max": "N"}
+    assert ScalarParam("k", "i64", False, extent=True).to_json() == {"name": "k", "scalar": "i64", "dim": False, "extent": True}
+
+
+def test_a_backward_is_written_as_kernel_names() -> None:
+    assert Gradient((("g_a", ("Kstar", "B")), ("g_b", ("Kstar", "A")))).to_json() == {
+        "kernels": [{"kernel": "g_a", "saves": ["Kstar", "B"]}, {"kernel": "g_b", "saves": ["Kstar", "A"]}]
+    }
+    assert Gradient(through="gemm_argmax").to_json() == {"through": "gemm_argmax"}
 
 
 def test_the_build_imports_the_schema_and_not_the_reader() -> None:

@@ -128,7 +128,7 @@ DOCUMENT_FAULTS = [
     ("checksum not hex", _set("kernels.k1.checksum.launch", "zz"), False, "kernels.k1.launch checksum: 'zz' is not a sha256 digest"),
     ("top checksum gone", _delete("checksum"), False, "checksum: missing"),
     # types and ranges of what a launch uses
-    ("kind unknown", _set("kernels.k1.params[0].kind", "float"), True, "kernels.k1.params[0].kind: 'float' is not one of ptr, i32, i64"),
+    ("kind unknown", _set("kernels.k1.params[0].kind", "float"), True, "kernels.k1.params[0].kind: 'float' is not one of ptr, f32, f64, i32, i64"),
     ("pack disagrees", _set("kernels.k1.params[2].pack", "q"), True, "kernels.k1.params[2].pack: 'q' is not the pack code of kind 'i32' ('i')"),
     ("param twice", _set("kernels.k1.params[1].name", "A"), True, "kernels.k1.params[1].name: 'A' names two parameters"),
     ("params not a list", _set("kernels.k1.params", {}), True, "kernels.k1.params: is an object, not a list"),
@@ -154,10 +154,11 @@ DOCUMENT_FAULTS = [
     ("registers negative", _set("kernels.k1.resources.80.registers", -1), True, "kernels.k1.resources.80.registers: -1 is outside"),
     ("semiring counting a string", _set("semirings.maxplus.counting", "no"), True, "semirings.maxplus.counting: is a string, not a boolean"),
     # the top level
-    ("schema 1", _set("schema", 1), True, "index schema 1, this aotc reads schema 2; rebuild the library"),
-    ("schema missing", _delete("schema"), True, "index schema None, this aotc reads schema 2"),
+    ("schema 1", _set("schema", 1), True, f"index schema 1, this aotc reads schema {SCHEMA}; rebuild the library"),
+    ("schema 2", _set("schema", 2), True, f"index schema 2, this aotc reads schema {SCHEMA}; rebuild the library"),
+    ("schema missing", _delete("schema"), True, f"index schema None, this aotc reads schema {SCHEMA}"),
     ("schema true", _set("schema", True), True, "index schema True"),
-    ("schema a float", _set("schema", 2.0), True, "index schema 2.0, this aotc reads schema 2"),
+    ("schema a float", _set("schema", 3.0), True, f"index schema 3.0, this aotc reads schema {SCHEMA}"),
     ("unknown top key", _set("extra", 1), True, "(top level): unknown key 'extra'"),
     ("library with a newline", _set("library", "a\nb"), True, "library: 'a\\nb' is not a library name"),
     ("kernels a list", _set("kernels", []), False, "kernels: is a list, not an object"),

@@ -4,6 +4,7 @@ kernel and a family's first use checks that family's kernels alone."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import aotc
 import aotc.kernels
 from aotc.errors import IndexFormatError
 from aotc.index import LibraryIndex
+from aotc.index.views import Backward
 from declared_support import ROWOPS, declared_library
 
 
@@ -54,3 +56,107 @@ def test_a_directory_that_files_a_kernel_under_another_family_is_refused(lib: Pa
         kernels.softmax(np.ones((2, 3)))  # the family that claims it checks it
     with pytest.raises(IndexFormatError, match=r"kernel_lines\.scan_f32: does not give the kernel's family$"):
         LibraryIndex.open(lib)  # read whole (aotc inspect): the directory is held to the table
+
+
+def _rewrite(lib: Path, change: Any) -> None:
+    """Edit a kernel entry of ``lib``'s index and reseal it, as a careless tool might."""
+    import json
+
+    from aotc.build.index_writer import dumps, seal
+
+    path = lib / "index.json"
+    index = json.loads(path.read_text())
+    change(index["kernels"]["softmax_f32"])
+    path.write_bytes(dumps(seal(index)))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda e: e["signature"][0]["array"].update(dtype="f16"), r"kernels\.softmax_f32\.signature\[0\]\.array\.dtype: 'f16' is not one of f32, f64, i32, i64, bool, u32$"),
+        (lambda e: e["signature"][3].update(dim=False), r"kernels\.softmax_f32\.signature\[3\]\.dim: False for rows, which an array's shape names$"),
+        (lambda e: e["signature"][0]["array"].update(optional=["rows"]), r"signature\[0\]\.array\.optional: \['rows'\] is not a run of the shape's leading dimensions$"),
+        (lambda e: e["signature"][0]["array"].update(optional="batch"), r"signature\[0\]\.array\.optional: is "),
+        (lambda e: e["signature"][1]["array"].update(shape=["rows", "x"]), r"signature\[1\]\.array\.shape\[1\]: 'x' is neither an integer size parameter nor a positive number$"),
+        (lambda e: e["signature"][0]["array"].update(role="out"), r"kernels\.softmax_f32\.signature: has no in or inout array$"),
+        (lambda e: e["launch"]["grid"][0].update(extent="rows*y"), r"launch\.grid\[0\]\.extent: 'rows\*y' is neither a size parameter, a number, nor a product of them$"),
+        # The new declarations: argument names, fills, caller-given extents, resolved backwards.
+        (lambda e: e["signature"][0].update(arg="lambda"), r"signature\[0\]\.arg: 'lambda' is a name the bindings keep for themselves$"),
+        (lambda e: e["signature"][0].update(arg="stream"), r"signature\[0\]\.arg: 'stream' is a name the bindings keep"),
+        (lambda e: e["signature"][0].update(arg="_aotc_x"), r"signature\[0\]\.arg: '_aotc_x' is a name the bindings keep"),
+        (lambda e: e["signature"][0].update(arg="x y"), r"signature\[0\]\.arg: 'x y' is not an argument name$"),
+        (lambda e: e["signature"][0].update(arg="y"), r"kernels\.softmax_f32\.signature\[1\]: argument name y is also another parameter's$"),
+        (lambda e: e["signature"][0].update(arg="dtype"), r"kernels\.softmax_f32\.signature\[0\]: argument name dtype is also an axis's$"),
+        (lambda e: e["signature"][3].update(arg="r"), r"signature\[3\]\.arg: rows is bound from the arrays, never passed: it has no argument name$"),
+        (lambda e: e["signature"][0]["array"].update(fill=0), r"signature\[0\]\.array\.fill: on an in array; only an out array is filled before the launch$"),
+        (lambda e: e["signature"][1]["array"].update(fill="inf"), r"signature\[1\]\.array\.fill: 'inf' is not a value of a f32 array$"),
+        (lambda e: e["signature"][1]["array"].update(fill=True), r"signature\[1\]\.array\.fill: True is not a value of a f32 array$"),
+        (lambda e: e["signature"][2].update(dim=False, extent=True), r"signature\[2\]\.extent: batch is not named by out arrays' shapes alone"),
+        (lambda e: e["signature"][3].update(extent=True), r"signature\[3\]\.extent: True for rows; only true, for an integer scalar no in or inout array binds$"),
+        (lambda e: e["signature"][3].update(max=4), r"signature\[3\]\.max: 4 is not a dimension's name or a positive number bounding an extent$"),
+        (lambda e: e.update(backward={"family": "softmax_backward", "saves": ["y"]}), r"kernels\.softmax_f32\.backward: unknown key 'family'$"),
+        (lambda e: e.update(backward={"kernels": []}), r"kernels\.softmax_f32\.backward\.kernels: is empty"),
+        (lambda e: e.update(backward={"kernels": [{"kernel": "softmax_backward_f32"}]}), r"backward\.kernels\[0\]\.saves: missing$"),
+        (lambda e: e.update(backward={"kernels": [{"kernel": "nope", "saves": []}]}), r"backward\.kernels\[0\]\.kernel: 'nope' is not a kernel of this index$"),
+        (lambda e: e.update(backward={"through": "softmax_f32"}), r"kernels\.softmax_f32\.backward\.through: is the kernel itself$"),
+        (lambda e: e.update(backward={"through": "scan_f32", "kernels": []}), r"kernels\.softmax_f32\.backward: needs exactly one of kernels"),
+    ],
+)
+def test_an_index_entry_the_bindings_could_not_trust_is_refused(tmp_path: Path, change: Any, message: str) -> None:
+    from aotc.errors import IndexFormatError
+
+    lib = declared_library(tmp_path, ROWOPS / "manifest.yaml")
+    _rewrite(lib, change)
+    with pytest.raises(IndexFormatError, match=message):
+        aotc.kernels.over(aotc.load(lib, backend="emulator")).softmax(np.ones((2, 2)))
+
+
+def _with_extent(entry: dict[str, Any]) -> None:
+    """softmax_f32 with x named a, y filled with -inf and sized by a caller's k up to cols."""
+    entry["params"].append({"name": "k", "ctype": "int", "kind": "i32", "pack": "i"})
+    entry["signature"].append({"name": "k", "scalar": "i32", "dim": False, "extent": True, "max": "cols"})
+    entry["signature"][0]["arg"] = "a"
+    entry["signature"][1]["array"].update(shape=["batch", "rows", "k"], fill="-inf")
+
+
+def test_the_new_declarations_read_back_as_the_views_say(tmp_path: Path) -> None:
+    lib = declared_library(tmp_path, ROWOPS / "manifest.yaml")
+    _rewrite(lib, _with_extent)
+    index = LibraryIndex.open(lib)
+    x, y, batch, _, _, k = index.kernel("softmax_f32").signature
+    assert (x.arg, y.arg, batch.arg, k.arg) == ("a", "y", "batch", "k")  # the name where no arg is written
+    assert (x.fill, y.fill) == (None, float("-inf"))
+    assert (k.scalar, k.dim, k.extent, k.max) == (True, False, True, "cols")
+    assert (batch.extent, batch.max) == (False, None)
+    assert index.kernel("softmax_f32").backward == Backward((("softmax_backward_f32", ("y",)),), "")
+    assert index.kernel("softmax_backward_f32").backward is None
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fill", "view"),
+    [("f32", 0, 0.0), ("f32", "+inf", float("inf")), ("f64", -2.5, -2.5), ("i32", -(2**31), -(2**31)), ("i64", 2**63 - 1, 2**63 - 1), ("u32", 2**32 - 1, 2**32 - 1), ("bool", False, False)],
+)
+def test_a_fill_reads_back_as_its_dtype_holds_it(tmp_path: Path, dtype: str, fill: Any, view: Any) -> None:
+    lib = declared_library(tmp_path, ROWOPS / "manifest.yaml")
+    _rewrite(lib, lambda e: e["signature"][1]["array"].update(dtype=dtype, fill=fill))
+    found = LibraryIndex.open(lib).kernel("softmax_f32").signature[1].fill
+    assert (found, type(found)) == (view, type(view))
+
+
+@pytest.mark.parametrize(("dtype", "fill"), [("i32", 2**31), ("u32", -1), ("i64", 1.0), ("bool", 1), ("f32", "0"), ("f32", "1e400")])
+def test_a_fill_its_dtype_cannot_hold_is_refused(tmp_path: Path, dtype: str, fill: Any) -> None:
+    lib = declared_library(tmp_path, ROWOPS / "manifest.yaml")
+    _rewrite(lib, lambda e: e["signature"][1]["array"].update(dtype=dtype, fill=fill))
+    if fill == "1e400":  # a number JSON reads as infinity: the index spells that "+inf"
+        _lie(lib, b'"fill": "1e400"', b'"fill": 1e400')
+    with pytest.raises(IndexFormatError, match=rf"signature\[1\]\.array\.fill: .* is not a value of a {dtype} array$"):
+        LibraryIndex.open(lib)
+
+
+def test_a_route_must_lead_to_gradient_kernels(tmp_path: Path) -> None:
+    lib = declared_library(tmp_path, ROWOPS / "manifest.yaml")
+    _rewrite(lib, lambda e: e.update(backward={"through": "scan_f32"}))
+    with pytest.raises(IndexFormatError, match=r"kernels\.softmax_f32\.backward\.through: scan_f32 has no gradient kernels of its own to route to$"):
+        LibraryIndex.open(lib)  # read whole: the target is checked too
+    _rewrite(lib, lambda e: e.update(backward={"through": "softmax_f64"}))
+    assert LibraryIndex.open(lib).kernel("softmax_f32").backward == Backward((), "softmax_f64")  # softmax_f64 has gradient kernels
