@@ -52,6 +52,7 @@ class Kernels:
         self._kernels = by_family
         self._families: dict[str, Family] = {}
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
+        self.serial = next(_serials)  # names it in _READY, where an id could be reused
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -99,10 +100,12 @@ class Kernels:
         return next(layout for layout in family.layouts.values() if kernel in layout.kernels)
 
     def __getattr__(self, name: str) -> Any:
-        """A family's callable: its one layout's entry, or the ``Family``; or a layout's entry by its op name."""
+        """A family's callable: its one layout's entry, or the ``Family``; or a
+        layout's entry by its op name. Made on first use and kept as an
+        attribute, so later reads do not come here."""
         if name.startswith("_"):
             raise AttributeError(name)
-        return _binding(self, name)
+        return _READY[_prepare(self, name)]
 
     def __dir__(self) -> list[str]:
         return [*super().__dir__(), *self._kernels, *self._layouts]
@@ -117,15 +120,27 @@ class Kernels:
         return register(self)
 
 
+# The bindings made, by the key _prepare returns: what a traced first use reads (_traced).
+_READY: dict[str, Any] = {}
+_serials = iter(range(1, 1 << 62))
+
+
 @constant_when_traced  # a first use under torch.compile makes the binding eagerly (_traced)
-def _binding(kernels: Kernels, name: str) -> Any:
-    """``kernels.<name>``: a family's one layout's entry, or the ``Family``; or a layout's entry by its op name."""
+def _prepare(kernels: Kernels, name: str) -> str:
+    """Make ``kernels.<name>`` (a family's one layout's entry, or the ``Family``;
+    or a layout's entry by its op name), keep it as an attribute and in
+    ``_READY``; returns its key there."""
     if name in kernels._kernels:  # noqa: SLF001 - the Kernels' own table
         family = kernels.family(name)
         only = family.only
-        return family if only is None else only.entry or only
-    layout = kernels.layout(name)
-    return layout.entry or layout
+        found = family if only is None else only.entry or only
+    else:
+        layout = kernels.layout(name)
+        found = layout.entry or layout
+    kernels.__dict__[name] = found
+    key = f"{kernels.serial}.{name}"
+    _READY[key] = found
+    return key
 
 
 def over(library: Any) -> Kernels:

@@ -107,7 +107,9 @@ def entry_for(layout: Layout) -> Any:
         "                if _aotc_o is not None:",
         *[f"                    _aotc_bump({name})" for name in layout.inouts],
         f"                    return {_results(layout, '_aotc_o')}",
-        f"        return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}})",
+        # No plan yet: the op's kernel itself, which leaves one.
+        f"            return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, True)",
+        f"        return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, False)",
     ]
     for axis in open_axes:
         lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]

@@ -47,10 +47,10 @@ __all__ = ["call"]
 def _static(name: str, value: Any, what: str) -> None:
     """A scalar, extent or axis value a callback is kept by: a Python value, never a traced one."""
     if isinstance(value, jax.core.Tracer):
-        msg = f"{name}: a traced value; {what} is a Python value (under jax.jit, mark {name} static)"
+        msg = f"{name}: a traced value; {what} (under jax.jit, mark {name} static)"
         raise ArgumentTypeError(msg)
     if isinstance(value, (jax.Array, list, dict, set)):
-        msg = f"{name}: expected a Python number, got {type(value).__name__}"
+        msg = f"{name}: expected {'a number' if 'number' in what else 'a value'}, got {type(value).__name__}"
         raise ArgumentTypeError(msg)
 
 
@@ -58,10 +58,10 @@ def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
     """The layout's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
     refuse_given(stream=stream, **{name: values.get(name) for name in layout.outs})
     for axis, value in axes.items():
-        _static(axis, value, "an axis")
+        _static(axis, value, "a kernel's axes are Python values")
     scalars = {name: values[name] for name in layout.arguments}
     for name, value in scalars.items():
-        _static(name, value, "a scalar argument of a kernel")
+        _static(name, value, "a family's scalar arguments are Python numbers")
     given = tuple(as_jax(values[name], name) for name in layout.given)
     decision = _decide(layout, given, axes, scalars)
     kernel = decision.kernel
@@ -73,17 +73,18 @@ def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def _dtype(array: Any, name: str) -> str:
+def _dtype(array: Any, name: str, layout: Any = None) -> str:
     found = by_numpy(str(array.dtype))
     if found is None:
-        msg = f"{name}: dtype {array.dtype} has no kernel ({', '.join(d.numpy for d in DTYPES.values())})"
+        of = f" of {layout.name}" if layout is not None else ""
+        msg = f"{name}: dtype {array.dtype} has no kernel{of} ({', '.join(d.numpy for d in DTYPES.values())})"
         raise ArgumentTypeError(msg)
     return found.name
 
 
 def _decide(layout: Any, given: tuple[Any, ...], axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
     shapes = {name: tuple(x.shape) for name, x in zip(layout.given, given)}
-    dtypes = {name: _dtype(x, name) for name, x in zip(layout.given, given)}
+    dtypes = {name: _dtype(x, name, layout) for name, x in zip(layout.given, given)}
     return decide(layout, shapes, dtypes, axes, {name: scalars[name] for name in layout.extents}, {})
 
 

@@ -114,7 +114,7 @@ class Layout:
             elif key in self.positional or key in self.outs:
                 values[key] = value
             else:
-                known = ", ".join((*self.positional, *self.outs, *self.open_axes, "stream"))
+                known = ", ".join((*self.positional, *self.outs, *self.family.axes, "stream"))
                 msg = f"{self.name}(): unknown argument {key!r} (known: {known})"
                 raise ArgumentTypeError(msg)
         missing = [name for name in self.positional if name not in values]

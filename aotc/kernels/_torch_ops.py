@@ -99,7 +99,8 @@ def register(kernels: Kernels) -> Any:
     for layout in layouts:
         layout.torch_op = getattr(ops, layout.name)
     for layout in layouts:
-        register_autograd(layout, namespace, library)
+        if not layout.inouts:  # PyTorch takes autograd formulas for functional ops only; the route refuses the others
+            register_autograd(layout, namespace, library)
     _registered[namespace] = (library, kernels)
     return ops
 

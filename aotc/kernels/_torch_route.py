@@ -59,14 +59,24 @@ def to_op(layout: Layout, values: dict[str, Any], stream: Any) -> bool:
     return all(isinstance(values[name], tensor) for name in layout.given)
 
 
-@constant_when_traced  # registered eagerly where a first use is traced by torch.compile (_traced)
+# The ops registered, by the key _register returns: what a traced first use reads (_traced).
+_OPS: dict[str, Any] = {}
+
+
 def op_of(layout: Layout) -> Any:
     """The layout's op, registering the library's ops on first use."""
     op = layout.torch_op
     if op is None:
-        layout.family.bindings.torch_ops()
-        op = layout.torch_op
+        op = _OPS[_register(layout)]
     return op
+
+
+@constant_when_traced  # registered eagerly where a first use is traced by torch.compile (_traced)
+def _register(layout: Layout) -> str:
+    layout.family.bindings.torch_ops()
+    key = f"{layout.family.bindings.serial}.{layout.name}"
+    _OPS[key] = layout.torch_op
+    return key
 
 
 def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any:
@@ -85,7 +95,11 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
         direct = direct_all((*(values[name] for name in layout.given), *outs))
         (layout.torch_out_kernel if direct else op.out)(*arguments, **dict(zip(layout.outs, outs)), **axes)
     else:
-        route = _through(layout, values, axes) if records(layout, values) else None
+        recording = records(layout, values)
+        if recording and layout.inouts:
+            msg = f"{layout.inouts[0]}: {layout.name} writes it in place, which autograd cannot follow; call under torch.no_grad()"
+            raise ArgumentError(msg)
+        route = _through(layout, values, axes) if recording else None
         if route is not None:
             other, other_axes = route
             outs = op_of(other)(*arguments, **other_axes)
@@ -99,10 +113,18 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
     return results[0] if len(results) == 1 else results
 
 
-def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any]) -> Any:
-    """The generated entry's tensor calls that no plan answered: through the op."""
+def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any], direct: bool) -> Any:
+    """The generated entry's tensor calls that no plan answered: through the op,
+    or, where nothing but it would see the op (``direct``), its kernel itself."""
     values = dict(zip(layout.positional, args))
-    return call_op(layout, values, {axis: value for axis, value in axes.items() if value is not None})
+    axes = {axis: value for axis, value in axes.items() if value is not None}
+    if not direct:
+        return call_op(layout, values, axes)
+    op_of(layout)  # registered: its kernel is made with it
+    outs = layout.torch_kernel(*args, **axes)
+    by_name = dict(zip(layout.outs, outs if isinstance(outs, tuple) else (outs,)))
+    results = tuple(by_name[name] if name in by_name else values[name] for name in layout.results)
+    return results[0] if len(results) == 1 else results
 
 
 def _through(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Layout, dict[str, Any]] | None:

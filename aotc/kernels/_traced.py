@@ -4,10 +4,12 @@ A call's first use loads an index entry, checks its kernels, makes the
 layouts and registers the PyTorch ops: file reads, ``bytes.find``, a
 ``torch.library.Library``. Dynamo can trace none of it, and with
 ``fullgraph=True`` a compiled function whose first use is a traced call
-would fail. The functions that do that work return, for the same arguments,
-the same object every time (a family's binding, an op), so they are what
-``torch.compiler.assume_constant_result`` is for: dynamo calls them while
-tracing and keeps their result, guarded on their arguments' identity.
+would fail. So the function that does that work is one
+``torch.compiler.assume_constant_result`` takes: dynamo calls it while
+tracing, with its arguments as they are (guarded on their identity), and
+keeps its result. That result is a str, a key into a module's dict of what
+was made (the binding, the op), which dynamo then reads like any global:
+a constant result may not be an object dynamo would have to guard.
 
 ``constant_when_traced`` marks a function the way that decorator does
 (``tests/kernels/test_traced.py`` holds the two to the same mark), without

@@ -123,17 +123,27 @@ def set_library(library: Any = None, *, backend: Any = None) -> Any:
     return library
 
 
-@constant_when_traced  # loaded eagerly where a first use is traced by torch.compile
 def _api() -> Tropical:
     api = _shared["api"]
     if api is None:
-        with _lock:
-            if _shared["api"] is None:
-                from aotc.runtime.library import load
-
-                _shared["api"] = over(load("tropical"))
-            api = _shared["api"]
+        api = _default[_load_default()]
     return api
+
+
+_default: dict[str, Tropical] = {}  # the installed library's handle, as _load_default leaves it
+
+
+@constant_when_traced  # loaded eagerly where a first use is traced by torch.compile (aotc.kernels._traced)
+def _load_default() -> str:
+    """Load the installed tropical library as the module functions' (where none
+    is set); returns the key of its handle in ``_default``."""
+    with _lock:
+        if _shared["api"] is None:
+            from aotc.runtime.library import load
+
+            _shared["api"] = over(load("tropical"))
+        _default["api"] = _shared["api"]
+    return "api"
 
 
 def _library() -> Any:

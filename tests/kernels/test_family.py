@@ -110,31 +110,31 @@ def test_an_axis_the_arrays_do_not_decide_must_be_given(axpy: Any) -> None:  # n
 
 
 def test_a_repeat_call_with_alike_arrays_takes_its_plan(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
-    family = rowops.family("softmax")
-    family._plans.clear()  # noqa: SLF001 - what the test watches
-    family.numpy_plans.clear()
+    layout = rowops.layout("softmax")
+    layout.decisions.clear()
+    layout.numpy_plans.clear()
     x = RNG.normal(size=(4, 9))
     first = rowops.softmax(x)
-    assert len(family.numpy_plans) == 1 and len(family._plans) == 1  # noqa: SLF001
+    assert len(layout.numpy_plans) == 1 and len(layout.decisions) == 1
     second = rowops.softmax(x + 1)  # through the generated entry's plan
-    assert len(family._plans) == 1  # noqa: SLF001
+    assert len(layout.decisions) == 1
     np.testing.assert_allclose(first, second, rtol=1e-13)  # softmax is shift-invariant
     out = np.empty_like(x)
     assert rowops.softmax(x + 2, y=out) is out
     np.testing.assert_allclose(out, first, rtol=1e-13)
     rowops.softmax(x.astype(np.float32))
-    assert len(family._plans) == 3  # noqa: SLF001
+    assert len(layout.decisions) == 3
 
 
 def test_a_plan_refuses_what_the_full_path_must_name(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
     """A plan never vouches for a call it cannot check: a read-only, aliased or
     overlapping inout array, or an odd scalar, goes the full way and gets its error."""
     x, y = RNG.normal(size=(3, 8)), RNG.normal(size=(3, 8))
-    entry = axpy.family("axpy")
+    entry = axpy.layout("axpy")
     entry.numpy_plans.clear()
     axpy.axpy(x, y, 1.0, threads=64)  # the axis chosen by keyword ends the plan's key
     axpy.axpy(x, y, 1.0, threads=128)
-    assert [key[-1] for key in entry.numpy_plans] == [64, 128]
+    assert [key[-1] for key in entry.numpy_plans.plans] == [64, 128]
     expected = y + 2.0 * x
     assert axpy.axpy(x, y, 2.0, threads=64) is y  # the plan's call
     np.testing.assert_allclose(y, expected, rtol=1e-15)
@@ -162,21 +162,21 @@ def test_a_plan_checks_the_objects_every_call(rowops: Any) -> None:  # noqa: F81
 def test_families_are_listed_and_kept_with_the_library(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
     assert rowops.names == ("softmax", "softmax_backward", "scan")
     assert aotc.kernels.over(rowops.library) is rowops
-    assert "softmax(x, *, y=None, dtype=None, stream=None)" in repr(rowops.family("softmax"))
-    assert rowops.softmax.family is rowops.family("softmax")
+    assert "softmax(x, *, y=None, dtype=None, stream=None)" in repr(rowops.layout("softmax"))
+    assert rowops.softmax.layout is rowops.family("softmax").only is rowops.layout("softmax")
     assert {"softmax", "scan"} <= set(dir(rowops))
 
 
 def test_names_python_reserves_get_no_generated_entry(tmp_path: Path) -> None:
     """C takes `lambda` as a parameter name and Python does not: that family is
-    called through Family itself, with the same results and errors."""
+    called through its Layout itself, with the same results and errors."""
     files = {
         "manifest.yaml": AXPY["manifest.yaml"].replace("alpha", "lambda"),
         "templates/axpy.cu.j2": AXPY["templates/axpy.cu.j2"].replace("alpha", "lambda"),
     }
     lib = declared_library(tmp_path, write_project(tmp_path / "project", files))
     kernels = aotc.kernels.over(aotc.load(lib, backend="emulator"))
-    assert kernels.family("axpy").entry is None
+    assert kernels.layout("axpy").entry is None
     x, y = np.ones((2, 3)), np.zeros((2, 3))
     kernels.axpy(x, y, **{"lambda": 3.0, "threads": 64})
     np.testing.assert_array_equal(y, np.full((2, 3), 3.0))

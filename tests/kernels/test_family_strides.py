@@ -3,6 +3,8 @@ where the kernel needs a dimension dense, on the emulator, from NumPy and torch.
 
 from __future__ import annotations
 
+import contextlib
+
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -12,7 +14,7 @@ import pytest
 
 from aotc.build.manifest import load_manifest
 from aotc.errors import ArgumentError, ManifestError
-from aotc.kernels import _family
+from aotc.arrays.kinds.numpy import NumpyKind
 from declared_support import BADD, badd, write_project  # noqa: F401 - fixtures
 
 RNG = np.random.default_rng(5)
@@ -22,9 +24,14 @@ def _expected(x: Any, bias: Any) -> Any:
     return np.asarray(x) + np.asarray(bias)[..., None, :]
 
 
+@contextlib.contextmanager
 def _no_copy() -> Any:
-    """A patch that fails the test if the binding copies an input."""
-    return mock.patch("aotc.kernels._family.contiguous", side_effect=AssertionError("an input was copied"))
+    """Patches that fail the test if the binding copies an input, of any kind."""
+    from aotc.arrays.kinds.torch import TorchKind
+
+    copied = AssertionError("an input was copied")
+    with mock.patch.object(NumpyKind, "contiguous", side_effect=copied), mock.patch.object(TorchKind, "contiguous", side_effect=copied):
+        yield
 
 
 @pytest.mark.parametrize(
@@ -60,9 +67,9 @@ def test_a_left_out_batch_is_broadcast_where_a_stride_is_declared(badd: Any) -> 
 def test_a_dimension_declared_dense_is_copied_when_it_is_not(badd: Any) -> None:  # noqa: F811 - the fixture imported above
     x = RNG.normal(size=(2, 3, 5))
     wide = RNG.normal(size=(2, 10))
-    with mock.patch("aotc.kernels._family.contiguous", wraps=_family.contiguous) as copied:
+    with mock.patch.object(NumpyKind, "contiguous", autospec=True, side_effect=NumpyKind.contiguous) as copied:
         y = badd.badd(x, wide[:, ::2])  # bias's columns two apart; its kernel reads them one apart
-    assert [call.args[1] for call in copied.call_args_list] == ["bias"]
+    assert [call.args[2] for call in copied.call_args_list] == ["bias"]
     np.testing.assert_array_equal(y, _expected(x, wide[:, ::2]))
 
 

@@ -21,9 +21,9 @@ OPCHECKS = ("test_schema", "test_autograd_registration", "test_faketensor", "tes
 def test_the_schema_comes_from_the_declaration(rowops: Any, axpy: Any) -> None:  # noqa: F811 - the fixture imported above
     from aotc.kernels._torch_ops import schema
 
-    assert schema(rowops.family("softmax")) == "softmax(Tensor x, *, str? dtype=None) -> Tensor"
-    assert schema(rowops.family("softmax"), out=True) == "softmax.out(Tensor x, *, Tensor(a!) y, str? dtype=None) -> ()"
-    assert schema(axpy.family("axpy")) == "axpy(Tensor x, Tensor(a!) y, float alpha, *, str? dtype=None, int? threads=None) -> ()"
+    assert schema(rowops.layout("softmax")) == "softmax(Tensor x, *, str? dtype=None) -> Tensor"
+    assert schema(rowops.layout("softmax"), out=True) == "softmax.out(Tensor x, *, Tensor(a!) y, str? dtype=None) -> ()"
+    assert schema(axpy.layout("axpy")) == "axpy(Tensor x, Tensor(a!) y, float alpha, *, str? dtype=None, int? threads=None) -> ()"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -138,7 +138,7 @@ def test_an_axis_of_one_value_named_with_tensors(rowops: Any) -> None:  # noqa: 
 
 
 def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
-    family = axpy.family("axpy")
+    family = axpy.layout("axpy")
     x, y = torch.randn(4, 33, dtype=torch.float64), torch.randn(4, 33, dtype=torch.float64)
     axpy.axpy(x, y, 1.0, threads=64)  # registers the ops; the op's kernel leaves a plan
     family.tensor_plans.clear()
@@ -149,7 +149,7 @@ def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: An
         torch.testing.assert_close(y, expected)
         assert y._version > before  # noqa: SLF001 - as for PyTorch's own in-place ops
     assert len(family.tensor_plans) == 1
-    with mock.patch.object(family, "launch", side_effect=AssertionError("the full path ran")):
+    with mock.patch("aotc.kernels._torch_ops.launch", side_effect=AssertionError("the full path ran")):
         axpy.axpy(x, y, 1.0, threads=64)  # the plan alone
     with torch.inference_mode():  # a mode the dispatcher must see: the op runs
         assert _ops_run(lambda: axpy.axpy(x.clone(), y.clone(), 1.0, threads=64), "axpylib")[0] == ["axpylib::axpy"]
@@ -176,13 +176,13 @@ def test_out_arrays_go_through_the_out_overload(rowops: Any) -> None:  # noqa: F
         return y.sum(dim=-1)
 
     torch.testing.assert_close(torch.compile(step, fullgraph=True, backend="aot_eager")(x), torch.ones(3, dtype=torch.float64))
-    family, y = rowops.family("softmax"), torch.empty_like(x)
+    family, y = rowops.layout("softmax"), torch.empty_like(x)
     for _ in range(2):  # the first leaves the plan, the second takes it
         before = y._version  # noqa: SLF001 - autograd's version counter
         ran, result = _ops_run(lambda: rowops.softmax(x, y=y))
         assert ran == [] and result is y and y._version > before  # noqa: SLF001
         torch.testing.assert_close(y, torch.softmax(x, dim=-1))
-    with mock.patch.object(family, "launch", side_effect=AssertionError("the full path ran")):
+    with mock.patch("aotc.kernels._torch_ops.launch", side_effect=AssertionError("the full path ran")):
         rowops.softmax(x, y=y)
     with pytest.raises(ArgumentError, match="y: shares memory with x"):
         rowops.softmax(y, y=y)  # the same key as the plan's: it sees the overlap
@@ -221,7 +221,7 @@ def test_a_stream_or_out_array_runs_directly(rowops: Any) -> None:  # noqa: F811
 
 
 def test_a_repeat_op_call_takes_its_tensor_plan(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
-    family = rowops.family("scan")
+    family = rowops.layout("scan")
     family.tensor_plans.clear()
     x = torch.arange(24, dtype=torch.int64).reshape(4, 6)
     first = rowops.scan(x)

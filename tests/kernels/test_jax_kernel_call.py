@@ -208,7 +208,7 @@ def test_a_two_dimensional_block_stays_on_the_callback(tmp_path: Path) -> None:
     from aotc.kernels import _jax_builtin
 
     ops = aotc.kernels.over(aotc.load(declared_library(tmp_path, write_project(tmp_path / "project", TILED)), backend="emulator"))
-    family = ops.family("fill")
+    family = ops.layout("fill")
     assert _jax_builtin.unlaunchable(family, family.kernels["fill_f32"]) == "its block (16, 16, 1) is not one-dimensional whole warps"
     text, calls = lowered_calls(family, jnp.ones((20, 30), jnp.float32))
     assert calls == [] and "xla_buffer_python_gpu_callback" in text
