@@ -16,6 +16,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from aotc.build._binding_fields import check_args, fill_at, parse_arg, parse_fill, parse_max, scalar_type_at
 from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._family_rules import AxisValue, Rule, matches, parse_when
 from aotc.build._yaml import LineDict, LineList, key_text
@@ -175,7 +176,7 @@ class _Declared:
 
     name: str
     line: int
-    scalar: str | None  # the scalar type, or None for an array
+    scalar: str | None  # the scalar type (or the axis or constant naming it), or None for an array
     dtype: Any = None  # an array's dtype name, or the axis or constant naming it
     role: str = ""
     shape: tuple[Any, ...] = ()
@@ -184,6 +185,9 @@ class _Declared:
     when: Rule | None = None  # the points that have this parameter; None: all
     lanes: Any = 1  # values a element, or the constant giving them
     pack: int = 0  # one-bit values a word along the last dimension
+    arg: str = ""  # the bindings' name for it; "": its own
+    fill: Any = None  # an out array's value before the launch, as written
+    max: str | int | None = None  # a caller-given extent's bound
 
 
 def parse_signature(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes, constants: frozenset[str] = frozenset()) -> tuple[_Declared, ...]:
@@ -191,7 +195,10 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
     (and ``optional: [batch]``, leading dimensions a call may leave out;
     ``strides: [s, 1]``, the strides the call binds; ``lanes``, ``pack``: see
     ``ArrayParam``), or a scalar (``i32``, or ``{scalar: i32}``). Either may
-    have a ``when``: the points whose kernel takes it."""
+    have a ``when``: the points whose kernel takes it, and an ``arg`` (its name in
+    the bindings); a scalar's type may be a dtype axis or constant, and an
+    integer scalar only out arrays name is an extent the caller passes (``max``:
+    its bound); an out array may have a ``fill`` (``aotc.build._binding_fields``)."""
     table = check.mapping(value, key, line, optional=value.keys() if isinstance(value, LineDict) else ())
     if not table:
         check.fail(line, key, "must declare at least one parameter")
@@ -205,13 +212,13 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
         if isinstance(spec, LineDict) and "when" in spec:
             when = parse_when(check, spec["when"], f"{p_key}.when", line_of(spec, "when"), axes.values)
         if isinstance(spec, str) or (isinstance(spec, LineDict) and "scalar" in spec):
-            fields = check.mapping(spec, p_key, p_line, required=("scalar",), optional=("when",)) if isinstance(spec, LineDict) else None
+            fields = check.mapping(spec, p_key, p_line, required=("scalar",), optional=("when", "arg", "max")) if isinstance(spec, LineDict) else None
             kind = fields["scalar"] if fields is not None else spec
-            if not isinstance(kind, str) or kind not in SCALAR_TYPES:
-                check.fail(p_line, p_key, f"unknown scalar type {echo(kind)} (known: {listing(SCALAR_TYPES)})")
-            declared.append(_Declared(name, p_line, kind, when=when))
+            if not isinstance(kind, str) or (kind not in SCALAR_TYPES and kind not in axes.values and kind not in constants):
+                check.fail(p_line, p_key, f"unknown scalar type {echo(kind)} (known: {listing(SCALAR_TYPES)}, or an axis or constant naming one)")
+            declared.append(_Declared(name, p_line, kind, when=when, arg=parse_arg(check, fields, p_key), max=parse_max(check, fields, p_key)))
             continue
-        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional", "strides", "when", "lanes", "pack"))
+        fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional", "strides", "when", "lanes", "pack", "arg", "fill"))
         dtype = fields["array"]
         _dtype(check, dtype, f"{p_key}.array", line_of(fields, "array"), axes, constants)
         role = fields["role"]
@@ -230,7 +237,8 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
         pack = fields.get("pack", 0)
         if "pack" in fields and not (type(pack) is int and 2 <= pack <= _MAX_PACK):
             check.fail(line_of(fields, "pack"), f"{p_key}.pack", f"expected 2 to {_MAX_PACK} one-bit values a word, got {describe(pack)}")
-        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape), optional, strides, when, lanes, pack))
+        fill = parse_fill(check, fields, p_key, role, constants)
+        declared.append(_Declared(name, p_line, None, dtype, role, tuple(shape), optional, strides, when, lanes, pack, parse_arg(check, fields, p_key), fill))
     _check_dimensions(check, declared, key, axes, constants)
     return tuple(declared)
 
@@ -285,9 +293,13 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
                 check.fail(d.line, at, f"{entry} is also named in {where}; a stride scalar is one array's one dimension")
             strides[entry] = d.name
     for d in arrays:
-        unbound = [e for e in d.shape if isinstance(e, str) and e in scalars and e not in bound]
-        if unbound:
-            check.fail(d.line, f"{key}.{d.name}.shape", f"dimension {unbound[0]} is named by no in or inout array, so no call can bind it")
+        # An integer scalar no in or inout array binds is an extent the caller passes: never left out.
+        extent = next((e for e in d.optional if e in scalars and e not in bound), None)
+        if extent is not None:
+            check.fail(d.line, f"{key}.{d.name}.optional", f"{extent} is named by no in or inout array, so the caller passes it; only a dimension the arrays bind may be left out")
+        # The bindings pack bits along a dimension they bind or are given, so they can count it.
+        if d.pack and not (d.shape and isinstance(d.shape[-1], str) and d.shape[-1] in scalars):
+            check.fail(d.line, f"{key}.{d.name}.pack", f"the packed (last) dimension {echo(d.shape[-1] if d.shape else None)} is not a size scalar of the signature; the bindings count the bits it packs")
 
 
 def point_text(point: Point) -> str:
@@ -304,12 +316,20 @@ def resolve_signature(check: Checker, declared: tuple[_Declared, ...], point: Po
     present = [d for d in declared if matches(d.when, at)]
     absent = frozenset(d.name for d in declared) - {d.name for d in present}
     where = point_text(point)
-    # Dimensions and strides alike are bound from the arrays, never passed by the caller.
-    dims = {e for d in present if d.scalar is None for e in (*d.shape, *d.strides) if isinstance(e, str) and e not in values}
+    # Dimensions and strides alike are bound from the arrays, never passed by the caller;
+    # a size only out arrays name is an extent, which the caller passes.
+    arrays = [d for d in present if d.scalar is None]
+    sizes = {e for d in arrays if d.role != "out" for e in d.shape if isinstance(e, str) and e not in values}
+    dims = sizes | {e for d in arrays for e in d.strides if isinstance(e, str)}
+    extents = {e for d in arrays for e in d.shape if isinstance(e, str) and e not in values} - dims
     params: list[ArrayParam | ScalarParam] = []
     for d in present:
         if d.scalar is not None:
-            params.append(ScalarParam(d.name, d.scalar, d.name in dims))
+            kind = scalar_type_at(check, d.scalar, values, SCALAR_TYPES, d.line, f"{key}.{d.name}", where)
+            if d.max is not None and (d.name not in extents or (isinstance(d.max, str) and d.max not in sizes)):
+                problem = f"{d.max} is not a dimension the in or inout arrays bind" if d.name in extents else f"{d.name} is not an extent the caller passes (an integer scalar only out arrays' shapes name)"
+                check.fail(d.line, f"{key}.{d.name}.max", f"at {where}, {problem}")
+            params.append(ScalarParam(d.name, kind, d.name in dims, d.arg, d.name in extents, d.max))
             continue
         kept = [i for i, e in enumerate(d.shape) if e not in absent]
         for i in kept:
@@ -322,11 +342,17 @@ def resolve_signature(check: Checker, declared: tuple[_Declared, ...], point: Po
         dtype_name = values.get(d.dtype, d.dtype)
         if dtype_name not in ELEMENT_TYPES:
             check.fail(d.line, f"{key}.{d.name}.array", f"at {where}, {d.dtype} is {echo(dtype_name)}, not a dtype ({listing(ELEMENT_TYPES)})")
+        word = ELEMENT_TYPES[dtype_name]
+        if d.pack and (word.kind != "uint" or d.pack > 8 * word.itemsize):
+            check.fail(d.line, f"{key}.{d.name}.pack", f"at {where}, {d.pack} bits do not pack into a {dtype_name} word (an unsigned integer type of at least {d.pack} bits)")
         lanes = values.get(d.lanes, d.lanes)
         if type(lanes) is not int or not 1 <= lanes <= _MAX_LANES:
             check.fail(d.line, f"{key}.{d.name}.lanes", f"at {where}, {d.lanes} is {echo(lanes)}, not 1 to {_MAX_LANES}")
         shape = tuple(fixed.get(d.shape[i], d.shape[i]) for i in kept)
         optional = tuple(e for e in d.optional if e not in absent)
         strides = tuple(d.strides[i] for i in kept) if d.strides else ()
-        params.append(ArrayParam(d.name, ELEMENT_TYPES[dtype_name], d.role, shape, optional, strides, lanes, d.pack))
+        fill = None if d.fill is None else fill_at(check, d.fill, values, ELEMENT_TYPES[dtype_name], d.line, f"{key}.{d.name}.fill", where)
+        params.append(ArrayParam(d.name, ELEMENT_TYPES[dtype_name], d.role, shape, optional, strides, lanes, d.pack, d.arg, fill))
+    passed = [(d.name, d.arg, d.line, d.scalar is None or d.name not in dims) for d in present]
+    check_args(check, passed, at, key, where)
     return Signature(tuple(params)), absent

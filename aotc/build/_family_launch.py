@@ -119,7 +119,7 @@ class _Expression:
         return self._node(tree.body)
 
     def _constant(self, value: int) -> Extent:
-        if not 0 <= value <= 1 << 31:
+        if not 0 <= value <= 1 << 31:  # a constant of the manifest may be any 64-bit integer
             self.fail(f"{value} is out of range (0 to 2**31)")
         return Extent((), value, 1)
 
@@ -148,7 +148,7 @@ class _Expression:
     def _name(self, name: str) -> Extent:
         if name in self.values:
             value = self.values[name]
-            if not isinstance(value, int):
+            if isinstance(value, bool) or not isinstance(value, int):
                 self.fail(f"{name} is {echo(value)} here, not a number")
             return self._constant(value)
         if name in self.sizes:

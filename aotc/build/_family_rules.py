@@ -64,7 +64,7 @@ class ConstantRule:
     """One entry of ``constants:``: the values it sets where ``when`` matches."""
 
     when: Rule | None
-    values: dict[str, int | str]
+    values: dict[str, int | str]  # bools among the integers
 
 
 def _constant_values(check: Checker, table: LineDict, key: str, reserved: set[str]) -> dict[str, int | str]:
@@ -76,12 +76,13 @@ def _constant_values(check: Checker, table: LineDict, key: str, reserved: set[st
         check.identifier(name, at, at_line)
         if name in reserved:
             check.fail(at_line, at, f"{name} is also an axis; a constant needs a name of its own")
-        if isinstance(raw, bool) or not isinstance(raw, (int, str)):
-            check.fail(at_line, at, f"expected an integer or a name, got {describe(raw)}")
-        if isinstance(raw, int) and not 0 <= raw <= 1 << 31:
-            check.fail(at_line, at, f"{raw} is out of range (0 to 2**31)")
-        if isinstance(raw, str) and not _CONSTANT_TEXT.match(raw):
-            check.fail(at_line, at, f"{echo(raw)} is not a name (letters, digits and _, at most 64)")
+        # Integers, true/false and -inf/+inf also serve as an out array's fill (aotc.build._binding_fields).
+        if not isinstance(raw, (int, str)):
+            check.fail(at_line, at, f"expected an integer, true, false, -inf, +inf or a name, got {describe(raw)}")
+        if isinstance(raw, int) and not -(1 << 63) <= raw < 1 << 64:
+            check.fail(at_line, at, f"{raw} is out of range (a 64-bit integer)")
+        if isinstance(raw, str) and not _CONSTANT_TEXT.match(raw) and raw not in ("-inf", "+inf"):
+            check.fail(at_line, at, f"{echo(raw)} is not a name (letters, digits and _, at most 64), -inf or +inf")
         values[name] = raw
     return values
 

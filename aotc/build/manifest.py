@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aotc.archs import arch_sort_key
-from aotc.build._backward_fields import Backward, Gradient, backward_field, check_backward, resolve_backward
+from aotc.build._backward_fields import BackwardEntry, Gradient, parse_backward, resolve_backwards
 from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, point_text, resolve_signature
 from aotc.build._family_launch import LAUNCH_KEYS, DeclaredLaunch, parse_launch
@@ -218,7 +218,7 @@ _DECLARED_REQUIRED = ("template", "axes", "signature", "launch")
 _DECLARED_OPTIONAL = ("name", "matrix", "exclude", "backward", "constants")
 
 
-def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> tuple[list[tuple[DeclaredKernelSpec, int]], Backward | None]:
+def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> tuple[list[tuple[DeclaredKernelSpec, int]], tuple[BackwardEntry, ...]]:
     """The kernels of a family that declares its axes, signature and launch geometry."""
     key = f"families.{key_text(name)}"
     fields = check.mapping(spec, key, line, required=_DECLARED_REQUIRED, optional=_DECLARED_OPTIONAL)
@@ -238,9 +238,9 @@ def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templ
     launches = parse_alternatives(check, fields["launch"], f"{key}.launch", line_of(fields, "launch"), axes.values)
     for a in launches:
         check.mapping(a.fields, a.key, a.line, required=("grid", "block"), optional=LAUNCH_KEYS)
-    backward = backward_field(fields, check, key)
-    if backward is not None and (len(signatures) > 1 or any(d.when for d in declared[id(signatures[0])])):
-        check.fail(line_of(fields, "backward"), f"{key}.backward", "a family with a backward has one signature at every point (no alternatives, no parameter `when`)")
+    backward = ()
+    if "backward" in fields:
+        backward = parse_backward(check, fields["backward"], f"{key}.backward", line_of(fields, "backward"), name, axes.values)
     kernels = []
     for point, place in points:
         at = dict(point)
@@ -326,16 +326,14 @@ def parse_manifest(text: str, path: Path) -> Manifest:
 
     kernels: list[AnyKernelSpec] = []
     seen: dict[str, str] = {}
-    backwards: dict[str, Backward] = {}
+    backwards: dict[str, tuple[BackwardEntry, ...]] = {}
     for name, spec in families_map.items():
         family_line = line_of(families_map, name)
         check.identifier(name, f"families.{key_text(name)}", family_line)
         if name in gemm:
             expanded = _expand_family(check, name, spec, family_line, semirings, dtypes, templates_dir)
         else:
-            expanded, backward = _expand_declared(check, name, spec, family_line, templates_dir)
-            if backward is not None:
-                backwards[name] = backward
+            expanded, backwards[name] = _expand_declared(check, name, spec, family_line, templates_dir)
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
                 check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
@@ -345,25 +343,11 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     return Manifest(path, library, templates_dir, archs, semirings, dtypes, tuple(kernels))
 
 
-def _resolve_backwards(check: Checker, kernels: list[AnyKernelSpec], backwards: dict[str, Backward]) -> list[AnyKernelSpec]:
-    """Each declared family's backward pairing, against the other families'
-    signatures, and each of its kernels with its gradient resolved to kernel names."""
+def _resolve_backwards(check: Checker, kernels: list[AnyKernelSpec], backwards: dict[str, tuple[BackwardEntry, ...]]) -> list[AnyKernelSpec]:
+    """Each declared kernel with its gradient resolved to kernel names, at its point."""
     declared = [k for k in kernels if isinstance(k, DeclaredKernelSpec)]
-    signatures: dict[str, Signature] = {}
-    axes: dict[str, dict[str, set[object]]] = {}
-    points: dict[str, dict[tuple[tuple[str, Any], ...], str]] = {}
-    for k in declared:
-        signatures.setdefault(k.family, k.signature)  # names and roles are the same at every point
-        points.setdefault(k.family, {})[k.axes] = k.name
-        for axis, value in k.axes:
-            axes.setdefault(k.family, {}).setdefault(axis, set()).add(value)
-    for family, backward in backwards.items():
-        check_backward(check, f"families.{key_text(family)}", family, backward, signatures, axes)
-    return [
-        replace(k, backward=resolve_backward(check, f"families.{key_text(k.family)}", backwards[k.family], dict(k.axes), points))
-        if isinstance(k, DeclaredKernelSpec) and k.family in backwards else k
-        for k in kernels
-    ]
+    resolved = resolve_backwards(check, declared, backwards)
+    return [replace(k, backward=resolved[k.name]) if k.name in resolved else k for k in kernels]
 
 
 def load_manifest(path: str | Path) -> Manifest:

@@ -120,7 +120,7 @@ def test_static_shared_memory_is_declared_per_point(tmp_path: Path) -> None:
         ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f16}, threads: 64}", "constants[1].when.dtype: 'f16' is not a value of axis dtype (declared: f32, f64)"),
         ("{when: {dtype: f64}, threads: 64}", "{when: {size: 4}, threads: 64}", "constants[1].when.size: unknown key"),
         ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f64}, mode: 64}", "constants[1].mode: mode is also an axis"),
-        ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f64}, threads: 1.5}", "constants[1].threads: expected an integer or a name, got float"),
+        ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f64}, threads: 1.5}", "constants[1].threads: expected an integer, true, false, -inf, +inf or a name, got float"),
         ("{when: {dtype: f64}, threads: 64}", "{when: {dtype: f64}}", "constants[1]: sets no constant"),
         ("      - x: {array: dtype, role: in, shape: [n], strides: [sx]}", "      - when: {mode: plain}\n        x: {array: dtype, role: in, shape: [n], strides: [sx]}",
          "signature: no alternative's `when` matches dtype=f32, mode=strided"),
@@ -151,12 +151,6 @@ def test_a_stride_cannot_be_left_out_where_its_dimension_is_kept(tmp_path: Path)
     new = "        x: {array: dtype, role: in, shape: [batch, n], optional: [batch], strides: [1, sxn]}\n        sxn: {scalar: i64, when: {dtype: f64}}\n"
     message = refused(project(tmp_path, old, new))
     assert "families.scale.signature[0].x.strides: at dtype=f32, mode=plain, stride sxn is left out but dimension n is not" in message
-
-
-def test_a_family_with_a_backward_has_one_signature(tmp_path: Path) -> None:
-    text = FAMILY.replace("    launch:\n", "    backward: {family: scale}\n    launch:\n", 1)
-    message = refused(write_project(tmp_path, {"manifest.yaml": text, "templates/scale.cu.j2": TEMPLATE}))
-    assert "families.scale.backward: a family with a backward has one signature at every point" in message
 
 
 def _tropical_library(tmp_path: Path) -> Path:

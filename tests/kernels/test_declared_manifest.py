@@ -81,11 +81,11 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         ("block: [threads]", "block: [rows]", "launch.block[0]: 'rows' is not an integer axis or constant (sizes are known only at a call)"),
         ("block: [threads]", "block: [2048]", "launch.block: [2048, 1, 1] at dtype=f32, threads=64 is not a block CUDA launches"),
         ("block: [threads]", "block: [threads]\n      shared: 65536", "launch.shared: 65536 bytes"),
-        ("alpha: f64", "alpha: f16", "signature.alpha: unknown scalar type 'f16' (known: f32, f64, i32, i64)"),
+        ("alpha: f64", "alpha: f16", "signature.alpha: unknown scalar type 'f16' (known: f32, f64, i32, i64, or an axis or constant naming one)"),
         ("role: inout", "role: both", "signature.y.role: expected one of in, out, inout, got str 'both'"),
         ("{array: dtype, role: in, shape: [rows, n]}", "{array: dtype, role: in, shape: [rows, m]}", "signature.x.shape: 'm' is neither"),
         ("{array: dtype, role: in, shape: [rows, n]}", "{array: f16, role: in, shape: [rows, n]}", "signature.x.array: expected a dtype"),
-        ("{array: dtype, role: inout, shape: [rows, n]}", "{array: dtype, role: out, shape: [rows, k]}\n      k: i32", "dimension k is named by no in or inout array"),
+        ("{array: dtype, role: inout, shape: [rows, n]}", "{array: dtype, role: out, shape: [k, rows, n], optional: [k]}\n      k: i32", "signature.y.optional: k is named by no in or inout array, so the caller passes it"),
         ('name: "axpy_{dtype}_{threads}"', 'name: "axpy_{dtype}_{block}"', "names {block}, which is not an axis"),
         ('name: "axpy_{dtype}_{threads}"', 'name: "axpy_{dtype}"', "kernel axpy_f32 is also produced by family axpy"),
         ("threads: [64, 128]", "threads: [64, 64]", "axes.threads: value 64 is listed twice"),
@@ -96,7 +96,7 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         (XIN, "{array: dtype, role: in, shape: [4, rows, n], optional: [4]}", "signature.x.optional: expected dimension names, got int 4"),
         (XIN, "{array: dtype, role: in, shape: [threads, rows, n], optional: [threads]}", "signature.x.optional: threads is an axis, fixed per kernel"),
         (XIN, "{array: dtype, role: in, shape: [rows, n], optional: []}", "signature.x.optional: must not be empty"),
-        (XIN, "{array: dtype, role: in, shape: [rows, n], leading: [rows]}", "signature.x.leading: unknown key (known: array, role, shape, optional, strides, when, lanes, pack)"),
+        (XIN, "{array: dtype, role: in, shape: [rows, n], leading: [rows]}", "signature.x.leading: unknown key (known: array, role, shape, optional, strides, when, lanes, pack, arg, fill)"),
     ],
 )
 def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: str, expected: str) -> None:
@@ -139,12 +139,16 @@ PAIRING = "    backward: {family: softmax_backward, saves: [y]}\n"
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        (PAIRING, "    backward: {family: gemm}\n", "softmax.backward.family: 'gemm' is not another declared family of this manifest (declared: softmax_backward, scan)"),
-        (PAIRING, "    backward: {family: softmax_backward, saves: [z]}\n", "softmax.backward.saves: 'z' is not an array of softmax (arrays: x, y)"),
-        (PAIRING, "    backward: {family: softmax_backward}\n", "softmax_backward's parameter y is neither the gradient of a result of softmax (grad_y) nor a saved array (saves: none)"),
-        ("      grad_x: {array: dtype, role: out", "      grad_z: {array: dtype, role: out", "softmax_backward's parameter grad_z is an out array, so it must be the gradient of an in array of softmax (grad_x)"),
-        (PAIRING, "    backward: {family: scan}\n", "scan's parameter x is neither the gradient of a result of softmax (grad_y) nor a saved array"),
-        (PAIRING, "    backward: [softmax_backward]\n", "softmax.backward: expected a mapping, got a list"),
+        (PAIRING, "    backward: {family: gemm}\n", "softmax.backward.family: 'gemm' is not a declared family of this manifest (declared: softmax, softmax_backward, scan)"),
+        (PAIRING, "    backward: {family: softmax_backward, saves: [z]}\n", "softmax.backward.saves: 'z' is not an array of softmax_f32 (arrays: x, y)"),
+        (PAIRING, "    backward: {family: softmax_backward}\n", "softmax.backward: at dtype=f32, threads=256 (softmax_f32), softmax_backward_f32's parameter y is neither the gradient of a result of softmax_f32 (grad_y) nor a saved array (saves: none)"),
+        ("      grad_x: {array: dtype, role: out", "      grad_z: {array: dtype, role: out", "softmax_backward_f32's parameter grad_z is an out array, so it must be the gradient of an in array of softmax_f32 (grad_x)"),
+        (PAIRING, "    backward: {family: scan}\n", "scan_f32's parameter x is neither the gradient of a result of softmax_f32 (grad_y) nor a saved array"),
+        (PAIRING, "    backward: [softmax_backward]\n", "softmax.backward[0]: expected a mapping, got str 'softmax_backward'"),
+        (PAIRING, "    backward: {saves: [y]}\n", "softmax.backward: at dtype=f32, threads=256 (softmax_f32), names the kernel itself (dtype=f32, threads=256)"),
+        (PAIRING, "    backward: {family: softmax_backward, axes: {dtype: f16}}\n", "softmax.backward: at dtype=f32, threads=256 (softmax_f32), names no kernel of softmax_backward (dtype=f16, threads=256)"),
+        (PAIRING, "    backward: {family: softmax_backward, axes: {size: 4}}\n", "softmax.backward.axes.size: softmax_backward has no axis size (axes: dtype, threads)"),
+        (PAIRING, "    backward: {family: softmax_backward, saves: [y], through: {dtype: f64}}\n", "softmax.backward.family: a route (through:) takes only when"),
     ],
 )
 def test_a_backward_pairing_is_held_to_the_convention(tmp_path: Path, old: str, new: str, expected: str) -> None:

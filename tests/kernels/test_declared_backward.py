@@ -1,0 +1,117 @@
+"""A declared family's ``backward:`` (aotc.build._backward_fields): gradients of
+several kernels and routes, resolved per point to kernel names, and each
+misuse refused by `aotc list` in one line naming the entry's key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aotc.build._backward_fields import Gradient
+from aotc.build.manifest import load_manifest
+from aotc.index import LibraryIndex
+from aotc.index.views import Backward
+from declared_support import REPO, declared_library, refused, write_project
+
+# tropical's shape in small: argmax keeps k*, two kernels take it back to grad_A and grad_B,
+# and the forward pass is differentiated through argmax.
+GRADS = """\
+library: grads
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  mm:
+    template: mm.cu.j2
+    axes: {dtype: [f32, i32], pass: [forward, argmax, grad_a, grad_b]}
+    name: "mm_{dtype}_{pass}"
+    exclude: [{dtype: i32, pass: [grad_a, grad_b]}]
+    signature:
+      - when: {pass: [forward, argmax]}
+        A: {array: dtype, role: in, shape: [M, K]}
+        B: {array: dtype, role: in, shape: [K, N]}
+        C: {array: dtype, role: out, shape: [M, N]}
+        Kstar: {array: i32, role: out, shape: [M, N], when: {pass: argmax}}
+        M: i32
+        N: i32
+        K: i32
+      - when: {pass: grad_a}
+        grad_C: {array: dtype, role: in, shape: [M, N]}
+        Kstar: {array: i32, role: in, shape: [M, N]}
+        B: {array: dtype, role: in, shape: [K, N]}
+        grad_A: {array: dtype, role: out, shape: [M, K], fill: 0}
+        M: i32
+        N: i32
+        K: i32
+      - when: {pass: grad_b}
+        grad_C: {array: dtype, role: in, shape: [M, N]}
+        Kstar: {array: i32, role: in, shape: [M, N]}
+        A: {array: dtype, role: in, shape: [M, K]}
+        grad_B: {array: dtype, role: out, shape: [K, N], fill: 0}
+        M: i32
+        N: i32
+        K: i32
+    launch: {grid: [M], block: [32]}
+    backward:
+      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar, B]}
+      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_b}, saves: [Kstar, A]}
+      - {when: {pass: forward, dtype: f32}, through: {pass: argmax}}
+"""
+TEMPLATE = {"templates/mm.cu.j2": 'extern "C" __global__ void {{ kernel_name }}({{ params }}) {}\n'}
+ROUTE = "      - {when: {pass: forward, dtype: f32}, through: {pass: argmax}}\n"
+FIRST = "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar, B]}\n"
+
+
+def grads(tmp_path: Path, old: str = "", new: str = "") -> Path:
+    assert old in GRADS, old
+    return write_project(tmp_path, {"manifest.yaml": GRADS.replace(old, new, 1), **TEMPLATE})
+
+
+def test_each_point_resolves_to_its_kernels_or_its_route(tmp_path: Path) -> None:
+    found = {k.name: k.backward for k in load_manifest(grads(tmp_path)).kernels}
+    assert found == {
+        "mm_f32_forward": Gradient(through="mm_f32_argmax"),
+        "mm_f32_argmax": Gradient((("mm_f32_grad_a", ("Kstar", "B")), ("mm_f32_grad_b", ("Kstar", "A")))),
+        "mm_f32_grad_a": None,
+        "mm_f32_grad_b": None,
+        "mm_i32_forward": None,  # no entry matches: no gradient
+        "mm_i32_argmax": None,
+    }
+
+
+def test_the_index_records_kernel_names(tmp_path: Path) -> None:
+    index = LibraryIndex.open(declared_library(tmp_path, grads(tmp_path / "project")))
+    assert index.kernel("mm_f32_argmax").backward == Backward((("mm_f32_grad_a", ("Kstar", "B")), ("mm_f32_grad_b", ("Kstar", "A"))), "")
+    assert index.kernel("mm_f32_forward").backward == Backward((), "mm_f32_argmax")
+    assert index.kernel("mm_i32_forward").backward is None
+
+
+def test_a_mapping_names_another_familys_kernel_at_the_same_axes(tmp_path: Path) -> None:
+    rowops = {k.name: k.backward for k in load_manifest(REPO / "examples" / "rowops" / "kernels" / "manifest.yaml").kernels}
+    assert rowops["softmax_f64"] == Gradient((("softmax_backward_f64", ("y",)),))
+    assert rowops["scan_f32"] is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (FIRST, FIRST + FIRST, "backward[1]: at dtype=f32, pass=argmax (mm_f32_argmax), grad_A is computed by mm_f32_grad_a and by mm_f32_grad_a"),
+        (ROUTE, "      - {when: {pass: [forward, argmax], dtype: f32}, through: {pass: argmax}}\n", "backward[2]: at dtype=f32, pass=argmax (mm_f32_argmax), this route matches beside gradient kernels (families.mm.backward[0])"),
+        (FIRST, "      - {when: {pass: [forward, argmax]}, through: {pass: argmax}}\n" + FIRST, "backward[3]: at dtype=f32, pass=forward (mm_f32_forward), families.mm.backward[0] routes the point through another kernel, so no other entry may match it"),
+        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: grad_a}}\n", "backward[2].through: at dtype=f32, pass=forward (mm_f32_forward), mm_f32_grad_a does not compute C (out, f32) as mm_f32_forward does"),
+        (ROUTE, "      - {when: {pass: forward}, through: {pass: argmax}}\n", "backward[2].through: at dtype=i32, pass=forward (mm_i32_forward), mm_i32_argmax has no gradient: a route leads to gradient kernels"),
+        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: forward}}\n", "backward[2].through: at dtype=f32, pass=forward (mm_f32_forward), names the kernel itself"),
+        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: nope}}\n", "backward[2].through.pass: 'nope' is not a value of axis pass (declared: forward, argmax, grad_a, grad_b)"),
+        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {size: 4}}\n", "backward[2].through.size: unknown key"),
+        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: argmax}, saves: [A]}\n", "backward[2].saves: a route (through:) takes only when"),
+        (FIRST, "      - {when: {pass: argmax}, axes: {pass: grad_a}, saves: [Kstar, B]}\n", "backward[0]: at dtype=i32, pass=argmax (mm_i32_argmax), names no kernel of mm (dtype=i32, pass=grad_a)"),
+        (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar]}\n", "backward[0]: at dtype=f32, pass=argmax (mm_f32_argmax), mm_f32_grad_a's parameter B is neither the gradient of a result of mm_f32_argmax (grad_C, grad_Kstar) nor a saved array (saves: Kstar)"),
+        (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar, grad_C]}\n", "backward[0].saves: 'grad_C' is not an array of mm_f32_argmax (arrays: A, B, C, Kstar)"),
+        (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: [grad_a]}, saves: [Kstar, B]}\n", "backward[0].axes.pass: expected one value of mm's axis pass, got a list"),
+        (FIRST, "      - {when: {pass: argmax, dtype: f32}, family: nope, saves: [Kstar, B]}\n", "backward[0].family: 'nope' is not a declared family of this manifest (declared: mm)"),
+    ],
+)
+def test_each_misuse_is_one_line_naming_the_entry(tmp_path: Path, old: str, new: str, expected: str) -> None:
+    message = refused(grads(tmp_path, old, new))
+    assert message.startswith(f"{tmp_path / 'manifest.yaml'}:")
+    assert f"families.mm.{expected}" in message, message
