@@ -11,8 +11,9 @@ chose how it is differentiated (``_gradients``):
   that kernel forward again to have what its gradient kernels save (the
   bindings avoid this, calling that kernel's op in the first place where
   autograd records: ``_torch_route``);
-- not at all: the formula refuses in one line, as soon as autograd records
-  a call (PyTorch would otherwise drop the gradient with a warning).
+- not at all: the formula refuses in one line when the gradient is taken
+  (PyTorch would otherwise drop it with a warning); a call autograd records
+  whose gradient nobody takes (a metric inside a training step) runs.
 """
 
 from __future__ import annotations
@@ -84,11 +85,11 @@ def register_autograd(layout: Layout, namespace: str, library: Any) -> None:
         values = dict(zip(positional, inputs))
         axes = {axis: value for axis, value in (keyword_only_inputs or {}).items() if value is not None}
         kernel = layout.choose({name: dtype_name(values[name].dtype) for name in given}, axes, {name: tuple(values[name].shape) for name in given})
+        ctx.kernel = kernel.name
         if kernel.backward is None:
-            raise no_gradient(layout, kernel)
+            return  # refused by backward(), if it is ever asked
         outs = dict(zip(layout.outs, output if isinstance(output, (tuple, list)) else (output,)))
         arrays = {p.name: outs[p.arg] if p.role == "out" else values[p.arg] for p in kernel.signature or () if not p.scalar}
-        ctx.kernel = kernel.name
         ctx.arguments = {p.name: values[p.arg] for p in kernel.signature or () if p.scalar and not p.dim}
         ctx.results = tuple(p.name for p in kernel.signature or () if not p.scalar and p.role == "out")
         ctx.inputs = {p.name: (tuple(values[p.arg].shape), dtype_name(values[p.arg].dtype)) for p in kernel.signature or () if not p.scalar and p.role == "in"}
@@ -98,6 +99,8 @@ def register_autograd(layout: Layout, namespace: str, library: Any) -> None:
 
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
         kernel = bindings.kernel(ctx.kernel)
+        if kernel.backward is None:
+            raise no_gradient(layout, kernel)
         by_result = dict(zip(ctx.results, grads))
         if kernel.backward.through:
             kernel, saved = _run_through(bindings, kernel, dict(zip(given, ctx.saved_tensors)), ctx.arguments)

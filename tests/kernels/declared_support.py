@@ -134,14 +134,22 @@ def _reference() -> Any:
 reference = _reference()
 
 
+# One library of each name per process, whichever test modules use the fixture:
+# a fixture imported into several modules is made once per module, and torch.ops
+# holds one library of a name.
+_made: dict[str, Any] = {}
+
+
 @pytest.fixture(scope="session")
 def rowops(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The rowops example's library on the emulator; one per session (its torch ops are named rowops)."""
+    """The rowops example's library on the emulator; one per process (its torch ops are named rowops)."""
     import aotc
     import aotc.kernels
 
-    lib = declared_library(tmp_path_factory.mktemp("rowops"), ROWOPS / "manifest.yaml")
-    return aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    if "rowops" not in _made:
+        lib = declared_library(tmp_path_factory.mktemp("rowops"), ROWOPS / "manifest.yaml")
+        _made["rowops"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    return _made["rowops"]
 
 
 @pytest.fixture(scope="session")
@@ -150,9 +158,11 @@ def badd(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import aotc
     import aotc.kernels
 
-    root = tmp_path_factory.mktemp("badd")
-    lib = declared_library(root, write_project(root / "project", BADD))
-    return aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    if "badd" not in _made:
+        root = tmp_path_factory.mktemp("badd")
+        lib = declared_library(root, write_project(root / "project", BADD))
+        _made["badd"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    return _made["badd"]
 
 
 @pytest.fixture(scope="session")
@@ -161,6 +171,8 @@ def axpy(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import aotc
     import aotc.kernels
 
-    root = tmp_path_factory.mktemp("axpy")
-    lib = declared_library(root, write_project(root / "project", AXPY))
-    return aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    if "axpy" not in _made:
+        root = tmp_path_factory.mktemp("axpy")
+        lib = declared_library(root, write_project(root / "project", AXPY))
+        _made["axpy"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    return _made["axpy"]

@@ -25,6 +25,8 @@ def test_rowops_expands_its_own_axes() -> None:
     manifest = load_manifest(ROWOPS / "manifest.yaml")
     assert [k.name for k in manifest.kernels] == [
         "softmax_f32", "softmax_f64", "softmax_backward_f32", "softmax_backward_f64", "scan_f32", "scan_f64", "scan_i32", "scan_i64",
+        "histogram_f32", "histogram_f64", "scale_shift_f32", "scale_shift_f64", "scale_shift_grad_x_f32", "scale_shift_grad_x_f64",
+        "scale_shift_grad_params_f32", "scale_shift_grad_params_f64",
     ]  # fmt: skip
     softmax = manifest.kernels[0]
     assert isinstance(softmax, DeclaredKernelSpec)
@@ -139,7 +141,7 @@ PAIRING = "    backward: {family: softmax_backward, saves: [y]}\n"
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        (PAIRING, "    backward: {family: gemm}\n", "softmax.backward.family: 'gemm' is not a declared family of this manifest (declared: softmax, softmax_backward, scan)"),
+        (PAIRING, "    backward: {family: gemm}\n", "softmax.backward.family: 'gemm' is not a declared family of this manifest (declared: softmax, softmax_backward, scan, histogram, scale_shift, scale_shift_grad_x, scale_shift_grad_params)"),
         (PAIRING, "    backward: {family: softmax_backward, saves: [z]}\n", "softmax.backward.saves: 'z' is not an array of softmax_f32 (arrays: x, y)"),
         (PAIRING, "    backward: {family: softmax_backward}\n", "softmax.backward: at dtype=f32, threads=256 (softmax_f32), softmax_backward_f32's parameter y is neither the gradient of a result of softmax_f32 (grad_y) nor a saved array (saves: none)"),
         ("      grad_x: {array: dtype, role: out", "      grad_z: {array: dtype, role: out", "softmax_backward_f32's parameter grad_z is an out array, so it must be the gradient of an in array of softmax_f32 (grad_x)"),

@@ -78,7 +78,7 @@ def test_strided_inputs_are_copied_and_out_is_written_in_place(rowops: Any) -> N
         (lambda k: k.family("softmax")(), ArgumentTypeError, "softmax(): missing argument x"),
         (lambda k: k.family("softmax")(np.zeros((2, 3)), np.zeros((2, 3))), ArgumentTypeError, "softmax() takes 1 positional arguments (x), got 2"),
         (lambda k: k.softmax(np.zeros((2, 3)), dtype="f16"), ArgumentError, "dtype: 'f16' is not a value of softmax's axis dtype (values: f32, f64)"),
-        (lambda k: k.family("gemm"), AttributeError, "rowops has no declared family 'gemm' (families: softmax, softmax_backward, scan)"),
+        (lambda k: k.family("gemm"), AttributeError, "rowops has no declared family 'gemm' (families: softmax, softmax_backward, scan, histogram, scale_shift, scale_shift_grad_x, scale_shift_grad_params)"),
     ],
 )
 def test_each_refusal_is_one_line_naming_the_argument(rowops: Any, call: Any, error: type, message: str) -> None:  # noqa: F811 - the fixture imported above
@@ -160,7 +160,7 @@ def test_a_plan_checks_the_objects_every_call(rowops: Any) -> None:  # noqa: F81
 
 
 def test_families_are_listed_and_kept_with_the_library(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
-    assert rowops.names == ("softmax", "softmax_backward", "scan")
+    assert rowops.names == ("softmax", "softmax_backward", "scan", "histogram", "scale_shift", "scale_shift_grad_x", "scale_shift_grad_params")
     assert aotc.kernels.over(rowops.library) is rowops
     assert "softmax(x, *, y=None, dtype=None, stream=None)" in repr(rowops.layout("softmax"))
     assert rowops.softmax.layout is rowops.family("softmax").only is rowops.layout("softmax")
