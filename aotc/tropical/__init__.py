@@ -102,8 +102,20 @@ def over(library: Any) -> Tropical:
         raise ArgumentTypeError(msg)
     api = extensions.get(_EXTENSION)
     if api is None:
-        api = extensions.setdefault(_EXTENSION, Tropical(library))  # one handle, even under a race
+        api = _handles[_make_handle(library)]
     return api
+
+
+_handles: dict[str, Tropical] = {}  # each library's handle, as _make_handle leaves it
+
+
+@constant_when_traced  # made eagerly where a first use is traced by torch.compile (aotc.kernels._traced)
+def _make_handle(library: Any) -> str:
+    """Make ``library``'s handle (one, even under a race) and keep it; returns its key in ``_handles``."""
+    api = library.extensions.setdefault(_EXTENSION, Tropical(library))
+    key = f"{id(api)}"
+    _handles[key] = api
+    return key
 
 
 def set_library(library: Any = None, *, backend: Any = None) -> Any:
@@ -126,24 +138,23 @@ def set_library(library: Any = None, *, backend: Any = None) -> Any:
 def _api() -> Tropical:
     api = _shared["api"]
     if api is None:
-        api = _default[_load_default()]
+        api = _handles[_load_default()]
     return api
-
-
-_default: dict[str, Tropical] = {}  # the installed library's handle, as _load_default leaves it
 
 
 @constant_when_traced  # loaded eagerly where a first use is traced by torch.compile (aotc.kernels._traced)
 def _load_default() -> str:
     """Load the installed tropical library as the module functions' (where none
-    is set); returns the key of its handle in ``_default``."""
+    is set); returns the key of its handle in ``_handles``."""
     with _lock:
         if _shared["api"] is None:
             from aotc.runtime.library import load
 
             _shared["api"] = over(load("tropical"))
-        _default["api"] = _shared["api"]
-    return "api"
+        api = _shared["api"]
+    key = f"{id(api)}"
+    _handles[key] = api
+    return key
 
 
 def _library() -> Any:
