@@ -115,3 +115,30 @@ def test_each_misuse_is_one_line_naming_the_entry(tmp_path: Path, old: str, new:
     message = refused(grads(tmp_path, old, new))
     assert message.startswith(f"{tmp_path / 'manifest.yaml'}:")
     assert f"families.mm.{expected}" in message, message
+
+
+def test_tropicals_argmax_names_its_two_kernels_and_its_forward_its_route() -> None:
+    kernels = {k.name: k for k in load_manifest(REPO / "kernels" / "manifest.yaml").kernels}
+    assert kernels["gemm_maxmul_f64_argmax_batched"].backward == Gradient(
+        (("gemm_maxmul_f64_backward_a_batched", ("Kstar", "B")), ("gemm_maxmul_f64_backward_b_batched", ("Kstar", "A")))
+    )
+    assert kernels["gemm_minplus_f32_forward"].backward == Gradient(through="gemm_minplus_f32_argmax")
+    differentiable = sorted(name for name, k in kernels.items() if k.backward is not None)
+    # (maxplus, minplus, maxmul) x (f32, f64) x (forward, argmax) x (single, batched); no integer, bool, counting or backward kernel
+    assert len(differentiable) == 24
+    assert all(dict(kernels[n].axes)["semiring"] in ("maxplus", "minplus", "maxmul") for n in differentiable)
+    assert all(dict(kernels[n].axes)["dtype"] in ("f32", "f64") and dict(kernels[n].axes)["pass"] in ("forward", "argmax") for n in differentiable)
+
+
+def test_tropicals_parameters_speak_its_public_names() -> None:
+    kernels = {k.name: k for k in load_manifest(REPO / "kernels" / "manifest.yaml").kernels}
+
+    def args(name: str) -> list[tuple[str, str]]:
+        return [(p.name, p.arg) for p in kernels[name].signature.arrays]
+
+    assert args("gemm_maxplus_f32_argmax_batched") == [("A", "a"), ("B", "b"), ("C", "out"), ("Kstar", "k_out")]
+    assert args("gemm_andor_bool_argmax_packed") == [("A", "pa"), ("B", "pb"), ("C", "out"), ("Kstar", "k_out")]
+    assert args("gemm_maxplus_f64_backward_a") == [("grad_C", "grad_c"), ("Kstar", "k"), ("B", "b"), ("grad_A", "grad_a")]
+    assert args("gemm_maxplus_f64_backward_b") == [("grad_C", "grad_c"), ("Kstar", "k"), ("A", "a"), ("grad_B", "grad_b")]
+    assert [p.fill for p in kernels["gemm_maxmul_f32_backward_b_batched"].signature.arrays] == [None, None, None, 0.0]  # it adds into grad_B
+    assert all(p.fill is None for p in kernels["gemm_maxplus_f32_argmax"].signature.arrays)
