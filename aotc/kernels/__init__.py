@@ -22,7 +22,7 @@ Importing this package imports neither NumPy nor PyTorch.
 
 from __future__ import annotations
 
-from aotc.kernels._traced import constant_when_traced
+from aotc.kernels._traced import constant_when_traced, keep, made
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class Kernels:
         attribute, so later reads do not come here."""
         if name.startswith("_"):
             raise AttributeError(name)
-        return _READY[_prepare(self, name)]
+        return made(_prepare(self, name))
 
     def __dir__(self) -> list[str]:
         return [*super().__dir__(), *self._kernels, *self._layouts]
@@ -120,8 +120,6 @@ class Kernels:
         return register(self)
 
 
-# The bindings made, by the key _prepare returns: what a traced first use reads (_traced).
-_READY: dict[str, Any] = {}
 _serials = iter(range(1, 1 << 62))
 
 
@@ -129,7 +127,7 @@ _serials = iter(range(1, 1 << 62))
 def _prepare(kernels: Kernels, name: str) -> str:
     """Make ``kernels.<name>`` (a family's one layout's entry, or the ``Family``;
     or a layout's entry by its op name), keep it as an attribute and in
-    ``_READY``; returns its key there."""
+    ``_traced.MADE``; returns its key there."""
     if name in kernels._kernels:  # noqa: SLF001 - the Kernels' own table
         family = kernels.family(name)
         only = family.only
@@ -138,9 +136,7 @@ def _prepare(kernels: Kernels, name: str) -> str:
         layout = kernels.layout(name)
         found = layout.entry or layout
     kernels.__dict__[name] = found
-    key = f"{kernels.serial}.{name}"
-    _READY[key] = found
-    return key
+    return keep(f"bindings_{kernels.serial}_{name}", found)
 
 
 def over(library: Any) -> Kernels:

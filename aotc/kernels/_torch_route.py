@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError
-from aotc.kernels._traced import constant_when_traced
+from aotc.kernels._traced import constant_when_traced, keep, made
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,24 +59,24 @@ def to_op(layout: Layout, values: dict[str, Any], stream: Any) -> bool:
     return all(isinstance(values[name], tensor) for name in layout.given)
 
 
-# The ops registered, by the key _register returns: what a traced first use reads (_traced).
-_OPS: dict[str, Any] = {}
-
-
 def op_of(layout: Layout) -> Any:
     """The layout's op, registering the library's ops on first use."""
-    op = layout.torch_op
-    if op is None:
-        op = _OPS[_register(layout)]
-    return op
+    import torch  # imported: a tensor reached here
+
+    # Traced, the op is read from torch.ops as dynamo reads any op: the layout's
+    # attribute changes when the first use registers it, which a guard cannot hold.
+    if not torch.compiler.is_compiling():
+        op = layout.torch_op
+        if op is not None:
+            return op
+    return getattr(getattr(torch.ops, _register(layout)), layout.name)
 
 
 @constant_when_traced  # registered eagerly where a first use is traced by torch.compile (_traced)
 def _register(layout: Layout) -> str:
+    """Register the library's ops; returns their namespace, ``torch.ops.<library>``'s name."""
     layout.family.bindings.torch_ops()
-    key = f"{layout.family.bindings.serial}.{layout.name}"
-    _OPS[key] = layout.torch_op
-    return key
+    return layout.library.name
 
 
 def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any:
@@ -129,19 +129,30 @@ def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any], di
 
 def _through(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Layout, dict[str, Any]] | None:
     """Where the call's kernel is differentiated through another kernel: that
-    kernel's layout and the axes that choose it."""
+    kernel's layout and the axes that choose it (None: not so)."""
+    dtypes = tuple(values[name].dtype for name in layout.given)
+    ranks = tuple(values[name].dim() for name in layout.given)
+    return made(_through_key(layout, dtypes, ranks, tuple(axes.items())))
+
+
+@constant_when_traced  # chosen eagerly where torch.compile traces the call (_traced): it fills caches
+def _through_key(layout: Layout, dtypes: tuple[Any, ...], ranks: tuple[int, ...], axes: tuple[Any, ...]) -> str:
+    """``_through``'s answer for tensors of these dtypes and ranks and these axes, kept under the key it returns."""
     from aotc.arrays.kinds.torch import dtype_name
 
-    kernel = layout.choose(
-        {name: dtype_name(values[name].dtype) for name in layout.given}, axes, {name: tuple(values[name].shape) for name in layout.given}
-    )
+    names = {name: dtype_name(dtype) for name, dtype in zip(layout.given, dtypes)}
+    key = f"through_{layout.family.bindings.serial}_{layout.name}_{'_'.join(map(str, (*names.values(), *ranks, *(v for _, v in axes))))}"
+    try:
+        kernel = layout.choose(names, dict(axes), {name: (0,) * rank for name, rank in zip(layout.given, ranks)})
+    except ArgumentError:
+        return keep(key, None)  # the op's own call names the mistake, with the shapes
     backward = kernel.backward
     if backward is None or not backward.through:
-        return None
+        return keep(key, None)
     bindings = layout.family.bindings
     other = bindings.layout_of(backward.through)
     target = bindings.kernel(backward.through)
-    return other, {axis: value for axis, value in (target.axes or {}).items() if axis in other.open_axes}
+    return keep(key, (other, {axis: value for axis, value in (target.axes or {}).items() if axis in other.open_axes}))
 
 
 def _open_axes(layout: Layout, axes: dict[str, Any]) -> dict[str, Any]:

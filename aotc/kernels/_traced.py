@@ -7,9 +7,11 @@ layouts and registers the PyTorch ops: file reads, ``bytes.find``, a
 would fail. So the function that does that work is one
 ``torch.compiler.assume_constant_result`` takes: dynamo calls it while
 tracing, with its arguments as they are (guarded on their identity), and
-keeps its result. That result is a str, a key into a module's dict of what
-was made (the binding, the op), which dynamo then reads like any global:
-a constant result may not be an object dynamo would have to guard.
+keeps its result. That result is a str, the key of what was made (the
+binding, the op) in ``MADE``, a module of its own, which dynamo then reads
+as it reads any module's attribute, live: a constant result may not be an
+object dynamo would have to guard, and a dict dynamo has read once in a
+trace it would not read again.
 
 ``constant_when_traced`` marks a function the way that decorator does
 (``tests/kernels/test_traced.py`` holds the two to the same mark), without
@@ -18,11 +20,13 @@ importing torch: aotc imports torch only once a tensor is seen.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["constant_when_traced"]
+__all__ = ["MADE", "constant_when_traced", "keep", "made"]
 
 # What torch._dynamo.assume_constant_result sets on a function (torch 2.4 and later).
 MARK = "_dynamo_marked_constant"
@@ -32,3 +36,18 @@ def constant_when_traced(function: Any) -> Any:
     """Mark ``function`` as ``torch.compiler.assume_constant_result`` does; returns it."""
     setattr(function, MARK, True)
     return function
+
+
+# What the marked functions made, by key.
+MADE = ModuleType("aotc.kernels._traced.MADE")
+
+
+def keep(key: str, value: Any) -> str:
+    """Keep ``value`` under ``key`` in ``MADE``; returns the key (a marked function's result)."""
+    setattr(MADE, key, value)
+    return key
+
+
+def made(key: str) -> Any:
+    """What ``keep`` kept under ``key``."""
+    return getattr(MADE, key)

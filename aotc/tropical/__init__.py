@@ -61,7 +61,7 @@ from __future__ import annotations
 import os
 from _thread import allocate_lock
 
-from aotc.kernels._traced import constant_when_traced
+from aotc.kernels._traced import constant_when_traced, keep, made
 from aotc.tropical._api import PACK_MIN_K as PACK_MIN_K  # the K from which 2-D NumPy bool operands pack
 from aotc.tropical._api import Tropical
 
@@ -102,20 +102,15 @@ def over(library: Any) -> Tropical:
         raise ArgumentTypeError(msg)
     api = extensions.get(_EXTENSION)
     if api is None:
-        api = _handles[_make_handle(library)]
+        api = made(_make_handle(library))
     return api
-
-
-_handles: dict[str, Tropical] = {}  # each library's handle, as _make_handle leaves it
 
 
 @constant_when_traced  # made eagerly where a first use is traced by torch.compile (aotc.kernels._traced)
 def _make_handle(library: Any) -> str:
-    """Make ``library``'s handle (one, even under a race) and keep it; returns its key in ``_handles``."""
+    """Make ``library``'s handle (one, even under a race); returns its key in ``MADE`` (aotc.kernels._traced)."""
     api = library.extensions.setdefault(_EXTENSION, Tropical(library))
-    key = f"{id(api)}"
-    _handles[key] = api
-    return key
+    return keep(f"tropical_{id(api)}", api)
 
 
 def set_library(library: Any = None, *, backend: Any = None) -> Any:
@@ -138,23 +133,21 @@ def set_library(library: Any = None, *, backend: Any = None) -> Any:
 def _api() -> Tropical:
     api = _shared["api"]
     if api is None:
-        api = _handles[_load_default()]
+        api = made(_load_default())
     return api
 
 
 @constant_when_traced  # loaded eagerly where a first use is traced by torch.compile (aotc.kernels._traced)
 def _load_default() -> str:
     """Load the installed tropical library as the module functions' (where none
-    is set); returns the key of its handle in ``_handles``."""
+    is set); returns the key of its handle in ``MADE`` (aotc.kernels._traced)."""
     with _lock:
         if _shared["api"] is None:
             from aotc.runtime.library import load
 
             _shared["api"] = over(load("tropical"))
         api = _shared["api"]
-    key = f"{id(api)}"
-    _handles[key] = api
-    return key
+    return keep(f"tropical_{id(api)}", api)
 
 
 def _library() -> Any:

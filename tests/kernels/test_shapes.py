@@ -82,7 +82,7 @@ def test_every_check_runs_before_any_copy_or_allocation(rowops: Any) -> None:  #
     x = RNG.normal(size=(4, 60))[:, ::2]
     made = AssertionError("an array was copied or allocated before the refusal")
     with mock.patch.object(NumpyKind, "contiguous", side_effect=made), mock.patch.object(NumpyKind, "allocate", side_effect=made):
-        with pytest.raises(ArgumentError, match="^bins: 100000 is not from 0 to its bound 65536$"):
+        with pytest.raises(ArgumentError, match=r"^bins: 100000 is not from 0 to its bound 65536$"):
             rowops.histogram(x, 100000, 0.0, 1.0)
         with pytest.raises(ArgumentError, match=r"^x: expected a 2-D array \(rows, n\), got shape \(2, 2, 3\)$"):
             rowops.histogram(np.ones((2, 2, 3)), 4, 0.0, 1.0)
