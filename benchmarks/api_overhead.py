@@ -37,7 +37,7 @@ def main() -> None:
     out = np.empty((64, 64), np.float32)
     a3, out3 = np.ones((4, 64, 64), np.float32), np.empty((4, 64, 64), np.float32)
     k = np.empty((64, 64), np.int32)
-    launcher = tropical._library().find("maxplus", "f32", "forward")  # noqa: SLF001 - calibration
+    launcher = tropical._library().kernel("gemm_maxplus_f32_forward")  # noqa: SLF001 - calibration
     pointer = a.ctypes.data
     cases = {
         "calibration: an empty Python call": lambda: None,

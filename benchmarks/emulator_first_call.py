@@ -31,7 +31,7 @@ from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.library import Library
 backend = EmulatorBackend()
 library = Library(sys.argv[1], backend=backend)
-launcher = library.find("maxplus", "f32", "forward")
+launcher = library.kernel("gemm_maxplus_f32_forward")
 n = 64
 a = np.ones((n, n), np.float32); c = np.empty((n, n), np.float32)
 launcher(a.ctypes.data, a.ctypes.data, c.ctypes.data, n, n, n, n, n, n)

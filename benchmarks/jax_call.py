@@ -1,6 +1,6 @@
 """Per-call host cost of a JAX call into the tropical kernels, beside plain jnp ops.
 
-The ``jax.experimental.buffer_callback`` route (``aotc.tropical._jax``) runs
+The ``jax.experimental.buffer_callback`` route (``aotc.kernels._jax``) runs
 Python at every execution: XLA calls back, and the callback runs the ordinary
 call path on XLA's buffers. What it costs is timed here on the noop backend
 (the launch does nothing, so what is left is the route's own work), each call

@@ -156,15 +156,10 @@ def bench_calls(library: Path, repeat: int) -> dict[str, float]:
 
     lib = Library(library, backend=NoopBackend((8, 0)))
     launcher = lib.kernel(KERNEL)
-    semiring, dtype, pass_, variant = (lib.index["kernels"][KERNEL][k] for k in ("semiring", "dtype", "pass", "variant"))
-    lib.find(semiring, dtype, pass_, variant)
     number = 20_000
     return {
         "call a held launcher: grid + pack + launch (noop)": median_ns(lambda: launcher(*ARGS), repeat, number),
         "lib.kernel(name)(*args) (noop)": median_ns(lambda: lib.kernel(KERNEL)(*ARGS), repeat, number),
-        "lib.find(semiring, dtype, pass, variant)(*args) (noop)": median_ns(
-            lambda: lib.find(semiring, dtype, pass_, variant)(*ARGS), repeat, number
-        ),
     }
 
 
