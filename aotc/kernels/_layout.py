@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 
 from aotc.arrays.kinds import kind_of
+from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.kernels._entry import entry_for, make_plan
 from aotc.kernels._launch import launch
@@ -208,15 +209,19 @@ class Layout:
                 chosen = ", ".join(f"{a}={v}" for a, v in axes.items())
                 msg = f"{self.name}(): no kernel for {chosen}"
                 raise ArgumentError(msg)
+        seen: dict[str, str] = {}  # the dtypes of the arrays checked so far
         for name, dtype in dtypes.items():
+            if name in self.outs:
+                continue  # an out array given chooses only among kernels the inputs leave (below)
             fits = [k for k in matches if self.bound[k.name][name].dtype == dtype]
             if not fits:
-                have = sorted({self.bound[k.name][name].dtype for k in matches})
-                msg = f"{name}: dtype {dtype}, but {self.name}'s kernels take {' or '.join(have)} there"
-                if len(matches) < len(self.kernels):
-                    msg += " with the other arguments' dtypes and axes"
-                raise ArgumentError(msg)
+                raise ArgumentError(self._dtype_refusal(name, dtype, matches, seen, axes))
             matches = fits
+            seen[name] = dtype
+        for name, dtype in dtypes.items():
+            fits = [k for k in matches if self.bound[k.name][name].dtype == dtype] if name in self.outs else matches
+            if fits:  # none: the out array's own check names its dtype
+                matches = fits
         # A kernel that takes the arrays as they are wins over one that must
         # leave out an optional dimension (a single matrix over a batch of one).
         scored = []
@@ -231,7 +236,7 @@ class Layout:
             else:
                 scored.append((left_out, kernel))
         if not scored:
-            self._refuse_rank(matches[0], shapes)
+            self._refuse_rank(matches, shapes)
         best = min(score for score, _ in scored)
         matches = [kernel for score, kernel in scored if score == best]
         if len(matches) > 1:
@@ -242,28 +247,41 @@ class Layout:
             raise ArgumentError(msg)
         return matches[0].name
 
-    def _refuse_rank(self, kernel: IndexKernel, shapes: dict[str, Any]) -> None:
-        """The one line for an array of a rank no kernel takes, as ``kernel`` declares it."""
+    def _dtype_refusal(self, name: str, dtype: str, matches: list[IndexKernel], seen: dict[str, str], axes: dict[str, Any]) -> str:
+        """The one line for an array of a dtype no kernel left takes there."""
+        have = sorted({self.bound[k.name][name].dtype for k in matches})
+        like = next((other for other, got in seen.items() if have == [got]), None)
+        if like is not None:  # the kernels take this array in the dtype an earlier one has
+            return f"{name}: dtype {dtype} does not match {like}'s {seen[like]}"
+        # The axes that chose these kernels, less those of dtypes (the arrays' dtypes say those).
+        chosen = ", ".join(f"{a}={v}" for a, v in axes.items() if a in self.open_axes and not set(self.axes[a]) <= DTYPES.keys())
+        where = f" for {chosen}" if chosen and len(matches) < len(self.kernels) else ""
+        listed = ", ".join(have[:-1]) + " or " + have[-1] if len(have) > 1 else have[0]
+        return f"{name}: dtype {dtype}, but {self.name}'s kernels{where} take {listed} there"
+
+    def _refuse_rank(self, kernels: list[IndexKernel], shapes: dict[str, Any]) -> None:
+        """The one line for an array of a rank no kernel takes: the ranks the ``kernels`` left take there."""
         for name, shape in shapes.items():
-            declared = self.bound[kernel.name][name]
-            full = len(declared.shape) + (declared.lanes > 1)
-            if not 0 <= full - len(shape) <= declared.optional:
-                raise ArgumentError(f"{name}: expected a {rank_text(declared)} array ({shape_text(declared)}), got shape {tuple(shape)}")
+            declared = [self.bound[k.name][name] for k in kernels]
+            ranks = sorted({r for d in declared for r in _ranks(d)})
+            if len(shape) not in ranks:
+                widest = max(declared, key=lambda d: len(d.shape))
+                text = ", ".join(f"{r}-D" for r in ranks[:-1]) + " or " + f"{ranks[-1]}-D" if len(ranks) > 1 else f"{ranks[0]}-D"
+                raise ArgumentError(f"{name}: expected a {text} array ({shape_text(widest)}), got shape {tuple(shape)}")
         ranks = ", ".join(f"{n}: {len(s)}-D" for n, s in shapes.items())
         msg = f"{self.name}(): no one kernel takes arrays of these ranks ({ranks})"
         raise ArgumentError(msg)
 
 
-def rank_text(declared: Any) -> str:
-    """The ranks an array may have: "2-D or 3-D"."""
+def _ranks(declared: Any) -> range:
+    """The ranks an array may have, as ``declared``: its optional dimensions left out or not, and a lanes axis."""
     extra = declared.lanes > 1
-    ranks = [f"{n + extra}-D" for n in range(len(declared.shape) - declared.optional, len(declared.shape) + 1)]
-    return ", ".join(ranks[:-1]) + " or " + ranks[-1] if len(ranks) > 1 else ranks[0]
+    return range(len(declared.shape) - declared.optional + extra, len(declared.shape) + extra + 1)
 
 
 def shape_text(declared: Any) -> str:
     """A declared shape as errors show it: the optional dimensions in brackets, lanes last."""
     parts = [f"[{e}]" if i < declared.optional else str(e) for i, e in enumerate(declared.shape)]
     if declared.lanes > 1:
-        parts.append(f"{declared.lanes} values each")
+        parts.append(f"then {declared.lanes} values an element")
     return ", ".join(parts)

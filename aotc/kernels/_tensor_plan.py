@@ -93,8 +93,11 @@ def make_tensor_plan(
 
     def plan(tensors: tuple[Any, ...], scalar_values: dict[str, Any]) -> tuple[Any, ...] | None:
         args = template.copy()
-        for name, tensor in zip(names, tensors):
-            args[given[name]] = tensor.data_ptr()
+        try:
+            for name, tensor in zip(names, tensors):
+                args[given[name]] = tensor.data_ptr()
+        except RuntimeError:
+            return None  # no storage (a functorch wrapper that left its transform): the full path decides
         for i, j, low, high in apart:
             if low < args[given[names[i]]] - args[given[names[j]]] < high:
                 return None  # a written tensor meets another's bytes: the full path says so

@@ -99,18 +99,31 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
         if recording and layout.inouts:
             msg = f"{layout.inouts[0]}: {layout.name} writes it in place, which autograd cannot follow; call under torch.no_grad()"
             raise ArgumentError(msg)
-        route = _through(layout, values, axes) if recording else None
-        if route is not None:
-            other, other_axes = route
-            outs = op_of(other)(*arguments, **other_axes)
-            by_name = dict(zip(other.outs, outs if isinstance(outs, (tuple, list)) else (outs,)))
-            outs = tuple(by_name[name] for name in layout.outs)
-        else:
+        outs = _eagerly_recorded(layout, values, axes) if recording else None
+        if outs is None and recording:
+            outs = _through_op(layout, values, axes, arguments)
+        if outs is None:
             outs = op(*arguments, **axes)
             outs = outs if isinstance(outs, (tuple, list)) else (outs,) if layout.outs else ()
     by_name = dict(zip(layout.outs, outs))
     results = tuple(by_name[name] if name in by_name else values[name] for name in layout.results)
     return results[0] if len(results) == 1 else results
+
+
+def _eagerly_recorded(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A recorded eager call on plain tensors, past the dispatcher (``_torch_eager``);
+    None where the ops must run it (traced, a mode, a subclass, no gradient declared)."""
+    import torch
+
+    if torch.compiler.is_compiling():
+        return None
+    from aotc.arrays.torch_direct import direct_all
+
+    if not direct_all(tuple(values[name] for name in layout.given)):
+        return None
+    from aotc.kernels._torch_eager import call_recorded
+
+    return call_recorded(layout, values, axes)
 
 
 def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any], direct: bool) -> Any:
@@ -127,12 +140,18 @@ def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any], di
     return results[0] if len(results) == 1 else results
 
 
-def _through(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Layout, dict[str, Any]] | None:
+def _through_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any], arguments: list[Any]) -> tuple[Any, ...] | None:
     """Where the call's kernel is differentiated through another kernel: that
-    kernel's layout and the axes that choose it (None: not so)."""
+    kernel's op, called in its place, and this one's results of it (None: not so)."""
     dtypes = tuple(values[name].dtype for name in layout.given)
     ranks = tuple(values[name].dim() for name in layout.given)
-    return made(_through_key(layout, dtypes, ranks, tuple(axes.items())))
+    route = made(_through_key(layout, dtypes, ranks, tuple(axes.items())))
+    if route is None:
+        return None
+    other, other_axes = route
+    outs = op_of(other)(*arguments, **other_axes)
+    by_name = dict(zip(other.outs, outs if isinstance(outs, (tuple, list)) else (outs,)))
+    return tuple(by_name[name] for name in layout.outs)
 
 
 @constant_when_traced  # chosen eagerly where torch.compile traces the call (_traced): it fills caches

@@ -61,6 +61,9 @@ class Tropical:
         self.names = tuple(family.axes["semiring"])
         # Semirings a 2-D NumPy bool product may pack for (matmul() checks these first).
         self._packable = frozenset(self._forward_packed.axes["semiring"]) if self._forward_packed is not None else frozenset()
+        # The semirings whose argmax kernels declare a gradient (their backward kernels exist).
+        backward = layouts.get(("backward_a", False))
+        self._differentiable = frozenset(backward.axes["semiring"]) if backward is not None else frozenset()
         forward = self._forward
         self._plain = frozenset(forward.axes["semiring"]) - self._packable if forward is not None and forward.entry is not None else frozenset()
 
@@ -109,6 +112,9 @@ class Tropical:
         """
         name = self.semiring(semiring)
         layout = self._need(self._argmax, "argmax")
+        if name not in self._differentiable:
+            msg = f"semiring: {name!r} has no gradient (needs add max/min and mul add/mul)"
+            raise ArgumentError(msg)
         grads = layout.gradients({"a": a, "b": b, "k_out": k}, {"out": grad_c}, {"semiring": name}, stream)
         return grads["a"], grads["b"]
 

@@ -100,9 +100,10 @@ def _ops_run(call: Any, namespace: str = "rowops") -> tuple[list[str], Any]:
     return sorted({e.name for e in profile.events() if e.name.startswith(f"{namespace}::")}), result
 
 
-def test_a_plain_eager_call_skips_the_dispatcher_and_a_recorded_one_does_not(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
-    """Where autograd records nothing and no mode or transform would see the op,
-    the generated entry runs the op's kernel itself (aotc.arrays.torch_direct)."""
+def test_a_plain_eager_call_skips_the_dispatcher_recorded_or_not(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+    """Where no mode or transform would see the op, the generated entry runs the
+    op's kernel itself (aotc.arrays.torch_direct); where autograd records, inside
+    an autograd.Function with the same formula (aotc.kernels._torch_eager)."""
     x = torch.randn(3, 40, dtype=torch.float64)
     rowops.softmax(x)  # the first tensor call registers the ops and opens the entry's tensor branch
     for _ in range(2):  # the second takes the kernel's plan
@@ -111,7 +112,9 @@ def test_a_plain_eager_call_skips_the_dispatcher_and_a_recorded_one_does_not(row
         torch.testing.assert_close(y, torch.softmax(x, dim=-1))
     x.requires_grad_(True)
     ran, y = _ops_run(lambda: rowops.softmax(x))
-    assert ran == ["rowops::softmax"] and y.grad_fn is not None
+    assert ran == [] and type(y.grad_fn).__name__ == "RecordedBackward"
+    ran, _ = _ops_run(lambda: y.sum().backward())
+    assert ran == [] and x.grad is not None  # softmax_backward's kernel, past the dispatcher too
     with torch.no_grad():
         assert _ops_run(lambda: rowops.softmax(x))[0] == []
     with torch.inference_mode():

@@ -19,7 +19,7 @@ from arrays.arrays_support import DLPackOnly
 from conftest import installed_library
 
 from aotc import reference, tropical
-from aotc.arrays.operands import as_operand
+from aotc.arrays.kinds import as_operand
 from aotc.arrays.placement import stream_handle
 from aotc.errors import BackendError, CaptureError
 from aotc.runtime import backends

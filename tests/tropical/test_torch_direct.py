@@ -1,6 +1,6 @@
 """Which eager tropical tensor calls skip the dispatcher (``aotc.arrays.torch_direct``).
 
-A call that skips it never shows an ``aotc::`` op to PyTorch's profiler; a
+A call that skips it never shows a ``tropical::`` op to PyTorch's profiler; a
 call the dispatcher must see (a mode, a transform, a subclass, autocast,
 inference mode, tracing) still runs the op, and the profiler records it.
 """
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
-from aotc.tropical._torch_plan import tensor_key
+from aotc.kernels._keys import tensor_key
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
 
@@ -21,10 +21,10 @@ pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 
 
 def _ops_run(call: Any) -> tuple[list[str], Any]:
-    """The ``aotc::`` ops the dispatcher ran during ``call()``, and its result."""
+    """The ``tropical::`` ops the dispatcher ran during ``call()``, and its result."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
         result = call()
-    return sorted({e.name for e in profile.events() if e.name.startswith("aotc::")}), result
+    return sorted({e.name for e in profile.events() if e.name.startswith("tropical::")}), result
 
 
 def _operands() -> tuple[Any, Any]:
@@ -37,11 +37,11 @@ def _expected(a: Any, b: Any) -> Any:
 
 
 def _planned(a: Any, b: Any) -> None:
-    """A plain call first, which leaves a call plan for these shapes and puts
-    the plan lookup in front of ``matmul`` (``_matmul_entry.planned_matmul``):
-    a call the dispatcher must see has to reach the op past it."""
+    """A plain call first, which leaves a call plan for these shapes, which the
+    forward binding's entry looks up: a call the dispatcher must see has to
+    reach the op past it."""
     tropical.matmul(a, b)
-    assert tropical._api()._op_plans  # noqa: SLF001
+    assert tropical._api()._forward.tensor_plans  # noqa: SLF001
 
 
 def test_a_plain_eager_call_skips_the_dispatcher() -> None:
@@ -76,7 +76,7 @@ def test_a_training_step_runs_forward_and_backward_without_the_ops() -> None:
         return a.grad
 
     ran, grad = _ops_run(step)
-    assert ran == []  # the autograd.Function records; inside it, nothing does
+    assert ran == []  # the autograd.Function records (aotc.kernels._torch_eager); inside it, nothing does
     assert grad.sum().item() == 5 * 6  # each output element sends 1 to its one winner
 
 
@@ -85,7 +85,7 @@ def test_inference_mode_runs_the_op() -> None:
     _planned(a, b)
     with torch.inference_mode():
         ran, c = _ops_run(lambda: tropical.matmul(a, b))
-    assert ran == ["aotc::tropical_matmul"]
+    assert ran == ["tropical::gemm_forward"]
     np.testing.assert_array_equal(c.numpy(), _expected(a, b))
 
 
@@ -94,7 +94,7 @@ def test_autocast_runs_the_op() -> None:
     _planned(a, b)
     with torch.autocast("cpu"):
         ran, _ = _ops_run(lambda: tropical.matmul(a, b))
-    assert ran == ["aotc::tropical_matmul"]
+    assert ran == ["tropical::gemm_forward"]
 
 
 def test_a_subclass_runs_the_op() -> None:
@@ -104,7 +104,7 @@ def test_a_subclass_runs_the_op() -> None:
     a, b = _operands()
     _planned(a, b)
     ran, c = _ops_run(lambda: tropical.matmul(a.as_subclass(Tagged), b))
-    assert ran == ["aotc::tropical_matmul"]
+    assert ran == ["tropical::gemm_forward"]
     np.testing.assert_array_equal(torch.Tensor(c).numpy(), _expected(a, b))
 
 
@@ -117,7 +117,7 @@ def test_a_torch_function_mode_runs_the_op() -> None:
     _planned(a, b)
     with Passing():
         ran, _ = _ops_run(lambda: tropical.matmul(a, b))
-    assert ran == ["aotc::tropical_matmul"]
+    assert ran == ["tropical::gemm_forward"]
 
 
 def test_fake_tensor_mode_runs_the_ops_fake_implementation() -> None:
@@ -136,7 +136,7 @@ def test_vmap_runs_the_op() -> None:
     batch = torch.stack([a, a + 1])
     # PyTorch runs the op once per batch entry (its fallback, which says so on stderr).
     ran, c = _ops_run(lambda: torch.func.vmap(lambda x: tropical.matmul(x, b))(batch))
-    assert ran == ["aotc::tropical_matmul"]
+    assert ran == ["tropical::gemm_forward"]
     np.testing.assert_array_equal(c[1].numpy(), _expected(a + 1, b))
 
 
@@ -145,7 +145,7 @@ def test_torch_compile_traces_the_op_whole() -> None:
     _planned(a, b)
     compiled = torch.compile(lambda x, y: tropical.matmul(x, y), fullgraph=True, backend="eager")
     ran, c = _ops_run(lambda: compiled(a, b))
-    assert ran == ["aotc::tropical_matmul"]
+    assert ran == ["tropical::gemm_forward"]
     np.testing.assert_array_equal(c.numpy(), _expected(a, b))
 
 
@@ -154,7 +154,7 @@ def test_torch_jit_trace_records_the_op() -> None:
     a, b = _operands()
     _planned(a, b)
     traced = torch.jit.trace(lambda x, y: tropical.matmul(x, y), (a, b), check_trace=False)
-    assert "aotc::tropical_matmul" in str(traced.graph)  # recorded, not run past the tracer
+    assert "tropical::gemm_forward" in str(traced.graph)  # recorded, not run past the tracer
     np.testing.assert_array_equal(traced(a + 1, b).numpy(), _expected(a + 1, b))
 
 
@@ -167,6 +167,7 @@ def test_a_plan_declines_a_functorch_wrapper_that_left_its_transform() -> None:
     _planned(a, b)
     leaked: list[Any] = []
     torch.func.vmap(lambda x: leaked.append(x) or x)(torch.stack([a, a]))
-    plan = tropical._api()._op_plans[tensor_key("maxplus", a, b)]  # noqa: SLF001
-    assert plan(leaked[0], b, None) is None
-    np.testing.assert_array_equal(plan(a, b, None).numpy(), _expected(a, b))
+    layout = tropical._api()._forward  # noqa: SLF001
+    plan = layout.tensor_plans.plans[tensor_key(layout, {"a": a, "b": b, "semiring": "maxplus"})]
+    assert plan((leaked[0], b), {}) is None
+    np.testing.assert_array_equal(plan((a, b), {})[0].numpy(), _expected(a, b))

@@ -63,7 +63,8 @@ def _probe(obj: Any) -> ArrayKind | None:
         from aotc.arrays.kinds.numpy import NUMPY
 
         return NUMPY
-    if module == "torch" and hasattr(obj, "data_ptr"):
+    torch = sys.modules.get("torch")  # a tensor cannot exist before torch is imported
+    if torch is not None and isinstance(obj, torch.Tensor):  # subclasses too: the dispatcher must see them
         from aotc.arrays.kinds.torch import TORCH
 
         return TORCH

@@ -98,7 +98,7 @@ class CupyKind(CudaArrayKind):
         with cupy.cuda.Device(like.obj.device.id), _CupyStream(cupy, like.obj.device.id, stream):
             if fill is None:
                 return cupy.empty(shape, numpy_name)
-            return cupy.full(shape, fill, numpy_name)
+            return cupy.zeros(shape, numpy_name) if fill == 0 else cupy.full(shape, fill, numpy_name)
 
     def current_stream(self, op: Operand) -> int:
         return cupy_current_stream(sys.modules["cupy"], op.obj.device.id)
