@@ -50,7 +50,7 @@ __all__ = ["entry_for", "make_plan"]
 
 def _generatable(layout: Layout) -> bool:
     """Whether every name the source would hold is one Python takes and ours do not shadow."""
-    names = [layout.name, *layout.positional, *layout.outs, *layout.open_axes]
+    names = [layout.name, *layout.positional, *layout.outs, *layout.open_axes, *layout.lengths]
     return not any(keyword.iskeyword(n) or n.startswith("_aotc") or n == "stream" or not n.isidentifier() for n in names)
 
 
@@ -66,9 +66,10 @@ def entry_for(layout: Layout) -> Any:
     # NumPy calls take plans where NumPy's data pointers are read directly (64-bit, the probe passed).
     numpy = sys.modules.get("numpy")
     ndarray = numpy.ndarray if numpy is not None and sys.maxsize > 2**32 and direct_pointer() else _NoTensor
-    given, outs, open_axes = layout.given, layout.outs, layout.open_axes
+    given, outs, open_axes, lengths = layout.given, layout.outs, layout.open_axes, layout.lengths
     positional = ", ".join(layout.positional)
-    chosen = ", ".join(f"{axis!r}: {axis}" for axis in open_axes)
+    # The keywords other than out arrays: the open axes, and the lengths of packed dimensions.
+    chosen = ", ".join(f"{name!r}: {name}" for name in (*open_axes, *lengths))
     guard = " and ".join(
         ["stream is None", "not _aotc_axes"]
         + [f"type({name}) is _aotc_ndarray" for name in given]
@@ -77,7 +78,7 @@ def entry_for(layout: Layout) -> Any:
     call = ", ".join([*given, *outs, *layout.arguments])
     given_outs = ", ".join(f"{name!r}: {name}" for name in outs)
     lines = [
-        f"def {layout.name}({positional}, *, {''.join(f'{name}=None, ' for name in (*outs, *open_axes))}stream=None, **_aotc_axes):",
+        f"def {layout.name}({positional}, *, {''.join(f'{name}=None, ' for name in (*outs, *open_axes, *lengths))}stream=None, **_aotc_axes):",
         f"    if {guard}:",
         "        try:",
         f"            _aotc_plan = _aotc_plans.get({numpy_key_text(layout)})",
@@ -111,7 +112,7 @@ def entry_for(layout: Layout) -> Any:
         f"            return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, True)",
         f"        return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, False)",
     ]
-    for axis in open_axes:
+    for axis in (*open_axes, *lengths):
         lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]
     lines += [f"    return _aotc_layout.full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
     from aotc.kernels._torch_route import call_tensors

@@ -129,7 +129,7 @@ def _natural_shapes(layout: Any, kernel: IndexKernel, values: dict[str, Any], ax
 
     shapes = {name: framework.shape(values[name]) for name in layout.given}
     dtypes = {name: framework.dtype(values[name]) for name in layout.given}
-    extents = {name: values[name] for name in layout.extents}
+    extents = {name: values.get(name) for name in layout.sizes}
     return decide(layout, shapes, dtypes, axes, extents, {}).out_shapes
 
 
@@ -201,5 +201,12 @@ def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], a
         raise ArgumentError(msg)
     arguments = {p.name: values[p.arg] for p in route.signature or () if p.scalar and not p.dim}
     inputs = {manifest[name]: (op.shape, op.dtype) for name, op in ops.items()}
-    found = gradients(bindings, route, saved, {manifest[n]: g for n, g in grads.items()}, arguments, inputs, Direct(stream))
+    framework: Any = Direct(stream)
+    from aotc.arrays.kinds import kind_of
+
+    if kind_of(values[layout.given[0]], layout.given[0]).route == "jax":  # immutable arrays: the gradients are its route's results
+        from aotc.kernels._jax import JAX_GRADIENTS
+
+        framework = JAX_GRADIENTS
+    found = gradients(bindings, route, saved, {manifest[n]: g for n, g in grads.items()}, arguments, inputs, framework)
     return {name: found[manifest[name]] for name in layout.given if manifest[name] in found}

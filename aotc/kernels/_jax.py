@@ -41,7 +41,7 @@ from aotc.kernels._gradients import gradients, no_gradient, saved_names
 from aotc.kernels._launch import launch
 from aotc.kernels._shapes import decide
 
-__all__ = ["call"]
+__all__ = ["JAX_GRADIENTS", "call"]
 
 
 def _static(name: str, value: Any, what: str) -> None:
@@ -60,6 +60,7 @@ def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
     for axis, value in axes.items():
         _static(axis, value, "a kernel's axes are Python values")
     scalars = {name: values[name] for name in layout.arguments}
+    scalars.update((name, values[name]) for name in layout.lengths if values.get(name) is not None)
     for name, value in scalars.items():
         _static(name, value, "a family's scalar arguments are Python numbers")
     given = tuple(as_jax(values[name], name) for name in layout.given)
@@ -85,7 +86,7 @@ def _dtype(array: Any, name: str, layout: Any = None) -> str:
 def _decide(layout: Any, given: tuple[Any, ...], axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
     shapes = {name: tuple(x.shape) for name, x in zip(layout.given, given)}
     dtypes = {name: _dtype(x, name, layout) for name, x in zip(layout.given, given)}
-    return decide(layout, shapes, dtypes, axes, {name: scalars[name] for name in layout.extents}, {})
+    return decide(layout, shapes, dtypes, axes, {name: scalars.get(name) for name in layout.sizes}, {})
 
 
 def _without_gradient(layout: Any, kernel: Any, run: Any) -> Any:
@@ -228,6 +229,9 @@ class _Jax:
         summed = array.sum(axis=tuple(range(lead))) if lead else array
         keep = tuple(i for i, (have, want) in enumerate(zip(summed.shape, shape)) if have != want)
         return summed.sum(axis=keep, keepdims=True) if keep else summed
+
+
+JAX_GRADIENTS = _Jax  # how aotc.kernels._gradients runs on JAX arrays
 
 
 def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:

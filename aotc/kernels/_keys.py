@@ -5,9 +5,9 @@ lookup therefore read the same expression and cannot disagree.
 
 - A NumPy call's key: each in and inout array's shape, strides and dtype,
   each out array's (None where not given), the open axes' values and the
-  extents the caller gives.
+  sizes the caller gives (out arrays' extents, packed dimensions' lengths).
 - A tensor call's key: the open axes' values, then each in and inout
-  tensor's shape, strides, dtype and device, then the extents; the ``.out``
+  tensor's shape, strides, dtype and device, then the sizes; the ``.out``
   overload's adds each out tensor's, after an "out" mark.
 """
 
@@ -25,7 +25,7 @@ __all__ = ["numpy_key", "numpy_key_text", "tensor_key", "tensor_key_text", "tens
 def numpy_key_text(layout: Layout) -> str:
     parts = [f"{name}.shape, {name}.strides, {name}.dtype" for name in layout.given]
     parts += [f"None if {name} is None else ({name}.shape, {name}.strides, {name}.dtype)" for name in layout.outs]
-    parts += [*layout.open_axes, *layout.extents]
+    parts += [*layout.open_axes, *layout.sizes]
     return f"({', '.join(parts)},)"
 
 
@@ -36,7 +36,7 @@ def _axes_text(layout: Layout) -> str:
 def tensor_key_text(layout: Layout, *, outs: bool = False) -> str:
     parts = [_axes_text(layout)]
     parts += [f"{name}.shape, {name}.stride(), {name}.dtype, {name}.device" for name in layout.given]
-    parts += list(layout.extents)
+    parts += list(layout.sizes)
     if outs:
         parts += ['"out"', *(f"{name}.shape, {name}.stride(), {name}.dtype, {name}.device" for name in layout.outs)]
     return f"({', '.join(parts)},)"
@@ -58,17 +58,17 @@ def _function(layout: Layout, names: tuple[str, ...], text: str) -> Any:
 
 def numpy_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
     """The key the generated entry builds for a NumPy call with these values (and axes, by name; None: not given)."""
-    names = (*layout.given, *layout.outs, *layout.open_axes, *layout.extents)
+    names = (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes)
     return _function(layout, names, numpy_key_text(layout))(*(values.get(name) for name in names))
 
 
 def tensor_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
     """The key of a tensor call with these values and axes, by name (None: an axis not given)."""
-    names = (*layout.given, *layout.open_axes, *layout.extents)
+    names = (*layout.given, *layout.open_axes, *layout.sizes)
     return _function(layout, names, tensor_key_text(layout))(*(values.get(name) for name in names))
 
 
 def tensor_out_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
     """The key of a ``.out`` overload call with these values (its out tensors among them)."""
-    names = (*layout.given, *layout.outs, *layout.open_axes, *layout.extents)
+    names = (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes)
     return _function(layout, names, tensor_key_text(layout, outs=True))(*(values.get(name) for name in names))

@@ -109,7 +109,7 @@ def decision_for(layout: Any, ops: dict[str, Operand], values: dict[str, Any], a
     """The decision for these operands (in and inout, by name) and these values'
     out arrays and extents: found by their shapes and dtypes, else decided and kept."""
     outs = {name: as_operand(values[name], name) for name in layout.outs if values.get(name) is not None}
-    extents = {name: values[name] for name in layout.extents}
+    extents = {name: values.get(name) for name in layout.sizes}
     try:
         key = (
             tuple((op.shape, op.dtype) for op in ops.values()),

@@ -71,6 +71,10 @@ class Layout:
         scalars = [p for p in signature if p.scalar and not p.dim]
         self.arguments = {p.arg: p.dtype for p in scalars}
         self.extents = tuple(p.arg for p in scalars if p.extent)
+        # A dimension that only packed arrays hold, in words: the caller may give
+        # it exactly (by keyword), else it is the words' capacity (_shapes).
+        self.lengths = _lengths(kernels)
+        self.sizes = self.extents + self.lengths  # every size the caller may give
         self.positional = tuple(p.arg for p in signature if (not p.scalar and p.role != "out") or (p.scalar and not p.dim))
         axes: dict[str, list[Any]] = {}
         for kernel in kernels:
@@ -112,10 +116,10 @@ class Layout:
             elif key in values:
                 msg = f"{self.name}(): {key} given twice, by position and by name"
                 raise ArgumentTypeError(msg)
-            elif key in self.positional or key in self.outs:
+            elif key in self.positional or key in self.outs or key in self.lengths:
                 values[key] = value
             else:
-                known = ", ".join((*self.positional, *self.outs, *self.family.axes, "stream"))
+                known = ", ".join((*self.positional, *self.outs, *self.lengths, *self.family.axes, "stream"))
                 msg = f"{self.name}(): unknown argument {key!r} (known: {known})"
                 raise ArgumentTypeError(msg)
         missing = [name for name in self.positional if name not in values]
@@ -271,6 +275,18 @@ class Layout:
         ranks = ", ".join(f"{n}: {len(s)}-D" for n, s in shapes.items())
         msg = f"{self.name}(): no one kernel takes arrays of these ranks ({ranks})"
         raise ArgumentError(msg)
+
+
+def _lengths(kernels: list[IndexKernel]) -> tuple[str, ...]:
+    """The binding names of the dimensions that only packed in arrays hold
+    (as the last dimension, in words), in any of ``kernels``."""
+    found: dict[str, None] = {}
+    for kernel in kernels:
+        signature = kernel.signature or ()
+        unpacked = {e for p in signature if not p.scalar and p.role != "out" and not p.pack for e in p.shape}
+        packed = {p.shape[-1] for p in signature if not p.scalar and p.role != "out" and p.pack and type(p.shape[-1]) is str}
+        found.update((p.arg, None) for p in signature if p.scalar and p.name in packed - unpacked)
+    return tuple(found)
 
 
 def _ranks(declared: Any) -> range:

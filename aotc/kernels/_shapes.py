@@ -83,13 +83,16 @@ def decide(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, st
                 packed.append((name, extent, size, declared.pack))
             else:
                 _bind(dims, bound_by, extent, size, name, shapes[name])
+    lengths = {p.name: p.arg for p in kernel.signature or () if p.scalar and p.arg in layout.lengths}
     for name, extent, words, pack in packed:
-        if extent in dims:
-            if -(-dims[extent] // pack) != words:
-                msg = f"{name}: {words} words of {pack} bits hold {extent}={dims[extent]} ({bound_by[extent]} gave it) in {-(-dims[extent] // pack)}"
-                raise ArgumentError(msg)
-        else:
-            _bind(dims, bound_by, extent, words * pack, name, shapes[name])
+        length = extents.get(lengths.get(extent, ""))
+        if length is not None and extent not in dims:
+            _bind(dims, bound_by, extent, _extent(lengths[extent], length, params_of(kernel, extent), dims), lengths[extent], shapes[name])
+        if extent not in dims:
+            _bind(dims, bound_by, extent, words * pack, name, shapes[name])  # the words' capacity: padding is the kernel's to ignore
+        elif -(-dims[extent] // pack) != words:
+            msg = f"{name}: {words} words of {pack} bits, but {extent}={dims[extent]} ({bound_by[extent]} gave it) takes {-(-dims[extent] // pack)}"
+            raise ArgumentError(msg)
     present = set(dims)  # the out arrays keep an optional dimension where a given array had it
     for extent, arrays in left_out.items():
         # Left out, a dimension is 1, unless another array gives it: then an in
@@ -125,6 +128,11 @@ def decide(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, st
     return Decision(kernel, params, dims, out_shapes, _grid(layout, kernel, dims))
 
 
+def params_of(kernel: IndexKernel, name: str) -> DeclaredParam:
+    """The declared parameter of ``kernel`` whose (manifest) name is ``name``."""
+    return next(p for p in kernel.signature or () if p.name == name)
+
+
 def _core(name: str, shape: Any, declared: DeclaredParam) -> tuple[Any, ...]:
     """``shape`` without its trailing lanes axis (checked)."""
     shape = tuple(shape)
@@ -145,7 +153,8 @@ def _bind(dims: dict[str, Any], bound_by: dict[str, str], extent: str, size: Any
 
 
 def _extent(name: str, value: Any, declared: DeclaredParam, dims: dict[str, Any]) -> int:
-    """An out array's extent the caller gives: an integer from 0 to its bound."""
+    """A size the caller gives (an out array's extent, a packed dimension's
+    length): an integer from 0 to its bound, else its type's range."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         msg = f"{name}: expected an integer extent ({declared.dtype}), got {echo(value)}"
         raise ArgumentTypeError(msg)

@@ -31,5 +31,7 @@ def fake_decision(layout: Layout, values: dict[str, Any], kwargs: dict[str, Any]
     dtypes = {name: dtype_name(values[name].dtype) for name in layout.given}
     dtypes.update((name, dtype_name(out.dtype)) for name, out in outs.items())
     shapes = {name: tuple(values[name].shape) for name in layout.given}
-    extents = {name: values[name] for name in layout.extents}
-    return decide(layout, shapes, dtypes, _axes(kwargs), extents, {name: tuple(out.shape) for name, out in outs.items()})
+    sizes = {name: values[name] for name in layout.extents}
+    sizes.update((name, kwargs.get(name)) for name in layout.lengths)
+    axes = {axis: value for axis, value in _axes(kwargs).items() if axis not in layout.lengths}
+    return decide(layout, shapes, dtypes, axes, sizes, {name: tuple(out.shape) for name, out in outs.items()})

@@ -62,6 +62,7 @@ def schema(layout: Layout, *, out: bool = False) -> str:
             parts.append(f"Tensor {name}")
     keywords = [f"Tensor({next(aliases)}!) {name}" for name in layout.outs] if out else []
     keywords += [f"{'int' if all(type(v) is int for v in layout.axes[axis]) else 'str'}? {axis}=None" for axis in layout.open_axes]
+    keywords += [f"int? {name}=None" for name in layout.lengths]
     if keywords:
         parts += ["*", *keywords]
     outs = 0 if out else len(layout.outs)
@@ -105,8 +106,9 @@ def register(kernels: Kernels) -> Any:
     return ops
 
 
-def _axes(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {axis: value for axis, value in kwargs.items() if value is not None}
+def _axes(layout: Layout, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The axes among an op call's keywords (the others: out arrays, packed lengths)."""
+    return {axis: value for axis, value in kwargs.items() if value is not None and axis in layout.open_axes}
 
 
 def _keeper(layout: Layout, key: tuple[Any, ...], *, outs_given: bool = False) -> Callable[..., None]:
@@ -128,11 +130,12 @@ def _kernel(layout: Layout) -> Callable[..., Any]:
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         values = dict(zip(positional, args))
+        values.update((name, kwargs[name]) for name in layout.lengths if kwargs.get(name) is not None)
         key = tensor_key(layout, {**values, **kwargs})
         plan = plans.get(key)
         results = None if plan is None else plan(tuple(values[name] for name in given), values)
         if results is None:  # no plan, or one that cannot vouch for this call
-            arrays = launch(layout, values, _axes(kwargs), None, _keeper(layout, key))
+            arrays = launch(layout, values, _axes(layout, kwargs), None, _keeper(layout, key))
             results = tuple(arrays[name] for name in outs)
         for name in inouts:
             _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
@@ -150,10 +153,11 @@ def _out_kernel(layout: Layout) -> Callable[..., Any]:
     def kernel(*args: Any, **kwargs: Any) -> None:
         values = dict(zip(positional, args))
         values.update((name, kwargs.pop(name)) for name in outs)
+        values.update((name, kwargs[name]) for name in layout.lengths if kwargs.get(name) is not None)
         key = tensor_out_key(layout, {**values, **kwargs})  # beside the op's own plans
         plan = plans.get(key)
         if plan is None or plan(tuple(values[name] for name in names), values) is None:
-            launch(layout, values, _axes(kwargs), None, _keeper(layout, key, outs_given=True))
+            launch(layout, values, _axes(layout, kwargs), None, _keeper(layout, key, outs_given=True))
         for name in written:
             _bump_version(values[name])
 

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 __all__ = ["call_op", "call_tensors", "records", "refuse_recording", "to_op"]
 
 
+def torch_module() -> Any:
+    return sys.modules["torch"]
+
+
 def records(layout: Layout, values: dict[str, Any]) -> bool:
     """Whether autograd records a call on these tensors."""
     torch = sys.modules["torch"]
@@ -46,17 +50,32 @@ def refuse_recording(argument: str) -> None:
 
 
 def to_op(layout: Layout, values: dict[str, Any], stream: Any) -> bool:
-    """Whether this call goes through the layout's op: every array a tensor, and
-    either no out array given (the op) or every one (its ``.out``)."""
+    """Whether this call goes through the layout's op: every array a tensor, no
+    stream named but the one the op launches on anyway (PyTorch's current one
+    there), and either no out array given (the op) or every one (its ``.out``)."""
     tensor = sys.modules["torch"].Tensor
-    if stream is not None:
+    if stream is not None and not _current(values[layout.given[0]], stream):
         if records(layout, values):
             refuse_recording("stream")
         return False
     given = [values.get(name) for name in layout.outs]
-    if any(out is not None for out in given) and not all(isinstance(out, tensor) for out in given):
+    named = next((name for name, out in zip(layout.outs, given) if out is not None), None)
+    if named is not None and records(layout, values):
+        refuse_recording(named)  # as PyTorch refuses an out= variant of differentiable inputs
+    if named is not None and not all(isinstance(out, tensor) for out in given):
         return False
     return all(isinstance(values[name], tensor) for name in layout.given)
+
+
+def _current(tensor: Any, stream: Any) -> bool:
+    """Whether ``stream`` is PyTorch's current stream on ``tensor``'s (CUDA) device."""
+    from aotc.arrays.kinds import as_operand
+    from aotc.arrays.placement import stream_handle
+
+    if tensor.device.type != "cuda":
+        return False
+    op = as_operand(tensor, "stream")
+    return stream_handle(stream, op) == op.kind.current_stream(op)
 
 
 def op_of(layout: Layout) -> Any:
@@ -83,11 +102,13 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
     """The call, through the op: the out and inout arrays in declared order (one: itself)."""
     if any(axis not in layout.open_axes for axis in axes):
         axes = _open_axes(layout, axes)
+    # The lengths of packed dimensions the caller gave are the op's keywords too.
+    axes = {**axes, **{name: values[name] for name in layout.lengths if values.get(name) is not None}}
     op = op_of(layout)
     arguments = [values[name] for name in layout.positional]
     if layout.outs and values.get(layout.outs[0]) is not None:  # to_op: then every out array is given
         outs = tuple(values[name] for name in layout.outs)
-        if records(layout, values):
+        if records(layout, values) or (torch_module().is_grad_enabled() and any(out.requires_grad for out in outs)):
             refuse_recording(layout.outs[0])
         from aotc.arrays.torch_direct import direct_all
 
@@ -130,9 +151,11 @@ def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any], di
     """The generated entry's tensor calls that no plan answered: through the op,
     or, where nothing but it would see the op (``direct``), its kernel itself."""
     values = dict(zip(layout.positional, args))
-    axes = {axis: value for axis, value in axes.items() if value is not None}
+    values.update((name, axes.pop(name)) for name in layout.lengths if axes.get(name) is not None)
+    axes = {axis: value for axis, value in axes.items() if value is not None and axis not in layout.lengths}
     if not direct:
         return call_op(layout, values, axes)
+    axes.update((name, values[name]) for name in layout.lengths if name in values)
     op_of(layout)  # registered: its kernel is made with it
     outs = layout.torch_kernel(*args, **axes)
     by_name = dict(zip(layout.outs, outs if isinstance(outs, tuple) else (outs,)))

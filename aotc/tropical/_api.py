@@ -82,7 +82,7 @@ class Tropical:
         if semiring not in self.names:
             msg = f"semiring: unknown {echo(semiring)} (known: {', '.join(self.names)})"
             raise ArgumentError(msg)
-        return str(semiring)
+        return str.__str__(semiring)  # a str-valued Enum's value, not its name
 
     # --- the products --------------------------------------------------------------
 
@@ -92,7 +92,8 @@ class Tropical:
         if name in self._packable and self._packs(a, b):
             from aotc.tropical._packed import pack_bool
 
-            return self._call(self._forward_packed, (pack_bool(a, 1).words, pack_bool(b, 0).words), name, out=out, stream=stream)
+            pa, pb = pack_bool(a, 1), pack_bool(b, 0)
+            return self._call(self._forward_packed, (pa.words, pb.words), name, out=out, stream=stream, K=pa.shape[1])
         if self._forward is None or name not in self._forward.axes["semiring"]:
             # This library builds only the argmax kernel for the semiring: its product.
             return self.matmul_argmax(a, b, name, out=out, stream=stream)[0]
@@ -125,7 +126,8 @@ class Tropical:
         if type(packed) is not bool:
             msg = f"packed: expected True or False, got {echo(packed)}"
             raise ArgumentTypeError(msg)
-        c = self._call(self._need(self._forward_packed, "packed forward"), _words(pa, pb), self.semiring(semiring), out=out, stream=stream)
+        layout = self._need(self._forward_packed, "packed forward")
+        c = self._call(layout, _words(pa, pb), self.semiring(semiring), out=out, stream=stream, K=pa.shape[1])
         if not packed:
             return c
         from aotc.tropical._packed import pack_bool
@@ -135,7 +137,7 @@ class Tropical:
     def matmul_packed_argmax(self, pa: Any, pb: Any, semiring: str = "andor", *, out: Any = None, k_out: Any = None, stream: Any = None) -> tuple[Any, Any]:
         """``(C, k)`` for packed operands: k is the first k with A[i,k] and B[k,j], or -1."""
         layout = self._need(self._argmax_packed, "packed argmax")
-        return self._call(layout, _words(pa, pb), self.semiring(semiring), out=out, k_out=k_out, stream=stream)
+        return self._call(layout, _words(pa, pb), self.semiring(semiring), out=out, k_out=k_out, stream=stream, K=pa.shape[1])
 
     def preload(self, semirings: Any = None, dtypes: Any = None, device: Any = None) -> tuple[str, ...]:
         """Load the kernels of ``semirings`` and ``dtypes`` (None: all) on ``device``

@@ -1,7 +1,8 @@
-"""Call plans for tensors (aotc/tropical/_torch_plan.py): the aotc:: ops' kernel
-reuses a plan on a repeat call, and every check that depends on the tensors
-themselves still runs. Also the route into the ops: a call autograd does not
-record skips the ops' autograd layer, and out= is versioned like torch's own."""
+"""Call plans for tensors (aotc/kernels/_tensor_plan.py): the tropical:: ops'
+kernel reuses a plan on a repeat call, and every check that depends on the
+tensors themselves still runs. Also the route into the ops: a call autograd
+does not record skips the ops' autograd layer, and out= is versioned like
+torch's own."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 
 
 def _plans() -> dict:
-    return tropical._api()._op_plans  # noqa: SLF001 - the cache under test
+    return tropical._api()._forward.tensor_plans.plans  # noqa: SLF001 - the cache under test: the forward binding's
 
 
 def _expected(a: torch.Tensor, b: torch.Tensor, semiring: str = "maxplus") -> np.ndarray:
@@ -32,7 +33,7 @@ def test_a_repeat_call_reuses_its_plan_and_reads_the_new_tensors(monkeypatch: py
     assert len(_plans()) == before + 1
     np.testing.assert_array_equal(first.numpy(), _expected(a, b))
     # From here on a call that left the plan for the full path would fail.
-    monkeypatch.setattr(tropical._api(), "_product", lambda *args: pytest.fail("took the full path"))  # noqa: SLF001
+    monkeypatch.setattr("aotc.kernels._torch_ops.launch", lambda *args: pytest.fail("took the full path"))
     for _ in range(3):  # new tensors, same shapes: the plan, with these tensors' pointers
         a2, b2 = torch.randn(9, 5), torch.randn(5, 7)
         c = tropical.matmul(a2, b2)
@@ -140,12 +141,13 @@ def test_the_plans_are_per_library_handle(other: object) -> None:  # noqa: F811 
     a, b = torch.rand(5, 4) + 1, torch.rand(4, 3) + 1
     for _ in range(2):
         np.testing.assert_array_equal(api.matmul(a, b).numpy(), _expected(a, b))
-    assert len(api._op_plans) == 1  # noqa: SLF001
+    assert len(api._forward.tensor_plans) == 1  # noqa: SLF001
 
 
 def test_a_training_step_repeats_through_the_argmax_and_backward_plans(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Forward while autograd records runs the argmax op; backward runs the backward op.
+    # Forward while autograd records runs the argmax kernel; backward runs the backward kernels.
     api = tropical._api()  # noqa: SLF001
+    backward = [api.family.layouts[name] for name in ("gemm_backward_a", "gemm_backward_b")]
     generator = torch.Generator().manual_seed(3)
 
     def step() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -164,23 +166,17 @@ def test_a_training_step_repeats_through_the_argmax_and_backward_plans(monkeypat
         np.testing.assert_array_equal(a.grad.numpy(), want_a)
         np.testing.assert_array_equal(b.grad.numpy(), want_b)
 
-    argmax_before, backward_before = len(api._op_argmax_plans), len(api._op_backward_plans)  # noqa: SLF001
+    argmax_before = len(api._argmax.tensor_plans)  # noqa: SLF001
+    backward_before = [len(layout.tensor_plans) for layout in backward]
     a, b, c, _ = step()
     check(a, b, c)
-    assert len(api._op_argmax_plans) == argmax_before + 1  # noqa: SLF001
-    assert len(api._op_backward_plans) == backward_before + 1  # noqa: SLF001
+    assert len(api._argmax.tensor_plans) == argmax_before + 1  # noqa: SLF001
+    assert [len(layout.tensor_plans) for layout in backward] == [n + 1 for n in backward_before]
     # From here on a step that left its plans for the full paths would fail.
-    monkeypatch.setattr(api, "_product", lambda *args: pytest.fail("forward took the full path"))
-    monkeypatch.setattr(_call_module(), "backward_product", lambda *args: pytest.fail("backward took the full path"))
+    monkeypatch.setattr("aotc.kernels._torch_ops.launch", lambda *args: pytest.fail("a step took the full path"))
     for _ in range(2):
         a, b, c, _ = step()
         check(a, b, c)
-
-
-def _call_module() -> object:
-    from aotc.tropical import _call
-
-    return _call
 
 
 @pytest.mark.gpu
@@ -192,9 +188,9 @@ def test_cuda_tensors_are_planned_and_launch_on_torchs_current_stream() -> None:
     api = tropical.over(load("tropical"))
     a, b = torch.randn(2, 70, 33, device="cuda"), torch.randn(33, 41, device="cuda")
     want = _expected(a.cpu(), b.cpu())
-    before = len(api._op_plans)  # noqa: SLF001
+    before = len(api._forward.tensor_plans)  # noqa: SLF001
     np.testing.assert_array_equal(api.matmul(a, b).cpu().numpy(), want)
-    assert len(api._op_plans) == before + 1  # noqa: SLF001 - the GPU path keeps its launch too
+    assert len(api._forward.tensor_plans) == before + 1  # noqa: SLF001 - the GPU path keeps its launch too
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):  # the plan reads the current stream per call
         torch.cuda._sleep(50_000_000)  # noqa: SLF001 - keeps the side stream busy
@@ -225,7 +221,7 @@ def test_cuda_training_steps_through_the_plans_match_the_reference() -> None:
         want_a, want_b = reference.matmul_backward(grad_c.numpy(), k, a.numpy(), b.numpy(), "maxplus")
         np.testing.assert_allclose(ga.grad.cpu().numpy(), want_a, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(gb.grad.cpu().numpy(), want_b, rtol=1e-5, atol=1e-5)
-    assert api._op_argmax_plans and api._op_backward_plans  # noqa: SLF001
+    assert api._argmax.tensor_plans and api.family.layouts["gemm_backward_a"].tensor_plans  # noqa: SLF001
 
 
 @pytest.mark.gpu
@@ -234,8 +230,8 @@ def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pyte
     on an H200 the call path for a foreign stream cost 90 us a call, the ops' 20."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device: CUDA tensors need a GPU")
+    from aotc.kernels import _layout
     from aotc.runtime.library import load
-    from aotc.tropical import _torch_ops
 
     api = tropical.over(load("tropical"))
     a, b = torch.randn(70, 33, device="cuda"), torch.randn(33, 41, device="cuda")
@@ -244,7 +240,7 @@ def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pyte
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the call path for a foreign stream was taken")
 
-    monkeypatch.setattr(_torch_ops, "call_back", refuse)
+    monkeypatch.setattr(_layout.Layout, "run", refuse)  # the direct launch, outside the ops
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
