@@ -23,7 +23,7 @@ def _kinds() -> list[tuple[str, str]]:
     import json
 
     kernels = json.loads((LIBRARY / "index.json").read_text())["kernels"].values()
-    return sorted({(k["semiring"], k["dtype"]) for k in kernels})
+    return sorted({(k["axes"]["semiring"], k["axes"]["dtype"]) for k in kernels})
 
 
 def _has_gradient(semiring: str, dtype: str) -> bool:
