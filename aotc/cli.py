@@ -38,26 +38,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
     manifest = load_manifest(args.manifest)
     print(f"library {manifest.library}: {len(manifest.kernels)} kernels")
     print(f"SASS {', '.join(manifest.archs.sass)}; PTX {', '.join(manifest.archs.ptx)}")
-    gemm = [k for k in manifest.kernels if hasattr(k, "tile")]
-    declared = [k for k in manifest.kernels if not hasattr(k, "tile")]
-    if gemm:
-        rows = [("kernel", "semiring", "dtype", "pass", "variant", "template", "tile (MxNxK/thread)", "threads", "smem")]
-        for k in gemm:
-            t = k.tile
-            tile = f"{t.block_m}x{t.block_n}x{t.block_k}/{t.thread_m}x{t.thread_n}"
-            smem = str(k.launch.shared_bytes_static)
-            rows.append((k.name, k.semiring.name, k.dtype.name, k.pass_name, k.variant, k.template, tile, str(t.threads), smem))
-        print(_table(rows))
-    if declared:
-        rows = [("kernel", "family", "axes", "template", "parameters", "grid", "block", "static smem", "dynamic smem")]
-        for k in declared:
-            axes = " ".join(f"{axis}={value}" for axis, value in k.axes)
-            params = ", ".join(f"{p.ctype} {p.name}" for p in k.params)
-            launch = k.launch
-            grid = ", ".join(extent if tile == 1 else f"cdiv({extent}, {tile})" for extent, tile in launch.grid)
-            block = "x".join(map(str, launch.block))
-            rows.append((k.name, k.family, axes, k.template, params, grid, block, str(launch.shared_bytes_static), str(launch.shared_bytes_dynamic)))
-        print(_table(rows))
+    rows = [("kernel", "family", "axes", "template", "parameters", "grid", "block", "static smem", "dynamic smem")]
+    for k in manifest.kernels:
+        axes = " ".join(f"{axis}={value}" for axis, value in k.axes)
+        params = ", ".join(f"{p.ctype} {p.name}" for p in k.params)
+        launch = k.launch
+        grid = ", ".join(extent if tile == 1 else f"cdiv({extent}, {tile})" for extent, tile in launch.grid)
+        block = "x".join(map(str, launch.block))
+        rows.append((k.name, k.family, axes, k.template, params, grid, block, str(launch.shared_bytes_static), str(launch.shared_bytes_dynamic)))
+    print(_table(rows))
     return 0
 
 

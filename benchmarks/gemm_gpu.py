@@ -53,18 +53,18 @@ def _shape(text: str) -> tuple[int, int]:
 def plan(index: dict, shapes: list[str], kernel_filter: str) -> Iterator[tuple[str, int, int, str]]:
     """(kernel name, batch, n, tiles) for every timing to take."""
     for name, entry in index["kernels"].items():
-        if entry["pass"] not in ("forward", "argmax") or kernel_filter not in name:
+        if entry["axes"]["pass"] not in ("forward", "argmax") or kernel_filter not in name:
             continue
         for batch, n in map(_shape, shapes):
-            if entry["variant"] != ("batched" if batch else "single"):
+            if entry["axes"]["variant"] != ("batched" if batch else "single"):
                 continue
-            for tiles in ("plain", "exact") if entry["dtype"] in NOT_PLAIN else ("plain",):
+            for tiles in ("plain", "exact") if entry["axes"]["dtype"] in NOT_PLAIN else ("plain",):
                 yield name, batch, n, tiles
 
 
 def _inputs(rng: np.random.Generator, entry: dict, batch: int, n: int, tiles: str, counting: bool) -> tuple:
     shape = ((batch,) if batch else ()) + (n, n) + ((2,) if counting else ())
-    dtype = NUMPY[entry["dtype"]]
+    dtype = NUMPY[entry["axes"]["dtype"]]
     if dtype is np.bool_:
         a, b = rng.random(shape) < 0.05, rng.random(shape) < 0.05
     else:
@@ -74,7 +74,7 @@ def _inputs(rng: np.random.Generator, entry: dict, batch: int, n: int, tiles: st
             a[..., 1], b[..., 1] = 1, 1
     if tiles == "exact":  # k tiles are at most 16 deep, column blocks at least 64 wide
         values = b[..., 0] if counting else b
-        values[..., ::8, ::64] = NOT_PLAIN[entry["dtype"]]
+        values[..., ::8, ::64] = NOT_PLAIN[entry["axes"]["dtype"]]
     return a, b
 
 
@@ -108,7 +108,7 @@ def main() -> None:
     print(f"{'kernel':36} {'shape':>12} {'tiles':>6} {'median ms':>10} {'Tterm/s':>9} {'of limit':>9}")
     for name, batch, n, tiles in plan(library.index, shapes, args.kernel):
         entry = library.index["kernels"][name]
-        counting = bool(library.index["semirings"][entry["semiring"]].get("counting"))
+        counting = bool(library.index["semirings"][entry["axes"]["semiring"]].get("counting"))
         launcher = library.kernel(name)
         a, b = _inputs(rng, entry, batch, n, tiles, counting)
         buffers = {"A": backend.alloc(a.nbytes), "B": backend.alloc(b.nbytes), "C": backend.alloc(a.nbytes)}

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, {LibraryIndex.open(folder).toolkit_label()}\n")
     print("| kernel | thread tile | plain tiles: instr/term (ceiling) | exact tiles: instr/term (ceiling) |")
     print("| --- | --- | --- | --- |")
-    products = {name: f for name, f in figures.items() if not index["kernels"][name]["pass"].startswith("backward")}
+    products = {name: f for name, f in figures.items() if not index["kernels"][name]["axes"]["pass"].startswith("backward")}
     for name, per_term in products.items():
         tm, tn = _sass.thread_tile(index["kernels"][name])
         cells = [f"{x:.2f} ({2 / x:.0%})" for x in per_term]

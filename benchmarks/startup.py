@@ -121,7 +121,7 @@ while len(kernels) < wanted:
         if len(kernels) >= wanted:
             break
         entry = json.loads(json.dumps(entry))
-        entry["variant"] = f"{entry['variant']}_copy{copy}"
+        entry["axes"]["variant"] = f"{entry['axes']['variant']}_copy{copy}"
         kernels[f"{name}_copy{copy}"] = entry
 index["kernels"] = kernels
 open(path, "wb").write(dumps(seal(index)))

@@ -13,21 +13,15 @@ from aotc.build.index_writer import dumps, seal
 from aotc.index import SCHEMA
 from conftest import REPO, RunAotc
 from index_support import TOOLKIT, kernel_entry, param
+from tropical_manifest import tropical_manifest
 
-MANIFEST = """\
-library: mini
-archs: {sass: [75, 80], ptx: [80]}
-semirings:
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-dtypes: [f32]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [maxplus], dtype: [f32], pass: [forward, argmax], variant: [single, batched]}
-    tiles:
-      default: {block_m: 32, block_n: 64, block_k: 8, thread_m: 4, thread_n: 8}
-"""
+MANIFEST = tropical_manifest(
+    "mini",
+    {"maxplus": "{add: max, mul: add, zero: -inf, one: 0}"},
+    ["{semiring: maxplus, dtype: f32, pass: [forward, argmax], variant: [single, batched]}"],
+    tile="{block_m: 32, block_n: 64, block_k: 8, thread_m: 4, thread_n: 8}",
+    head="archs: {sass: [75, 80], ptx: [80]}",
+)
 KERNELS = [
     "gemm_maxplus_f32_forward",
     "gemm_maxplus_f32_forward_batched",
@@ -38,7 +32,7 @@ KERNELS = [
 
 def write_manifest(folder: Path, text: str = MANIFEST) -> Path:
     (folder / "templates").mkdir(exist_ok=True)
-    (folder / "templates" / "gemm.cu.j2").write_text("// {{ kernel.name }}\n")
+    (folder / "templates" / "gemm.cu.j2").write_text("// {{ kernel_name }}\n")
     path = folder / "manifest.yaml"
     path.write_text(text)
     return path
@@ -53,7 +47,7 @@ def write_library(folder: Path) -> Path:
         (folder / f"{name}.fatbin").write_bytes(fatbin)
         (folder / "src" / f"{name}.cu").write_bytes(source)
         kernels[name] = kernel_entry(
-            name, fatbin=fatbin, source=source, variant=name, params=[param("M", "i32")],
+            name, fatbin=fatbin, source=source, variant=name, params=[param("A", "ptr"), param("M", "i32")],
             block=(8, 8, 1), grid=(("M", 64), ("1", 1), ("1", 1)), ptx=("90",),
         )  # fmt: skip
     semirings = {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0", "counting": False}}
@@ -103,14 +97,13 @@ def test_list_prints_every_kernel(run_aotc: RunAotc, tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "library mini: 4 kernels"
     assert lines[1] == "SASS 75, 80; PTX 80"
-    assert re.split(r"\s{2,}", lines[2]) == [
-        "kernel", "semiring", "dtype", "pass", "variant", "template", "tile (MxNxK/thread)", "threads", "smem",
-    ]  # fmt: skip
+    assert re.split(r"\s{2,}", lines[2]) == ["kernel", "family", "axes", "template", "parameters", "grid", "block", "static smem", "dynamic smem"]
     rows = [re.split(r"\s{2,}", line) for line in lines[3:]]
     assert [row[0] for row in rows] == KERNELS
     smem = str(2 * 8 * (32 + 64) * 4)
-    assert rows[0] == ["gemm_maxplus_f32_forward", "maxplus", "f32", "forward", "single", "gemm.cu.j2", "32x64x8/4x8", "64", smem]
-    assert rows[3][3:5] == ["argmax", "batched"]
+    assert rows[0][:3] == ["gemm_maxplus_f32_forward", "gemm", "semiring=maxplus dtype=f32 pass=forward variant=single"]
+    assert rows[0][5:] == ["cdiv(N, 64), cdiv(M, 32), 1", "8x8x1", smem, "0"]
+    assert rows[3][2] == "semiring=maxplus dtype=f32 pass=argmax variant=batched"
 
 
 def test_list_prints_a_declared_familys_kernels(run_aotc: RunAotc) -> None:

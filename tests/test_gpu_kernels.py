@@ -21,7 +21,7 @@ GPU_PROBLEM = gpu_problem() or LIBRARY_PROBLEM
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(bool(LIBRARY_PROBLEM), reason=LIBRARY_PROBLEM)]
 
 KERNELS = (
-    [(e["semiring"], e["dtype"], e["pass"], e["variant"]) for e in json.loads((LIBRARY / "index.json").read_text())["kernels"].values()]
+    [(e["axes"]["semiring"], e["axes"]["dtype"], e["axes"]["pass"], e["axes"]["variant"]) for e in json.loads((LIBRARY / "index.json").read_text())["kernels"].values()]
     if not GPU_PROBLEM
     else []
 )

@@ -61,7 +61,7 @@ def test_the_contracts_are_stated() -> None:
         "aotc.build imports neither the runtime nor the tropical API",
         "The runtime, the array layer, the tropical API and the generated bindings import neither Jinja2 nor PyYAML",
         "The tropical API over the generated bindings over the array layer over the runtime, never the other way",
-        "Build pipeline: the build tool over codegen over the manifest over its field parsers over the ABI over YAML",
+        "Build pipeline: the build tool over codegen over the manifest over its field parsers over the signature (the ABI) over YAML",
         "No import cycles between the parts of any package, sub-packages included",
         "Backends do not import one another",
     ]

@@ -1,4 +1,4 @@
-"""Render one self-contained ``.cu`` file per ``KernelSpec`` with Jinja2.
+"""Render one self-contained ``.cu`` file per kernel (``DeclaredKernelSpec``) with Jinja2.
 
 Generated files include no headers at all (shared device code is pulled in
 with Jinja ``{% include %}``), so the very same bytes compile under nvcc, under
@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 
 from aotc.build._files import write_if_changed
-from aotc.build.manifest import AnyKernelSpec, DeclaredKernelSpec, KernelSpec, Manifest
+from aotc.build.manifest import DeclaredKernelSpec, Manifest
 from aotc.build.signature import ELEMENT_TYPES, parameter_check
 from aotc.errors import BuildError
 
@@ -62,39 +62,8 @@ def _ctype_of(dtype: str) -> str:
     return ELEMENT_TYPES[dtype].ctype
 
 
-def _vector_width(element_size: int, loads_per_thread: int, extent: int) -> int:
-    """Elements per 16-byte (or narrower) vector load that tile the loads evenly."""
-    width = max(1, 16 // element_size)
-    while width > 1 and (loads_per_thread % width or extent % width):
-        width //= 2
-    return width
-
-
-def _context(manifest: Manifest, kernel: KernelSpec) -> dict[str, object]:
-    launch = kernel.launch
-    tile = kernel.tile
-    element = kernel.semiring.element_size(kernel.dtype)
-    return {
-        "library": manifest.library,
-        "kernel": kernel,
-        "semiring": kernel.semiring,
-        "dtype": kernel.dtype,
-        "T": kernel.dtype.ctype,
-        "tile": kernel.tile,
-        "threads": kernel.tile.threads,
-        "batched": kernel.variant == "batched",
-        "plain_tiles": kernel.semiring.has_plain_tiles(kernel.dtype),
-        "params": kernel.params,
-        "params_decl": ", ".join(p.declaration() for p in kernel.params),
-        "shared_bytes": launch.shared_bytes_static,
-        "block": launch.block,
-        "vector_a": _vector_width(element, tile.block_m * tile.block_k // tile.threads, tile.block_k),
-        "vector_b": _vector_width(element, tile.block_n * tile.block_k // tile.threads, tile.block_n),
-    }
-
-
-def _declared_context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object]:
-    """What a declared family's template sees: its constants and axis values by
+def _context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object]:
+    """What a family's template sees: its constants and axis values by
     name, the parameter list rendered from the signature, each parameter's C
     type, and the manifest's tables (``semirings``, ``dtypes``: name to model)."""
     return {
@@ -113,11 +82,11 @@ def _declared_context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[st
     }
 
 
-def render_kernel(manifest: Manifest, kernel: AnyKernelSpec, env: jinja2.Environment | None = None) -> str:
+def render_kernel(manifest: Manifest, kernel: DeclaredKernelSpec, env: jinja2.Environment | None = None) -> str:
     """The ``.cu`` source of one kernel, followed by the check that its compiled
     parameter list is the declared one (``aotc.build.signature.parameter_check``)."""
     env = env or _environment(manifest.templates_dir)
-    context = _declared_context(manifest, kernel) if isinstance(kernel, DeclaredKernelSpec) else _context(manifest, kernel)
+    context = _context(manifest, kernel)
     try:
         source = env.get_template(kernel.template).render(context)
     except jinja2.TemplateError as exc:
@@ -146,11 +115,11 @@ def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[
     return found
 
 
-def source_name(kernel: AnyKernelSpec) -> str:
+def source_name(kernel: DeclaredKernelSpec) -> str:
     return f"{kernel.name}{SOURCE_SUFFIX}"
 
 
-def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[AnyKernelSpec] | None = None) -> GenerateResult:
+def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[DeclaredKernelSpec] | None = None) -> GenerateResult:
     """Render every kernel (or the given ones) into ``out_dir``.
 
     Sources of kernels no longer in the manifest are removed, so a stale file

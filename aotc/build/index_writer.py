@@ -17,7 +17,6 @@ from aotc._version import __version__
 from aotc.index.schema import (
     CHECKSUM_KEY,
     DIRECTORY_KEY,
-    KINDS_FIRST,
     LAYOUT_CLOSE,
     LAYOUT_DIRECTORY,
     LAYOUT_TABLE,
@@ -30,7 +29,7 @@ from aotc.index.schema import (
 )
 
 if TYPE_CHECKING:
-    from aotc.build.manifest import AnyKernelSpec, Manifest
+    from aotc.build.manifest import DeclaredKernelSpec, Manifest
 
 __all__ = ["build_index", "dumps", "kernel_entry", "seal"]
 
@@ -40,32 +39,20 @@ def _file_entry(name: str, data: bytes) -> dict[str, Any]:
 
 
 def kernel_entry(
-    kernel: AnyKernelSpec, manifest: Manifest, fatbin: bytes, source: bytes, resources: dict[str, dict[str, int]]
+    kernel: DeclaredKernelSpec, manifest: Manifest, fatbin: bytes, source: bytes, resources: dict[str, dict[str, int]]
 ) -> dict[str, Any]:
     """The index entry of one compiled kernel; ``resources`` is ptxas' report per SASS arch.
 
-    A GEMM family's kernel is found by its semiring, dtype, pass and variant; a
-    declared family's by its axes, and it records its signature for the bindings.
-    A declared family whose axes are those four (aotc's own tropical kernels)
-    records them as a GEMM kernel does too, as the tropical API finds it by them.
+    A kernel is found by its family and its axes, and records its signature
+    for the bindings, and its backward (gradient kernels or route) where it has one.
     """
-    if hasattr(kernel, "signature"):
-        axes = dict(kernel.axes)
-        found_by: dict[str, Any] = {key: axes[key] for key in KINDS_FIRST} if set(axes) == set(KINDS_FIRST) else {}
-        found_by.update(axes=axes, signature=kernel.signature.to_json())
-        if kernel.backward is not None:
-            found_by["backward"] = kernel.backward.to_json()
-    else:
-        found_by = {
-            "semiring": kernel.semiring.name,
-            "dtype": kernel.dtype.name,
-            "pass": kernel.pass_name,
-            "variant": kernel.variant,
-        }
+    backward = {"backward": kernel.backward.to_json()} if kernel.backward is not None else {}
     return {
         "symbol": kernel.symbol,
         "family": kernel.family,
-        **found_by,
+        "axes": dict(kernel.axes),
+        "signature": kernel.signature.to_json(),
+        **backward,
         "params": [p.to_json() for p in kernel.params],
         "launch": kernel.launch.to_json(),
         "fatbin": _file_entry(f"{kernel.name}.fatbin", fatbin),
@@ -121,13 +108,12 @@ def dumps(index: Mapping[str, Any]) -> bytes:
         return (json.dumps({**top, "kernels": kernels}, indent=1) + "\n").encode("utf-8")
     lines, directory, offset = [], {}, 0
     for name, entry in kernels.items():
-        # A kernel is found by the four GEMM fields where it has them, else by its family.
-        first = KINDS_FIRST if "semiring" in entry else ("family",)
-        ordered = {key: entry[key] for key in first if key in entry}
+        # A kernel is found by its family: its line opens with it.
+        ordered = {"family": entry["family"]} if "family" in entry else {}
         ordered.update((key, value) for key, value in entry.items() if key not in ordered)
         line = f"{json.dumps(name)}: {json.dumps(ordered)}"  # ASCII: json escapes the rest
         # Where the line starts, from the kernels table's opening brace: at the newline before it.
-        directory[name] = [offset, *(entry.get(key) for key in first)]
+        directory[name] = [offset, entry.get("family")]
         lines.append(line)
         offset += len(line) + 2  # that newline, and the comma after the line
     head = json.dumps(top, indent=1)[: -len("\n}")]

@@ -1,18 +1,18 @@
-"""Read and validate a kernel manifest, and expand it into ``KernelSpec`` values.
+"""Read and validate a kernel manifest, and expand it into ``DeclaredKernelSpec`` values.
 
 Validation is strict because a manifest drives a long build: every mistake is
 caught here, before anything compiles, and reported as one line naming the
 file, the line and the key (``manifest.yaml:12: families.gemm.matrix.dtype:
-unknown dtype 'f16' (known: f32, f64)``).
+'f16' is not a value of this axis (declared: f32, f64)``).
 
 This module holds the model and the family expansion; :mod:`aotc.build._yaml`
 reads the file, :mod:`aotc.build._checks` turns each problem into that line,
-and :mod:`aotc.build._manifest_fields` parses the sections.
+:mod:`aotc.build._manifest_fields` parses the top-level tables and
+:mod:`aotc.build._family_fields` a family's sections.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,12 +24,11 @@ from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, point_text, resolve_signature
 from aotc.build._family_launch import LAUNCH_KEYS, DeclaredLaunch, parse_launch
 from aotc.build._family_rules import ConstantRule, choose, constants_at, parse_alternatives, parse_constants
-from aotc.build._manifest_fields import MATRIX_AXES, parse_archs, parse_excludes, parse_matrices, parse_semirings, parse_tiles
+from aotc.build._manifest_fields import parse_archs, parse_semirings
 from aotc.build._yaml import LineDict, key_text, load_yaml
-from aotc.build.abi import LaunchGeometry, Param, Tile, kernel_params, launch_geometry
-from aotc.build.signature import Signature
+from aotc.build.signature import LaunchGeometry, Param, Signature
 from aotc.errors import ManifestError, YamlError, echo
-from aotc.semiring import DTYPES, DType, Semiring
+from aotc.semiring import DTYPES, Semiring
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
@@ -37,7 +36,6 @@ __all__ = [
     "SHIPPED_TEMPLATES_PREFIX",
     "Archs",
     "DeclaredKernelSpec",
-    "KernelSpec",
     "Manifest",
     "load_manifest",
     "shipped_template_sets",
@@ -47,7 +45,6 @@ SHIPPED_TEMPLATES_PREFIX = "aotc:"
 # Template sets that ship inside the aotc package (aotc/build/templates/<set>/).
 SHIPPED_TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
-_MAX_STATIC_SHARED = 48 * 1024  # the static __shared__ limit on every supported arch
 # aotc's own manifest is 3 KiB. The cap bounds what `aotc list` spends on a
 # file it was handed: the pure-Python YAML reader needs several seconds for
 # 256 KiB of dense flow mappings.
@@ -60,32 +57,6 @@ class Archs:
 
     sass: tuple[str, ...]
     ptx: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """One kernel to generate and compile: a point of a family's matrix."""
-
-    name: str
-    family: str
-    template: str
-    semiring: Semiring
-    dtype: DType
-    pass_name: str
-    variant: str
-    tile: Tile
-
-    @property
-    def symbol(self) -> str:
-        return self.name
-
-    @property
-    def params(self) -> tuple[Param, ...]:
-        return kernel_params(self.pass_name, self.variant, self.dtype)
-
-    @property
-    def launch(self) -> LaunchGeometry:
-        return launch_geometry(self.tile, self.semiring.element_size(self.dtype), self.pass_name, self.variant)
 
 
 @dataclass(frozen=True)
@@ -123,9 +94,6 @@ class DeclaredKernelSpec:
         )
 
 
-AnyKernelSpec = KernelSpec | DeclaredKernelSpec
-
-
 @dataclass(frozen=True)
 class Manifest:
     """A validated manifest and its expansion."""
@@ -136,7 +104,7 @@ class Manifest:
     archs: Archs
     semirings: tuple[Semiring, ...]
     dtypes: tuple[str, ...]
-    kernels: tuple[AnyKernelSpec, ...]
+    kernels: tuple[DeclaredKernelSpec, ...]
 
     def with_archs(self, sass: tuple[str, ...] | None = None, ptx: tuple[str, ...] | None = None) -> Manifest:
         """The same manifest with overridden architecture lists.
@@ -149,54 +117,6 @@ class Manifest:
         new_sass = sass if sass is not None else self.archs.sass
         new_ptx = ptx if ptx is not None else (max(new_sass, key=arch_sort_key),)
         return replace(self, archs=Archs(new_sass, new_ptx))
-
-
-def _expand_family(
-    check: Checker, name: str, spec: Any, line: int, manifest_semirings: tuple[Semiring, ...], dtypes: tuple[str, ...], templates_dir: Path
-) -> list[tuple[KernelSpec, int]]:
-    key = f"families.{key_text(name)}"
-    fields = check.mapping(spec, key, line, required=("template", "matrix"), optional=("tiles", "exclude"))
-    template = _template(check, fields, key, templates_dir)
-    semirings = {s.name: s for s in manifest_semirings}
-    matrices = parse_matrices(check, fields["matrix"], f"{key}.matrix", line_of(fields, "matrix"), semirings, dtypes)
-
-    tiles_key, tiles_line = f"{key}.tiles", line_of(fields, "tiles")
-    tiles = parse_tiles(check, fields["tiles"], tiles_key, tiles_line, dtypes) if "tiles" in fields else {}
-
-    excludes = []
-    if "exclude" in fields:
-        excludes = parse_excludes(check, fields["exclude"], f"{key}.exclude", line_of(fields, "exclude"), matrices)
-
-    kernels = []
-    for matrix in matrices:
-        for combo in itertools.product(*(matrix.axes[axis] for axis in MATRIX_AXES)):
-            point = dict(zip(MATRIX_AXES, combo))
-            if any(all(point[axis] in names for axis, names in rule.items()) for rule in excludes):
-                continue
-            semiring, dtype = semirings[point["semiring"]], DTYPES[point["dtype"]]
-            where = f"{point['semiring']} x {point['dtype']} x {point['pass']}"
-            if not semiring.supports(dtype):
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name} is not defined on {dtype.name}; exclude it or split the matrix")
-            if point["pass"].startswith("backward") and not dtype.is_float:
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: backward passes need a float dtype; exclude it or split the matrix")
-            if point["variant"] == "packed" and (dtype.name != "bool" or point["pass"] not in ("forward", "argmax")):
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: the packed variant is for bool forward and argmax only")
-            if point["pass"].startswith("backward") and not semiring.has_gradient:
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: semiring {semiring.name} has no gradient (needs add max/min, mul add/mul, no counting)")
-            # A matrix block's own tiles come first, then the family's.
-            tile = next((t[n] for t in (matrix.tiles, tiles) for n in (dtype.name, "default") if n in t), None)
-            if tile is None:
-                check.fail(matrix.line, f"{key}.matrix", f"{where}: no tile sizes for dtype {dtype.name} (add tiles: {{{dtype.name}: ...}} or default)")
-            suffix = "" if point["variant"] == "single" else f"_{point['variant']}"
-            kernel_name = f"{name}_{semiring.name}_{dtype.name}_{point['pass']}{suffix}"
-            kernel = KernelSpec(kernel_name, name, template, semiring, dtype, point["pass"], point["variant"], tile)
-            shared = kernel.launch.shared_bytes_static
-            if shared > _MAX_STATIC_SHARED:
-                check.fail(matrix.line, f"{key}.matrix", f"{kernel_name} needs {shared} bytes of shared memory, over the {_MAX_STATIC_SHARED}-byte static limit")
-            kernels.append((kernel, matrix.line))
-    if not kernels:
-        check.fail(line, key, "the matrix expands to no kernels after excludes")
-    return kernels
 
 
 def _template(check: Checker, fields: LineDict, key: str, templates_dir: Path) -> str:
@@ -213,15 +133,17 @@ def _template(check: Checker, fields: LineDict, key: str, templates_dir: Path) -
     return template
 
 
-# What a declared family's entry may hold; a family with a signature is declared.
-_DECLARED_REQUIRED = ("template", "axes", "signature", "launch")
-_DECLARED_OPTIONAL = ("name", "matrix", "exclude", "backward", "constants")
+# What a family's entry may hold.
+_FAMILY_REQUIRED = ("template", "axes", "signature", "launch")
+_FAMILY_OPTIONAL = ("name", "matrix", "exclude", "backward", "constants")
 
 
-def _expand_declared(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> tuple[list[tuple[DeclaredKernelSpec, int]], tuple[BackwardEntry, ...]]:
-    """The kernels of a family that declares its axes, signature and launch geometry."""
+def _expand_family(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> tuple[list[tuple[DeclaredKernelSpec, int]], tuple[BackwardEntry, ...]]:
+    """The kernels of a family: its axes, signature and launch geometry, resolved at each point of its matrix."""
     key = f"families.{key_text(name)}"
-    fields = check.mapping(spec, key, line, required=_DECLARED_REQUIRED, optional=_DECLARED_OPTIONAL)
+    if isinstance(spec, LineDict) and not {"axes", "signature"} & spec.keys() and "matrix" in spec:
+        check.fail(line, key, "the GEMM form (a matrix of semirings, dtypes, passes and variants with tiles) is retired; declare axes, a signature and a launch (README, \"The manifest\")")
+    fields = check.mapping(spec, key, line, required=_FAMILY_REQUIRED, optional=_FAMILY_OPTIONAL)
     template = _template(check, fields, key, templates_dir)
     axes = parse_axes(check, fields["axes"], f"{key}.axes", line_of(fields, "axes"))
     rules: tuple[ConstantRule, ...] = ()
@@ -315,25 +237,18 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     families_map = check.mapping(root["families"], "families", line_of(root, "families"), optional=root["families"].keys() if isinstance(root["families"], LineDict) else ())
     if not families_map:
         check.fail(line_of(root, "families"), "families", "must not be empty")
-    # Tropical GEMM families need the semirings and dtypes their matrices draw on;
-    # declared families bring their own axes.
-    gemm = [n for n, spec in families_map.items() if not (isinstance(spec, LineDict) and "signature" in spec)]
-    for table in ("semirings", "dtypes"):
-        if gemm and table not in root:
-            check.fail(1, "(root)", f"missing required key {table!r} (family {gemm[0]} is a GEMM family; a declared family has a signature)")
+    # Template data: the tropical templates read the semirings table (and their
+    # families' dtype axes); a family's own axes are its own.
     semirings = parse_semirings(check, root["semirings"], line_of(root, "semirings")) if "semirings" in root else ()
     dtypes = check.choices(root["dtypes"], "dtypes", line_of(root, "dtypes"), DTYPES, "dtype") if "dtypes" in root else ()
 
-    kernels: list[AnyKernelSpec] = []
+    kernels: list[DeclaredKernelSpec] = []
     seen: dict[str, str] = {}
     backwards: dict[str, tuple[BackwardEntry, ...]] = {}
     for name, spec in families_map.items():
         family_line = line_of(families_map, name)
         check.identifier(name, f"families.{key_text(name)}", family_line)
-        if name in gemm:
-            expanded = _expand_family(check, name, spec, family_line, semirings, dtypes, templates_dir)
-        else:
-            expanded, backwards[name] = _expand_declared(check, name, spec, family_line, templates_dir)
+        expanded, backwards[name] = _expand_family(check, name, spec, family_line, templates_dir)
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
                 check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
@@ -343,10 +258,9 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     return Manifest(path, library, templates_dir, archs, semirings, dtypes, tuple(kernels))
 
 
-def _resolve_backwards(check: Checker, kernels: list[AnyKernelSpec], backwards: dict[str, tuple[BackwardEntry, ...]]) -> list[AnyKernelSpec]:
-    """Each declared kernel with its gradient resolved to kernel names, at its point."""
-    declared = [k for k in kernels if isinstance(k, DeclaredKernelSpec)]
-    resolved = resolve_backwards(check, declared, backwards)
+def _resolve_backwards(check: Checker, kernels: list[DeclaredKernelSpec], backwards: dict[str, tuple[BackwardEntry, ...]]) -> list[DeclaredKernelSpec]:
+    """Each kernel with its gradient resolved to kernel names, at its point."""
+    resolved = resolve_backwards(check, kernels, backwards)
     return [replace(k, backward=resolved[k.name]) if k.name in resolved else k for k in kernels]
 
 

@@ -116,11 +116,12 @@ def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> li
     """Instructions per term of each k loop in ``sass``, smallest first: with
     plain tiles, the plain loop then the exact one."""
     tm, tn = thread_tile(kernel)
-    spec = semirings[kernel["semiring"]]
-    semiring = Semiring(kernel["semiring"], spec["add"], spec["mul"], spec["zero"], spec["one"], spec.get("counting", False))
-    element = semiring.element_size(DTYPES[kernel["dtype"]])
+    axes = kernel["axes"]
+    spec = semirings[axes["semiring"]]
+    semiring = Semiring(axes["semiring"], spec["add"], spec["mul"], spec["zero"], spec["one"], spec.get("counting", False))
+    element = semiring.element_size(DTYPES[axes["dtype"]])
     per_step = 1  # terms per element and output
-    if kernel["variant"] == "packed":  # uint32 words of 32 k values
+    if axes["variant"] == "packed":  # uint32 words of 32 k values
         element, per_step = 4, 32
     return sorted(count / (shared / ((tm + tn) * element) * tm * tn * per_step) for count, shared in k_loops(sass))
 
@@ -133,11 +134,11 @@ def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | Non
     chosen = {
         name: kernel
         for name, kernel in sorted(index["kernels"].items())
-        if kernel["pass"] in FIGURED_PASSES and (names is None or name in names)
+        if kernel["axes"]["pass"] in FIGURED_PASSES and (names is None or name in names)
     }
 
     def figures(kernel: dict[str, Any], sass: str) -> list[float]:
-        if kernel["pass"].startswith("backward"):
+        if kernel["axes"]["pass"].startswith("backward"):
             return [per_write(sass)]
         return per_term(sass, kernel, index["semirings"])
 

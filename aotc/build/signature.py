@@ -1,16 +1,19 @@
-"""A declared kernel signature: its parameters in order, and its launch geometry.
+"""The binary interface of a generated kernel: its signature (parameters in
+order) and its launch geometry.
 
-A family that is not tropical GEMM declares its kernel's interface in the
-manifest (``signature:`` and ``launch:``; parsed by
-``aotc.build._family_fields``). This module is the model that declaration
-becomes, resolved for one point of the family's matrix: every dtype and
-every axis value is known, so each parameter has its C type.
+A family declares its kernel's interface in the manifest (``signature:`` and
+``launch:``; parsed by ``aotc.build._family_fields``). This module is the
+model that declaration becomes, resolved for one point of the family's
+matrix: every dtype and every axis value is known, so each parameter has its
+C type (``Param``: how the launcher packs it) and the launch its geometry
+(``LaunchGeometry``).
 
 Both sides read it. Codegen renders the parameter list into the template
 (``params``) and appends a check that the compiled kernel takes exactly these
 types (``parameter_check``); the index records it (``to_json``), and the
-runtime's generated bindings (``aotc.kernels``) check, allocate and bind
-arrays from it.
+runtime packs arguments that match the compiled symbol by construction, and
+its generated bindings (``aotc.kernels``) check, allocate and bind arrays
+from it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 
 from aotc.dtypes import DTYPES, DType
 from aotc.dtypes import SCALAR_TYPES as _SCALAR_DTYPES
+from aotc.index.schema import PACK_CODES
 
 __all__ = [
     "ELEMENT_TYPES",
@@ -26,6 +30,8 @@ __all__ = [
     "SCALAR_TYPES",
     "ArrayParam",
     "Extent",
+    "LaunchGeometry",
+    "Param",
     "ScalarParam",
     "Signature",
     "parameter_check",
@@ -37,6 +43,45 @@ SCALAR_TYPES = {name: d.ctype for name, d in _SCALAR_DTYPES.items()}
 # What an array may hold: every dtype of aotc's one table (``aotc.dtypes``),
 # 32-bit words for arrays of packed bits (``pack``) among them.
 ELEMENT_TYPES = DTYPES
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: its name, C type and how the runtime packs it (the
+    index's ``struct`` codes: pointers travel as 64-bit device addresses)."""
+
+    name: str
+    ctype: str
+    kind: str  # "ptr", or a scalar type: "i32", "i64", "f32", "f64"
+
+    @property
+    def pack(self) -> str:
+        return PACK_CODES[self.kind]
+
+    def declaration(self) -> str:
+        restrict = " __restrict__" if self.kind == "ptr" else ""
+        return f"{self.ctype}{restrict} {self.name}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "ctype": self.ctype, "kind": self.kind, "pack": self.pack}
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """How a launch is shaped: the grid is ceil(extent / tile) per axis."""
+
+    block: tuple[int, int, int]
+    grid: tuple[tuple[str, int], tuple[str, int], tuple[str, int]]
+    shared_bytes_static: int
+    shared_bytes_dynamic: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "block": list(self.block),
+            "grid": [{"extent": extent, "tile": tile} for extent, tile in self.grid],
+            "shared_bytes_static": self.shared_bytes_static,
+            "shared_bytes_dynamic": self.shared_bytes_dynamic,
+        }
 
 
 @dataclass(frozen=True)

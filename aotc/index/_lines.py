@@ -2,24 +2,20 @@
 
 The build writes ``index.json`` with a directory of the kernels on one line
 and the kernels table last, one kernel a line, each entry opening with the
-four fields it is found by::
+family it is found by::
 
     {
-     "schema": 2,
+     "schema": 3,
      ...the rest of the top level, indented...,
-     "kernel_lines": {"gemm_maxplus_f32_forward":[0,"maxplus","f32","forward","single"],...},
+     "kernel_lines": {"gemm_maxplus_f32_forward":[0,"gemm"],...},
      "kernels": {
-    "gemm_maxplus_f32_forward": {"semiring": "maxplus", "dtype": "f32", "pass": "forward", "variant": "single", ...},
+    "gemm_maxplus_f32_forward": {"family": "gemm", "symbol": ..., "axes": {...}, ...},
     ...
      }
     }
 
-The directory gives each kernel's (semiring, dtype, pass, variant) and where
-its line starts, counted in bytes from the kernels table's opening brace. A
-declared family's kernel (``aotc.build.signature``) is found by its family,
-so its entry is ``[offset, family]`` and its line opens with ``"family"``,
-unless its axes are those four fields (aotc's own tropical family): then it
-is laid out as a GEMM kernel is.
+The directory gives each kernel's family and where its line starts, counted
+in bytes from the kernels table's opening brace.
 JSON strings hold no raw newline, so every newline is whitespace between
 values, and each line of the table is one kernel's entry.
 
@@ -29,12 +25,12 @@ otherwise). It parses the top level but for the two tables, and reads the
 directory with one regular-expression scan, in C; it never touches the
 kernels' lines, so loading costs the same whatever the library's size. The
 directory is a locator, never trusted: ``KernelLines.entry`` checks that the
-line it points at opens with the kernel's name and the same four fields,
-and parses that line alone; the reader then validates the entry and
-verifies its checksums, before any field of it is used. ``aotc inspect``
-reads the whole document, and ``check`` holds the directory to it. The build
-writes the layout (``aotc.build.index_writer.dumps``); both take its markers
-from ``aotc.index.schema``.
+line it points at opens with the kernel's name and the same family, and
+parses that line alone; the reader then validates the entry and verifies
+its checksums, before any field of it is used. ``aotc inspect`` reads the
+whole document, and ``check`` holds the directory to it. The build writes
+the layout (``aotc.build.index_writer.dumps``); both take its markers from
+``aotc.index.schema``.
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ from aotc.errors import IndexFormatError
 from aotc.index._json import parse_json_text
 from aotc.index.schema import (
     DIRECTORY_KEY,
-    KINDS_FIRST,
     LAYOUT_CLOSE,
     LAYOUT_DIRECTORY,
     LAYOUT_TABLE,
@@ -65,28 +60,26 @@ _DIRECTORY = LAYOUT_DIRECTORY.encode()
 _TABLE = LAYOUT_TABLE.encode()
 _CLOSE = LAYOUT_CLOSE.encode()
 _NAME = rb"([A-Za-z_][A-Za-z0-9_]{0,63})"  # the validator's rule for names: no escapes, so raw text is the value
-# A GEMM kernel's entry gives its four fields; a declared family's kernel, its family alone.
-_ENTRY = re.compile(rb'"' + _NAME + rb'":\[(\d{1,10}),"' + _NAME + rb'(?:","' + rb'","'.join([_NAME] * 3) + rb')?"\]')
-# A line's opening: the newline before it, its name, then the four fields (or the family).
-_LINE = re.compile(
-    rb'\n"' + _NAME + rb'": \{"semiring": "' + _NAME + rb'", "dtype": "' + _NAME
-    + rb'", "pass": "' + _NAME + rb'", "variant": "' + _NAME + rb'", '
-)  # fmt: skip
-_DECLARED_LINE = re.compile(rb'\n"' + _NAME + rb'": \{"family": "' + _NAME + rb'", ')
-_NO_KIND = ("", "", "", "")  # what a declared family's kernel has for the four GEMM fields
+# A directory entry: a kernel's name, the offset of its line and its family.
+_ENTRY = re.compile(rb'"' + _NAME + rb'":\[(\d{1,10}),"' + _NAME + rb'"\]')
+# A line's opening: the newline before it, its name, then its family.
+_LINE = re.compile(rb'\n"' + _NAME + rb'": \{"family": "' + _NAME + rb'", ')
+# A kernel's axes in its line: a flat object of names and integers, as the writer spells it.
+_AXES = re.compile(rb'"axes": (\{[^{}]*\})')
 # A directory entry's name: what loading reads of each kernel.
 _NAMES = re.compile(rb'"' + _NAME + rb'":\[')  # a literal first: the scan runs in C's fast search
 
 
 class KernelLines:
-    """The kernels of an index in the line layout: names and found-by fields from
-    its directory (unverified), and each kernel's line, found and parsed on request.
+    """The kernels of an index in the line layout: names and families from its
+    directory (unverified), and each kernel's line, found and parsed on request.
     ``fetch(position, end)`` returns the bytes from ``position`` (a newline) to the
-    next newline, or to ``end``: a slice of the bytes in hand, or a read of the file.
+    next newline, or to ``end`` (``whole``: to ``end``): a slice of the bytes in
+    hand, or a read of the file.
 
     Only the names are taken from the directory at once (one scan, one bytes
-    object a kernel); a kernel's entry there is found by its name, and the
-    kernels of a kind by the kind's text, each a ``bytes.find`` in C."""
+    object a kernel); a kernel's entry there is found by its name, a
+    ``bytes.find`` in C."""
 
     __slots__ = ("_dir_end", "_dir_start", "_end", "_entries", "_fetch", "_head", "_start", "complete", "names", "where")
 
@@ -98,7 +91,7 @@ class KernelLines:
         self._dir_start, self._dir_end = directory
         found = _NAMES.findall(head, *directory)
         self.names = dict.fromkeys(map(bytes.decode, found))  # in directory order
-        self._entries: dict[str, tuple[bytes, ...]] = {}  # name -> (name, offset, semiring, dtype, pass, variant)
+        self._entries: dict[str, tuple[bytes, ...]] = {}  # name -> (name, offset, family)
         self.complete = len(self.names) == len(found) > 0  # no name twice
 
     def _entry_of(self, name: str) -> tuple[bytes, ...]:
@@ -107,68 +100,64 @@ class KernelLines:
             at = self._head.find(b'"' + name.encode() + b'":[', self._dir_start, self._dir_end)
             match = _ENTRY.match(self._head, at, self._dir_end) if at > self._dir_start else None
             if match is None or self._head[at - 1 : at] not in (b"{", b","):
-                msg = f"{self.where}: {DIRECTORY_KEY}.{name}: not an entry like [offset, semiring, dtype, pass, variant]"
+                msg = f"{self.where}: {DIRECTORY_KEY}.{name}: not an entry like [offset, family]"
                 raise IndexFormatError(msg)
             entry = self._entries[name] = match.groups()
         return entry
 
-    def kind(self, name: str) -> tuple[str, str, str, str]:
-        """The four fields the directory gives ``name``: where to look, not yet
-        verified (empty for a declared family's kernel)."""
-        return _kind(self._entry_of(name))
-
-    def kinds(self) -> dict[str, tuple[str, str, str, str]]:
-        """``kind`` of every kernel, in one scan of the directory."""
-        return {found[0].decode(): _kind(found) for found in _ENTRY.findall(self._head, self._dir_start, self._dir_end)}
-
-    def family(self, name: str) -> str | None:
-        """The family the directory gives ``name``; None for a GEMM kernel."""
-        found = self._entry_of(name)
-        return None if found[3] else found[2].decode()
+    def family(self, name: str) -> str:
+        """The family the directory gives ``name``: where to look, not yet verified."""
+        return self._entry_of(name)[2].decode()
 
     def families(self) -> dict[str, str]:
-        """The declared families' kernels: name -> family, as the directory says (unverified)."""
-        return {
-            name.decode(): family.decode()
-            for name, _, family, dtype, _, _ in _ENTRY.findall(self._head, self._dir_start, self._dir_end)
-            if not dtype
-        }
+        """Every kernel: name -> family, as the directory says (unverified), in one scan."""
+        return {name.decode(): family.decode() for name, _, family in _ENTRY.findall(self._head, self._dir_start, self._dir_end)}
 
-    def claimants(self, key: tuple[str, str, str, str]) -> list[str]:
-        """The names of the kernels the directory gives ``key``'s four fields."""
-        if not all(isinstance(part, str) and part.isidentifier() and part.isascii() for part in key):
-            return []
-        needle = (',"' + '","'.join(key) + '"]').encode()
-        head, names, at = self._head, [], self._dir_start
-        while True:
-            at = head.find(needle, at, self._dir_end)
-            if at < 0:
-                return names
-            entry_start = head.rfind(b'],"', self._dir_start, at)
-            entry_start = self._dir_start + 1 if entry_start < 0 else entry_start + 2
-            match = _ENTRY.match(head, entry_start, self._dir_end)
-            if match is not None and match.end() == at + len(needle):
-                names.append(match.group(1).decode())
-            at += len(needle)
-
-    def entry(self, name: str) -> Any:
-        """The parsed entry of kernel ``name`` (strict JSON: no duplicate key, no NaN),
-        from the line its directory entry points at, which must open with its name
-        and the same four fields."""
+    def _body(self, name: str, table: bytes | None = None) -> bytes:
+        """The JSON text of kernel ``name``'s entry: the line its directory entry
+        points at (in ``table``, the kernels table's bytes, where given), which
+        must open with its name and the same family."""
         found = self._entry_of(name)
         where = f"{self.where}: kernels.{name}"
         position = self._start + int(found[1])
-        line = self._fetch(position, self._end) if position < self._end else b""
-        declared = not found[3]  # findall gives b"" for the absent fields, match None
-        opening = (_DECLARED_LINE if declared else _LINE).match(line)
-        if opening is None or opening.groups() != (found[0], *(found[2:3] if declared else found[2:])):
+        if table is None:
+            line = self._fetch(position, self._end) if position < self._end else b""
+        else:
+            at = position - self._start
+            stop = table.find(b"\n", at + 1)
+            line = table[at : stop if stop >= 0 else len(table)] if at < len(table) else b""
+        opening = _LINE.match(line)
+        if opening is None or opening.groups() != (found[0], found[2]):
             msg = f"{where}: the directory ({DIRECTORY_KEY}) points at no line of this kernel; rebuild or reinstall the library"
             raise IndexFormatError(msg)
         last = position + len(line) >= self._end
         if not last and not line.endswith(b","):
             msg = f"{where}: its line does not end with ',' (not JSON)"
             raise IndexFormatError(msg)
-        body = line[len(found[0]) + 5 : None if last else -1]  # after '\n"name": '
+        return line[len(found[0]) + 5 : None if last else -1]  # after '\n"name": '
+
+    def all_axes(self) -> dict[str, Any]:
+        """What each kernel's line gives as its axes, from one read of the kernels
+        table, each parsed from that one flat object (no entry is parsed whole);
+        unverified, as the directory is: a kernel chosen by them is checked
+        before it is used. A kernel whose line cannot be read is left out (its
+        use says why); None where a line has no such object."""
+        table = self._fetch(self._start, self._end, whole=True)
+        result = {}
+        for name in self.names:
+            try:
+                found = _AXES.search(self._body(name, table))
+                result[name] = None if found is None else parse_json_text(found.group(1).decode("utf-8", "replace"), f"{self.where}: kernels.{name}.axes", 2)
+            except IndexFormatError:
+                continue
+        return result
+
+    def entry(self, name: str) -> Any:
+        """The parsed entry of kernel ``name`` (strict JSON: no duplicate key, no NaN),
+        from the line its directory entry points at, which must open with its name
+        and the same family."""
+        where = f"{self.where}: kernels.{name}"
+        body = self._body(name)
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -181,21 +170,14 @@ class KernelLines:
         return entry
 
 
-def _kind(found: tuple[bytes, ...]) -> tuple[str, str, str, str]:
-    """The four GEMM fields of a directory entry's groups; empty for a declared family's kernel."""
-    if not found[3]:
-        return _NO_KIND
-    return found[2].decode(), found[3].decode(), found[4].decode(), found[5].decode()
-
-
 def split(data: bytes, where: str) -> tuple[Any, KernelLines] | None:
     """The top level (parsed; its kernels table empty) and the kernels of ``data``,
     or None where ``data`` is not in the line layout."""
     if not data.endswith(_CLOSE):
         return None
 
-    def fetch(position: int, end: int) -> bytes:
-        stop = data.find(b"\n", position + 1, end)
+    def fetch(position: int, end: int, whole: bool = False) -> bytes:
+        stop = -1 if whole else data.find(b"\n", position + 1, end)
         return data[position : end if stop < 0 else stop]
 
     return _split(data, where, len(data), fetch)
@@ -212,12 +194,12 @@ def open_lines(path: str, where: str) -> tuple[Any, KernelLines] | None:
         return None
     identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def fetch(position: int, end: int) -> bytes:
+    def fetch(position: int, end: int, whole: bool = False) -> bytes:
         with open_regular(path, MAX_INDEX_BYTES) as (line_fd, now):
             if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != identity:
                 msg = f"{where}: changed since it was loaded; load the library again"
                 raise IndexFormatError(msg)
-            return _read_line(line_fd, position, end)
+            return _read_span(line_fd, position, end) if whole else _read_line(line_fd, position, end)
 
     return _split(head, where, st.st_size, fetch)
 
@@ -234,6 +216,17 @@ def _read_head(fd: int, size: int) -> bytes | None:
         if not chunk or len(head) >= size:  # the end (or a file that shrank while read)
             return None
         want *= 4
+
+
+def _read_span(fd: int, position: int, end: int) -> bytes:
+    """The bytes from ``position`` to ``end`` (fewer where the file ends first)."""
+    span = b""
+    while position + len(span) < end:
+        chunk = os.pread(fd, end - position - len(span), position + len(span))
+        if not chunk:
+            break
+        span += chunk
+    return span
 
 
 def _read_line(fd: int, position: int, end: int) -> bytes:
@@ -273,8 +266,8 @@ def _split(data: bytes, where: str, size: int, fetch: Any) -> tuple[Any, KernelL
 
 def check(data: bytes, document: dict[str, Any], where: str) -> None:
     """Hold the directory of a whole, validated ``document`` (the bytes ``data``)
-    to its kernels: the same names in the same order, each with its four fields
-    and the start of its own line. IndexFormatError names the first that is not."""
+    to its kernels: the same names in the same order, each with its family and
+    the start of its own line. IndexFormatError names the first that is not."""
     directory = document.get(DIRECTORY_KEY)
     if directory is None:
         return
@@ -288,13 +281,9 @@ def check(data: bytes, document: dict[str, Any], where: str) -> None:
         raise IndexFormatError(msg)
     lines = split_at[1]
     for name, entry in kernels.items():
-        declared = "axes" in entry and "semiring" not in entry  # found by its family
-        kind = [entry.get("family")] if declared else [entry.get(key) for key in KINDS_FIRST]
         given = directory[name]
-        said = [lines.family(name)] if declared else list(lines.kind(name))
-        if name not in lines.names or said != kind or not isinstance(given, list) or given[1:] != kind:
-            fields = "family" if declared else "semiring, dtype, pass and variant"
-            msg = f"{where}: {DIRECTORY_KEY}.{name}: does not give the kernel's {fields}"
+        if name not in lines.names or lines.family(name) != entry["family"] or not isinstance(given, list) or given[1:] != [entry["family"]]:
+            msg = f"{where}: {DIRECTORY_KEY}.{name}: does not give the kernel's family"
             raise IndexFormatError(msg)
         if lines.entry(name) != entry:
             msg = f"{where}: {DIRECTORY_KEY}.{name}: does not point at the kernel's line"

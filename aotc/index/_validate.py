@@ -43,9 +43,7 @@ from aotc.index._values import (
 from aotc.index.schema import (
     ARCH_TEXT,
     CHECKSUM_KEY,
-    DECLARED_SEALED,
     KERNEL_SEALED,
-    KINDS_FIRST,
     MAX_FILE_BYTES,
     PACK_CODES,
     SCHEMA,
@@ -59,19 +57,16 @@ from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any, NoReturn
+    from typing import Any
 
-__all__ = ["Validated", "backward_targets", "duplicate_kind", "freeze", "kernel", "toolkit_entry", "validate", "validate_top"]
+__all__ = ["Validated", "backward_targets", "freeze", "kernel", "toolkit_entry", "validate", "validate_top"]
 
 _TOP_REQUIRED = frozenset({"schema", "library", "semirings", "kernels", CHECKSUM_KEY})
 # kernel_lines: the directory of the one-kernel-a-line layout (aotc.index._lines), held to
 # the kernels table by LibraryIndex: a locator, never read for what a kernel does.
 _TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_lines"})
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
-_DECLARED_REQUIRED = frozenset({*DECLARED_SEALED, CHECKSUM_KEY})
-_KERNEL_OPTIONAL = frozenset({"resources"})
-# A declared kernel may also carry the four GEMM fields the tropical API finds it by.
-_DECLARED_OPTIONAL = frozenset({"resources", "backward", *KINDS_FIRST})
+_KERNEL_OPTIONAL = frozenset({"resources", "backward"})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
 _TOOLKIT_REQUIRED = frozenset({"version", "cuda_major", "min_driver", "wheel"})
 _TOOLKIT_OPTIONAL = frozenset({"compiler", "compression"})
@@ -230,28 +225,14 @@ def _resources(where: str, path: str, value: Any) -> Mapping[str, Mapping[str, i
     return MappingProxyType(result)
 
 
-def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any], whole: bool) -> IndexKernel:
+def _kernel(where: str, name: str, value: Any) -> IndexKernel:
     path = f"kernels.{name}"
-    declared = isinstance(value, dict) and "axes" in value
-    entry = _object(where, path, value, _DECLARED_REQUIRED if declared else _KERNEL_REQUIRED, _DECLARED_OPTIONAL if declared else _KERNEL_OPTIONAL)
-    by_kind = not declared or any(k in entry for k in KINDS_FIRST)
-    found_by = ("symbol", "family", *(KINDS_FIRST if by_kind else ()))
-    words = dict.fromkeys(KINDS_FIRST, "")
-    for k in found_by:
-        if k not in entry:
-            _fail(where, path, f"has {', '.join(k for k in KINDS_FIRST if k in entry)} but not {k}")
-        words[k] = _text(where, f"{path}.{k}", entry[k], _IDENTIFIER, "a name")
-    if by_kind and words["semiring"] not in semirings:
-        _fail(where, f"{path}.semiring", f"{echo(words['semiring'])} is not in the semirings table")
+    entry = _object(where, path, value, _KERNEL_REQUIRED, _KERNEL_OPTIONAL)
+    symbol = _text(where, f"{path}.symbol", entry["symbol"], _IDENTIFIER, "a name")
+    family = _text(where, f"{path}.family", entry["family"], _IDENTIFIER, "a name")
     params = _params(where, f"{path}.params", entry["params"])
-    axes = _declared_entries.axes(where, f"{path}.axes", entry["axes"]) if declared else None
-    if declared and by_kind and dict(axes) != {k: words[k] for k in KINDS_FIRST}:
-        _fail(where, f"{path}.axes", "differ from the kernel's semiring, dtype, pass and variant")
-    # A kernel the tropical API finds by its four fields is bound by its params, so a
-    # first use leaves its signature (sealed, like every field) to a whole-index check.
-    signature = None
-    if declared and (whole or not by_kind):
-        signature = _declared_entries.signature(where, f"{path}.signature", entry["signature"], params, axes)
+    axes = _declared_entries.axes(where, f"{path}.axes", entry["axes"])
+    signature = _declared_entries.signature(where, f"{path}.signature", entry["signature"], params, axes)
     backward = _declared_entries.backward(where, f"{path}.backward", entry["backward"], name) if "backward" in entry else None
     launch = _launch(where, f"{path}.launch", entry["launch"], params)
     fatbin = _file(where, f"{path}.fatbin", entry["fatbin"], "")
@@ -259,10 +240,7 @@ def _kernel(where: str, name: str, value: Any, semirings: Mapping[str, Any], who
     sass, ptx = _archs(where, f"{path}.sass", entry["sass"]), _archs(where, f"{path}.ptx", entry["ptx"])
     resources = _resources(where, f"{path}.resources", entry.get("resources", {}))
     _checksums(where, path, entry, sealed_fields(entry))
-    return IndexKernel(
-        name, words["symbol"], words["family"], words["semiring"], words["dtype"], words["pass"], words["variant"],
-        params, launch, fatbin, source, sass, ptx, resources, axes, signature, backward,
-    )  # fmt: skip
+    return IndexKernel(name, symbol, family, params, launch, fatbin, source, sass, ptx, resources, axes, signature, backward)
 
 
 def validate_top(where: str, document: Any) -> ToolkitEntry | None:
@@ -287,29 +265,15 @@ def validate_top(where: str, document: Any) -> ToolkitEntry | None:
     return toolkit
 
 
-def kernel(where: str, name: str, entry: Any, semirings: Mapping[str, Any], whole: bool = False) -> IndexKernel:
-    """One kernel's entry, checked and its checksums recomputed; ``semirings`` is
-    the (checked) semirings table its semiring must be in. On its first use
-    (``whole`` false), a kernel found by the four GEMM fields has no ``signature``
-    view: the tropical API, which binds it, reads its params."""
-    return _kernel(where, _key(where, "kernels", name), entry, semirings, whole)
-
-
-def duplicate_kind(where: str, name: str, other: str) -> NoReturn:
-    _fail(where, f"kernels.{name}", f"has the semiring, dtype, pass and variant of kernel {other!r}")
+def kernel(where: str, name: str, entry: Any) -> IndexKernel:
+    """One kernel's entry, checked and its checksums recomputed."""
+    return _kernel(where, _key(where, "kernels", name), entry)
 
 
 def validate(where: str, document: Any) -> Validated:
     """Check the whole parsed document; raises IndexFormatError naming the first bad field."""
     toolkit = validate_top(where, document)
-    kernels: dict[str, IndexKernel] = {}
-    owners: dict[tuple[str, str, str, str], str] = {}
-    for name, entry in document["kernels"].items():
-        checked = kernel(where, name, entry, document["semirings"], whole=True)
-        other = owners.setdefault(checked.key, name) if checked.semiring else name
-        if other != name:
-            duplicate_kind(where, name, other)
-        kernels[name] = checked
+    kernels = {name: kernel(where, name, entry) for name, entry in document["kernels"].items()}
     for checked in kernels.values():
         backward_targets(where, checked, kernels)
     return Validated(document, kernels, toolkit)

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from types import MappingProxyType
 
 from aotc.errors import IndexFormatError, UnknownKernelError, UnreadableFileError
 from aotc.index import _lines
 from aotc.index._json import parse_index_bytes, read_index_file
-from aotc.index._validate import backward_targets, duplicate_kind, freeze, kernel, validate, validate_top
+from aotc.index._validate import backward_targets, freeze, kernel, validate, validate_top
 from aotc.index.files import FolderFiles, MemberFiles
 from aotc.index.schema import INDEX_NAME
 
@@ -43,20 +42,23 @@ if TYPE_CHECKING:
 __all__ = ["KernelTable", "LibraryIndex"]
 
 
+# The axes aotc.tropical finds a kernel by today. shim: removed with the one binder
+_KIND_AXES = ("semiring", "dtype", "pass", "variant")
+
+
 class KernelTable(Mapping):  # Mapping[str, IndexKernel]
     """The kernels of an index by name, read-only. Names and their count are
     known at once; a kernel's view is made, and verified where the index was
     opened lazily, when it is first asked for."""
 
-    __slots__ = ("_by_key", "_checked", "_entries", "_lines", "_semirings", "_where")
+    __slots__ = ("_checked", "_entries", "_kinds", "_lines", "_where")
 
-    def __init__(self, where: str, semirings: Mapping[str, Any], checked: dict[str, IndexKernel], lines: Any = None) -> None:
+    def __init__(self, where: str, checked: dict[str, IndexKernel], lines: Any = None) -> None:
         self._where = where
-        self._semirings = semirings
         self._checked = checked  # name -> verified view
         self._lines: _lines.KernelLines | None = lines  # None: every kernel was checked at open
         self._entries: dict[str, Any] = {}  # name -> the parsed entry of a kernel checked here
-        self._by_key = {k.key: k for k in checked.values()} if lines is None else None
+        self._kinds: dict[str, KernelKey] | None = None  # shim: removed with the one binder
 
     def __getitem__(self, name: str) -> IndexKernel:
         found = self._checked.get(name)
@@ -79,34 +81,27 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
     def __repr__(self) -> str:
         return f"<KernelTable {self._where}: {len(self)} kernels, {len(self._checked)} checked>"
 
-    def by_kind(self, key: KernelKey) -> IndexKernel | None:
-        """The kernel of ``key`` (semiring, dtype, pass, variant), checked; None if none is."""
-        if self._by_key is not None:
-            return self._by_key.get(key)
-        assert self._lines is not None
-        names = self._lines.claimants(key)
-        if not names:
-            return None
-        found = [self[name] for name in names]  # each checked: an entry may only claim the kind
-        if len(found) > 1:
-            duplicate_kind(self._where, found[1].name, found[0].name)
-        return found[0] if found[0].key == key else None
-
     def families(self) -> dict[str, str]:
-        """The declared families' kernels, name -> family, in index order. Where the
-        index was opened lazily, what its directory says, unchecked: each kernel is
+        """Every kernel's family, name -> family, in index order. Where the index
+        was opened lazily, what its directory says, unchecked: each kernel is
         checked when it is looked up, before it is used."""
         if self._lines is None:
-            return {name: k.family for name, k in self._checked.items() if k.axes is not None and not k.semiring}
+            return {name: k.family for name, k in self._checked.items()}
         return self._lines.families()
 
-    def kinds(self) -> dict[str, KernelKey]:
-        """Each kernel's (semiring, dtype, pass, variant). Where the index was opened
-        lazily, these are what its lines say, unchecked: a kernel chosen by them is
-        checked when it is looked up (``by_kind``, ``[]``), before it is used."""
-        if self._lines is None:
-            return {name: k.key for name, k in self._checked.items()}
-        return self._lines.kinds()
+    def kinds(self) -> dict[str, KernelKey]:  # shim: removed with the one binder
+        """Each kernel's (semiring, dtype, pass, variant), of the kernels whose axes
+        include those four, read from their axes once. Where the index was opened
+        lazily, from each kernel's line, unchecked: a kernel chosen by them is
+        checked when it is looked up (``[]``), before it is used."""
+        if self._kinds is None:
+            kinds = {}
+            found = {name: k.axes for name, k in self._checked.items()} if self._lines is None else self._lines.all_axes()
+            for name, axes in found.items():
+                if isinstance(axes, Mapping) and all(type(axes.get(a)) is str for a in _KIND_AXES):
+                    kinds[name] = (axes["semiring"], axes["dtype"], axes["pass"], axes["variant"])
+            self._kinds = kinds
+        return dict(self._kinds)
 
     def entry(self, name: str) -> Any:
         """The validated JSON entry of kernel ``name``, checking it if not yet
@@ -117,14 +112,10 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
     def _check(self, name: str) -> IndexKernel:
         assert self._lines is not None
         entry = self._lines.entry(name)
-        checked = kernel(self._where, name, entry, self._semirings)
-        if checked.key != self._lines.kind(name) or self._lines.family(name) != (checked.family if checked.axes is not None and not checked.semiring else None):
-            # cannot be, for strict JSON without duplicate keys
-            msg = f"{self._where}: kernels.{name}: its line opens with fields its entry does not hold"
+        checked = kernel(self._where, name, entry)
+        if self._lines.family(name) != checked.family:  # cannot be, for strict JSON without duplicate keys
+            msg = f"{self._where}: kernels.{name}: its line opens with a family its entry does not hold"
             raise IndexFormatError(msg)
-        others = [other for other in self._lines.claimants(checked.key) if other != name]
-        if others:
-            duplicate_kind(self._where, name, others[0])
         backward_targets(self._where, checked, self._lines.names)  # a target is checked when it is used
         self._entries[name] = entry
         self._checked[name] = checked  # a race checks twice, with the same answer
@@ -150,12 +141,12 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
             _lines.check(data, validated.document, where)
             self._document = validated.document
             self.toolkit: ToolkitEntry | None = validated.toolkit
-            self.kernels = KernelTable(where, self._document["semirings"], validated.kernels)
+            self.kernels = KernelTable(where, validated.kernels)
             self._entries_checked = True
         else:
             self._document, lines = split
             self.toolkit = validate_top(where, self._document)
-            self.kernels = KernelTable(where, self._document["semirings"], {}, lines)
+            self.kernels = KernelTable(where, {}, lines)
             self._entries_checked = False  # the document's kernels table is filled on request
         self.where = where
         self.name: str = self._document["library"]
@@ -188,11 +179,6 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
                 self._entries_checked = True
             self._frozen = freeze(self._document)
         return self._frozen
-
-    @property
-    def by_kind(self) -> Mapping[KernelKey, IndexKernel]:
-        """Every kernel by (semiring, dtype, pass, variant); checks them all."""
-        return MappingProxyType({k.key: k for k in self.kernels.values()})
 
     @property
     def directory(self) -> Path | None:
@@ -229,14 +215,23 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
         msg = f"library {self.name!r} has no kernel {name!r}{hint}"
         raise UnknownKernelError(msg)
 
-    def find(self, semiring: str, dtype: str, pass_: str = "forward", variant: str = "single") -> IndexKernel:
-        kernel = self.kernels.by_kind((semiring, dtype, pass_, variant))
-        if kernel is None:
+    def find(self, semiring: str, dtype: str, pass_: str = "forward", variant: str = "single") -> IndexKernel:  # shim: removed with the one binder
+        """The kernel whose axes are this semiring, dtype, pass and variant (``kinds``), checked."""
+        key = (semiring, dtype, pass_, variant)
+        names = [name for name, kind in self.kernels.kinds().items() if kind == key]
+        if not names:
             msg = f"library {self.name!r} has no kernel for semiring={semiring}, dtype={dtype}, pass={pass_}, variant={variant}"
             raise UnknownKernelError(msg)
-        return kernel
+        if len(names) > 1:
+            msg = f"{self.where}: kernels.{names[1]}: has the semiring, dtype, pass and variant of kernel {names[0]!r}"
+            raise IndexFormatError(msg)
+        found = self.kernels[names[0]]
+        if tuple(found.axes.get(a) for a in _KIND_AXES) != key:  # what its line said, unchecked, was not its entry
+            msg = f"{self.where}: kernels.{found.name}: its axes are not the semiring, dtype, pass and variant it was found by"
+            raise IndexFormatError(msg)
+        return found
 
-    def kinds(self) -> dict[str, KernelKey]:
+    def kinds(self) -> dict[str, KernelKey]:  # shim: removed with the one binder
         """Each kernel's (semiring, dtype, pass, variant), by name; see ``KernelTable.kinds``."""
         return self.kernels.kinds()
 

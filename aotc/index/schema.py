@@ -22,11 +22,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ARCH_TEXT",
     "CHECKSUM_KEY",
-    "DECLARED_SEALED",
     "DIRECTORY_KEY",
     "INDEX_NAME",
     "KERNEL_SEALED",
-    "KINDS_FIRST",
     "LAYOUT_CLOSE",
     "LAYOUT_DIRECTORY",
     "LAYOUT_TABLE",
@@ -65,13 +63,10 @@ PACK_CODES = {"ptr": "Q", **{name: d.code for name, d in SCALAR_TYPES.items()}}
 
 CHECKSUM_KEY = "checksum"
 # Everything a launch (or the choice of which kernel to launch) reads from a
-# kernel entry. "resources" is ptxas' report, printed and never acted on.
-KERNEL_SEALED = (
-    "symbol", "family", "semiring", "dtype", "pass", "variant", "params", "launch", "fatbin", "source", "sass", "ptx",
-)  # fmt: skip
-# A declared family's kernel (aotc.build.signature) is found by its axes, not by
-# the four GEMM fields, and carries its signature for the generated bindings.
-DECLARED_SEALED = ("symbol", "family", "axes", "signature", "params", "launch", "fatbin", "source", "sass", "ptx")
+# kernel entry: a kernel is found by its family and axes, and carries its
+# signature for the generated bindings (and its "backward", where it has one,
+# sealed too). "resources" is ptxas' report, printed and never acted on.
+KERNEL_SEALED = ("symbol", "family", "axes", "signature", "params", "launch", "fatbin", "source", "sass", "ptx")
 # The semirings table gives results their zero and one. The toolkit table only
 # gates the driver check, and older-style fixtures drop it, so it is not sealed.
 TOP_SEALED = ("library", "semirings")
@@ -79,9 +74,8 @@ TOP_SEALED = ("library", "semirings")
 # The layout the build writes (aotc.build.index_writer) and aotc.load reads
 # (aotc.index._lines): the top level indented, then a directory of the kernels
 # on one line, then the kernels table, one kernel a line, each opening with
-# the four fields it is found by.
+# the family it is found by.
 DIRECTORY_KEY = "kernel_lines"
-KINDS_FIRST = ("semiring", "dtype", "pass", "variant")
 LAYOUT_DIRECTORY = ',\n "kernel_lines": '
 LAYOUT_TABLE = ',\n "kernels": {'
 LAYOUT_CLOSE = "\n }\n}\n"
@@ -108,9 +102,5 @@ def field_checksums(entry: Mapping[str, Any], fields: tuple[str, ...]) -> dict[s
 
 
 def sealed_fields(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    """The fields a kernel entry's checksum table covers: a declared kernel's
-    (with its ``backward`` pairing where it has one), or a GEMM kernel's."""
-    if "axes" not in entry:
-        return KERNEL_SEALED
-    kinds = KINDS_FIRST if "semiring" in entry else ()  # a declared kernel the tropical API finds by them
-    return (*DECLARED_SEALED, *kinds, *(("backward",) if "backward" in entry else ()))
+    """The fields a kernel entry's checksum table covers, its ``backward`` among them where it has one."""
+    return (*KERNEL_SEALED, "backward") if "backward" in entry else KERNEL_SEALED

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Backward", "DeclaredParam", "FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
 
-# (semiring, dtype, pass, variant): how the tropical API finds a kernel.
+# (semiring, dtype, pass, variant): how the tropical API finds a kernel today
+# (LibraryIndex.find, kinds). shim: removed with the one binder
 KernelKey = tuple[str, str, str, str]
 
 
@@ -103,24 +104,19 @@ class Backward(Record):
 
 
 class IndexKernel(Record):
-    """One kernel of the index. A GEMM family's kernel has its semiring, dtype,
-    pass and variant; a declared family's has ``axes`` and ``signature`` instead
-    (its four GEMM fields are empty strings, unless its axes are those four:
-    then the tropical API finds it by them, as it does a GEMM kernel)."""
+    """One kernel of the index: found by its ``family`` and ``axes`` (its axis
+    values), with its ``signature`` for the bindings and its ``backward``
+    (gradient kernels or route; None: no gradient), beside the ``params`` and
+    ``launch`` every launch reads."""
 
     _fields = (
-        "name", "symbol", "family", "semiring", "dtype", "pass_", "variant",
-        "params", "launch", "fatbin", "source", "sass", "ptx", "resources", "axes", "signature", "backward",
+        "name", "symbol", "family", "params", "launch", "fatbin", "source", "sass", "ptx", "resources", "axes", "signature", "backward",
     )  # fmt: skip
-    _defaults: ClassVar[dict[str, Any]] = {"axes": None, "signature": None, "backward": None}
+    _defaults: ClassVar[dict[str, Any]] = {"backward": None}
     __slots__ = _fields
     name: str
     symbol: str
     family: str
-    semiring: str
-    dtype: str
-    pass_: str
-    variant: str
     params: tuple[Param, ...]
     launch: Launch
     fatbin: FileEntry
@@ -129,13 +125,9 @@ class IndexKernel(Record):
     ptx: tuple[str, ...]
     # ptxas' report per SASS arch (registers, spill_stores, ...); informational, not sealed.
     resources: Mapping[str, Mapping[str, int]]
-    axes: Mapping[str, str | int] | None  # a declared kernel's axis values
-    signature: tuple[DeclaredParam, ...] | None
+    axes: Mapping[str, str | int]  # the kernel's axis values
+    signature: tuple[DeclaredParam, ...]
     backward: Backward | None  # None: the kernel has no gradient
-
-    @property
-    def key(self) -> KernelKey:
-        return (self.semiring, self.dtype, self.pass_, self.variant)
 
     @property
     def param_names(self) -> tuple[str, ...]:

@@ -57,10 +57,9 @@ def test_generate_rewrites_only_changed_files(golden_project: Path, tmp_path: Pa
     assert not second.written and len(second.unchanged) == len(manifest.kernels)
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.cu")} == stamps
 
-    # Changing the i32/i64 tile changes the two minplus kernels only... and
-    # every kernel shares the default tile, so use a dtype-specific one.
+    # Every kernel shares the default tile: an i64 tile changes the i64 kernel alone.
     text = golden_project.read_text().replace(
-        "      default: {", "      i64: {block_m: 64, block_n: 64, block_k: 8, thread_m: 4, thread_n: 4}\n      default: {"
+        "      - {when: {semiring: counting}", "      - {when: {dtype: i64}, block_m: 64, block_n: 64}\n      - {when: {semiring: counting}"
     )
     golden_project.write_text(text)
     third = generate(load_manifest(golden_project), out)
@@ -71,10 +70,10 @@ def test_generate_removes_sources_of_dropped_kernels(golden_project: Path, tmp_p
     out = tmp_path / "gen"
     generate(load_manifest(golden_project), out)
     text = golden_project.read_text()
-    for line in ("      - {semiring: [andor], dtype: [bool], pass: [argmax]}\n", "      - {semiring: [andor], dtype: [bool], pass: [argmax], variant: [packed]}\n"):
+    for line in ("      - {semiring: andor, dtype: bool, pass: argmax, variant: single}\n", "      - {semiring: andor, dtype: bool, pass: argmax, variant: packed}\n"):
         assert line in text
         text = text.replace(line, "")
-    golden_project.write_text(text.replace("dtypes: [f32, i32, i64, bool]", "dtypes: [f32, i32, i64]"))
+    golden_project.write_text(text.replace("dtype: [f32, i32, i64, bool]", "dtype: [f32, i32, i64]"))
     result = generate(load_manifest(golden_project), out)
     assert sorted(p.name for p in result.removed) == ["gemm_andor_bool_argmax.cu", "gemm_andor_bool_argmax_packed.cu"]
     assert not (out / "gemm_andor_bool_argmax.cu").exists()
@@ -86,6 +85,31 @@ def test_template_error_names_the_template(golden_project: Path) -> None:
     manifest = load_manifest(golden_project)
     with pytest.raises(BuildError, match=r"gemm\.cu\.j2:\d+: rendering gemm_maxplus_f32_forward: 'no_such_variable' is undefined"):
         render_kernel(manifest, manifest.kernels[0])
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ("{semiring: andor, dtype: f32, pass: forward, variant: single}", "rendering gemm_andor_f32_forward: semiring andor is not defined on f32"),
+        ("{semiring: maxplus, dtype: i32, pass: backward_a, variant: single}", "rendering gemm_maxplus_i32_backward_a: backward passes need a float dtype, not i32"),
+        ("{semiring: minplus, dtype: f32, pass: forward, variant: single, constants: {stages: 3}}", "rendering gemm_minplus_f32_forward: the product and packed kernels double-buffer their tiles: stages must be 2, not 3"),
+    ],
+)
+def test_the_tropical_templates_refuse_what_they_cannot_implement(golden_project: Path, block: str, message: str) -> None:
+    # What the retired GEMM form's manifest checks refused, the template set refuses, in one line naming the kernel.
+    text = golden_project.read_text().replace("    matrix:\n", f"    matrix:\n      - {block}\n", 1)
+    golden_project.write_text(text)
+    manifest = load_manifest(golden_project)
+    with pytest.raises(BuildError, match=rf"gemm\.cu\.j2:\d+: .*{message}"):
+        render_kernel(manifest, manifest.kernels[0])
+
+
+def test_a_semiring_missing_from_the_table_is_refused_by_the_template(golden_project: Path) -> None:
+    golden_project.write_text(golden_project.read_text().replace("  maxmin: {add: max, mul: min, zero: -inf, one: +inf}\n", ""))
+    manifest = load_manifest(golden_project)
+    kernel = next(k for k in manifest.kernels if k.name == "gemm_maxmin_f32_forward")
+    with pytest.raises(BuildError, match=r"rendering gemm_maxmin_f32_forward: semiring maxmin is not in the manifest's semirings table"):
+        render_kernel(manifest, kernel)
 
 
 def test_cli_generate(golden_project: Path, tmp_path: Path, run_aotc: RunAotc) -> None:

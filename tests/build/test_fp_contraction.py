@@ -31,8 +31,8 @@ def test_no_shipped_kernel_fuses_a_multiply_into_an_add() -> None:
     library = installed_library()
     tools = sass_tools()
     kernels = json.loads((library / "index.json").read_text())["kernels"]
-    floating = {name: entry for name, entry in kernels.items() if entry["dtype"] in ("f32", "f64")}
-    assert any(entry["pass"].startswith("backward") for entry in floating.values())
+    floating = {name: entry for name, entry in kernels.items() if entry["axes"]["dtype"] in ("f32", "f64")}
+    assert any(entry["axes"]["pass"].startswith("backward") for entry in floating.values())
     fused = []
     for name, entry in sorted(floating.items()):
         arch = entry["sass"][0]

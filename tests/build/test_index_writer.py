@@ -14,21 +14,14 @@ from aotc.build.signature import ArrayParam, ScalarParam
 from aotc.dtypes import DTYPES
 from aotc.index import SCHEMA, LibraryIndex, sha256_bytes
 from aotc.index.schema import KERNEL_SEALED, TOP_SEALED, canonical_json
+from tropical_manifest import tropical_manifest
 
-MANIFEST = """\
-library: mini
-archs: {sass: [75, 80], ptx: [80]}
-semirings:
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-dtypes: [f32]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [maxplus], dtype: [f32], pass: [forward, argmax]}
-    tiles:
-      default: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
-"""
+MANIFEST = tropical_manifest(
+    "mini",
+    {"maxplus": "{add: max, mul: add, zero: -inf, one: 0}"},
+    ["{semiring: maxplus, dtype: f32, pass: [forward, argmax], variant: single}"],
+    head="archs: {sass: [75, 80], ptx: [80]}",
+)
 REPO = Path(__file__).resolve().parents[2]
 TOOLKIT = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driver": 13000, "wheel": "aotc"}
 
@@ -36,7 +29,7 @@ TOOLKIT = {"compiler": "nvcc", "version": "13.0.88", "cuda_major": 13, "min_driv
 @pytest.fixture
 def manifest(tmp_path: Path) -> Manifest:
     (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "gemm.cu.j2").write_text("// {{ kernel.name }}\n")
+    (tmp_path / "templates" / "gemm.cu.j2").write_text("// {{ kernel_name }}\n")
     path = tmp_path / "manifest.yaml"
     path.write_text(MANIFEST)
     return load_manifest(path)
@@ -51,9 +44,9 @@ def test_kernel_entry_records_signature_images_and_checksums(manifest: Manifest)
     resources = {"80": {"registers": 40, "spill_stores": 0}}
     entry = kernel_entry(kernel, manifest, b"fatbin", b"// source", resources)
     assert entry["symbol"] == kernel.symbol
-    assert (entry["family"], entry["semiring"], entry["dtype"], entry["pass"], entry["variant"]) == (
-        "gemm", "maxplus", "f32", "forward", "single",
-    )  # fmt: skip
+    assert (entry["family"], entry["axes"]) == ("gemm", {"semiring": "maxplus", "dtype": "f32", "pass": "forward", "variant": "single"})
+    assert entry["signature"] == kernel.signature.to_json()
+    assert "backward" not in entry  # written only where the kernel has one
     assert entry["params"] == [p.to_json() for p in kernel.params]
     assert entry["launch"] == kernel.launch.to_json()
     assert entry["fatbin"] == {"file": f"{kernel.name}.fatbin", "sha256": sha256_bytes(b"fatbin"), "size": 6}
@@ -81,9 +74,21 @@ def test_build_index_seals_every_launch_field_and_the_semirings(manifest: Manife
     index = build_index(manifest, _entries(manifest), TOOLKIT)
     entry = next(iter(index["kernels"].values()))
     assert set(entry["checksum"]) == set(KERNEL_SEALED)
+    assert {"axes", "signature"} <= set(KERNEL_SEALED)
     assert entry["checksum"]["launch"] == sha256_bytes(canonical_json(entry["launch"]))
     assert set(index["checksum"]) == set(TOP_SEALED)
     assert index["checksum"]["semirings"] == sha256_bytes(canonical_json(index["semirings"]))
+
+
+def test_a_kernels_backward_is_written_and_sealed() -> None:
+    manifest = load_manifest(REPO / "examples" / "rowops" / "kernels" / "manifest.yaml")
+    index = build_index(manifest, {k.name: kernel_entry(k, manifest, b"fatbin", b"// source", {}) for k in manifest.kernels}, TOOLKIT)
+    entry = index["kernels"]["softmax_f32"]
+    assert entry["backward"] == {"kernels": [{"kernel": "softmax_backward_f32", "saves": ["y"]}]}
+    assert entry["checksum"]["backward"] == sha256_bytes(canonical_json(entry["backward"]))
+    assert "backward" not in index["kernels"]["scan_f32"]["checksum"]
+    lines = dumps(index).decode().splitlines()
+    assert any(line.startswith('"softmax_f32": {"family": "softmax", ') for line in lines)  # found by its family
 
 
 def test_seal_rewrites_stale_checksums(manifest: Manifest) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from aotc.errors import ManifestError
-from aotc.build.manifest import KernelSpec, load_manifest
+from aotc.build.manifest import DeclaredKernelSpec, load_manifest
 from conftest import REPO, RunAotc
 
 # A small valid manifest; the cases below edit it and name its lines.
@@ -14,7 +14,7 @@ VALID = (REPO / "tests" / "packages" / "mini" / "manifest.yaml").read_text()
 
 def write_manifest(tmp_path: Path, text: str | bytes) -> Path:
     (tmp_path / "templates").mkdir(exist_ok=True)
-    (tmp_path / "templates" / "gemm.cu.j2").write_text("// {{ kernel.name }}\n")
+    (tmp_path / "templates" / "gemm.cu.j2").write_text("// {{ kernel_name }}\n")
     path = tmp_path / "manifest.yaml"
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -38,10 +38,11 @@ def test_valid_manifest_expands_in_order(tmp_path: Path) -> None:
         "gemm_andor_bool_forward",
     ]
     kernel = manifest.kernels[0]
-    assert isinstance(kernel, KernelSpec)
+    assert isinstance(kernel, DeclaredKernelSpec)
     assert hash(kernel) == hash(load_manifest(manifest.path).kernels[0])
-    assert kernel.tile.threads == 64
-    assert kernel.semiring.zero == "-inf"
+    assert kernel.launch.block == (8, 8, 1)
+    assert kernel.axes == (("semiring", "maxplus"), ("dtype", "f32"), ("pass", "forward"), ("variant", "single"))
+    assert manifest.semirings[0].zero == "-inf"
 
 
 def test_archs_default_to_the_full_matrix_and_highest_ptx(tmp_path: Path) -> None:
@@ -88,26 +89,24 @@ MALFORMED = [
     ("family-name-path-traversal", _replace("  gemm:\n", "  ../../evil:\n"), "families.../../evil", 10),
     ("library-path-traversal", _replace("library: mini", "library: ../../site-packages"), "library", 1),
     ("template-path-traversal", _replace("template: gemm.cu.j2", "template: ../../etc/passwd"), "families.gemm.template", 11),
-    ("unknown-semiring", _replace("semiring: [maxplus]", "semiring: [maxplux]"), "families.gemm.matrix[0].semiring", 13),
-    ("unknown-dtype", _replace("dtype: [f32, i32]", "dtype: [f32, f16]"), "families.gemm.matrix[0].dtype", 13),
-    ("unknown-pass", _replace("pass: [forward, argmax]", "pass: [forward, backwards]"), "families.gemm.matrix[0].pass", 13),
+    ("unknown-semiring", _replace("semiring: [maxplus]", "semiring: [maxplux]"), "families.gemm.matrix[0].semiring", 19),
+    ("unknown-dtype", _replace("dtype: [f32, i32]", "dtype: [f32, f16]"), "families.gemm.matrix[0].dtype", 19),
+    ("unknown-pass", _replace("pass: [forward, argmax], variant", "pass: [forward, backwards], variant"), "families.gemm.matrix[0].pass", 19),
     ("arch-below-sm75", _replace("sass: [75, 80]", "sass: [70, 80]"), "archs.sass", 3),
     ("arch-unknown-to-nvcc", _replace("sass: [75, 80]", "sass: [75, 99]"), "archs.sass", 3),
-    ("empty-matrix-axis", _replace("semiring: [maxplus]", "semiring: []"), "families.gemm.matrix[0].semiring", 13),
-    ("tile-wrong-type", _replace("block_m: 32", 'block_m: "32"'), "families.gemm.tiles.default.block_m", 16),
+    ("empty-matrix-axis", _replace("semiring: [maxplus]", "semiring: []"), "families.gemm.matrix[0].semiring", 19),
+    ("constant-a-string-for-a-number", _replace("block_m: 32", 'block_m: "32"'), "families.gemm.launch.grid[1]", 44),
     ("unknown-semiring-op", _replace("add: max, mul: add", "add: maximum, mul: add"), "semirings.maxplus.add", 6),
-    ("missing-required-key", VALID.replace("dtypes: [f32, i32, bool]\n", ""), "(root)", 1),
-    ("too-many-threads", _replace("thread_m: 4, thread_n: 4", "thread_m: 1, thread_n: 1"), "families.gemm.tiles.default", 16),
-    # The templates double-buffer: one stage passed validation and failed the build at a static_assert.
-    ("stages-the-templates-lack", _replace("thread_m: 4, thread_n: 4}", "thread_m: 4, thread_n: 4, stages: 1}"), "families.gemm.tiles.default.stages", 16),
-    ("semiring-not-on-dtype", _replace("dtype: [bool]", "dtype: [f32]"), "families.gemm.matrix", 14),
-    ("exclude-not-in-matrix", _replace("{dtype: i32, variant: batched}", "{dtype: f64}"), "families.gemm.exclude[0].dtype", 18),
+    ("missing-required-key", _replace("    template: gemm.cu.j2\n", ""), "families.gemm", 11),
+    ("too-many-threads", _replace("block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4", "block_m: 64, block_n: 64, block_k: 8, thread_m: 1, thread_n: 1"), "families.gemm.launch.block", 45),
+    ("exclude-not-a-value", _replace("{dtype: i32, variant: batched}", "{dtype: f64}"), "families.gemm.exclude[0].dtype", 22),
     ("template-missing", _replace("template: gemm.cu.j2", "template: nope.cu.j2"), "families.gemm.template", 11),
     ("yaml-syntax", _replace("sass: [75, 80]", "sass: [75, 80"), "(yaml)", 4),
     ("arch-listed-twice", _replace("sass: [75, 80]", "sass: [80, 80]"), "archs.sass", 3),
     ("empty-dtypes", _replace("dtypes: [f32, i32, bool]", "dtypes: []"), "dtypes", 8),
     ("zero-not-identity-of-add", _replace("zero: -inf, one: 0}", "zero: +inf, one: 0}"), "semirings.maxplus.zero", 6),
     ("semiring-constant-unknown", _replace("zero: -inf, one: 0}", "zero: -infinity, one: 0}"), "semirings.maxplus.zero", 6),
+    ("the-retired-gemm-form", VALID[: VALID.index("    axes:")] + "    matrix: {semiring: [maxplus], dtype: [f32], pass: [forward]}\n    tiles: {default: {block_m: 32}}\n", "families.gemm", 10),
 ]
 
 
@@ -141,44 +140,21 @@ def test_missing_manifest_names_the_file(tmp_path: Path) -> None:
 
 def test_duplicate_kernel_across_matrices(tmp_path: Path) -> None:
     text = _replace(
-        "      - {semiring: [andor], dtype: [bool], pass: [forward]}\n",
-        "      - {semiring: [andor], dtype: [bool], pass: [forward]}\n"
-        "      - {semiring: [andor], dtype: [bool], pass: [forward]}\n",
+        "      - {semiring: [andor], dtype: [bool], pass: [forward], variant: single}\n",
+        "      - {semiring: [andor], dtype: [bool], pass: [forward], variant: single}\n"
+        "      - {semiring: [andor], dtype: [bool], pass: [forward], variant: single}\n",
     )
     with pytest.raises(ManifestError, match="gemm_andor_bool_forward is also produced"):
         load_manifest(write_manifest(tmp_path, text))
 
 
-def test_backward_needs_a_float_dtype(tmp_path: Path) -> None:
-    text = _replace("pass: [forward, argmax]", "pass: [forward, backward_a]")
-    with pytest.raises(ManifestError, match="backward passes need a float dtype"):
-        load_manifest(write_manifest(tmp_path, text))
-
-
-def test_packed_variant_is_for_bool_products_only(tmp_path: Path) -> None:
-    text = _replace("variant: [single, batched]", "variant: [single, batched, packed]")
-    with pytest.raises(ManifestError, match="the packed variant is for bool forward and argmax only"):
-        load_manifest(write_manifest(tmp_path, text))
-    text = _replace("dtype: [bool], pass: [forward]}", "dtype: [bool], pass: [forward, argmax], variant: [single, packed]}")
-    names = [k.name for k in load_manifest(write_manifest(tmp_path, text)).kernels]
-    assert "gemm_andor_bool_argmax_packed" in names and "gemm_andor_bool_forward_packed" in names
-
-
 def test_new_semiring_is_a_manifest_edit(tmp_path: Path) -> None:
     text = VALID.replace("semirings:\n", "semirings:\n  maxmin: {add: max, mul: min, zero: -inf, one: +inf}\n")
-    text += (
-        "  bottleneck:\n"
-        "    template: gemm.cu.j2\n"
-        "    matrix: {semiring: maxmin, dtype: [f32], pass: [forward]}\n"
-        "    tiles: {f32: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}}\n"
-    )
-    # A scalar matrix axis is not a list: that is an error, not a guess.
-    with pytest.raises(ManifestError, match=r"families\.bottleneck\.matrix\.semiring: expected a list"):
-        load_manifest(write_manifest(tmp_path, text))
-    text = text.replace("{semiring: maxmin,", "{semiring: [maxmin],")
+    text = text.replace("      semiring: [maxplus, andor]\n", "      semiring: [maxplus, andor, maxmin]\n")
+    text = text.replace("    exclude:\n", "      - {semiring: maxmin, dtype: f32, pass: forward, variant: single}\n    exclude:\n")
     manifest = load_manifest(write_manifest(tmp_path, text))
-    assert manifest.kernels[-1].name == "bottleneck_maxmin_f32_forward"
-    assert manifest.kernels[-1].semiring.mul == "min"
+    assert manifest.kernels[-1].name == "gemm_maxmin_f32_forward"
+    assert manifest.semirings[0].name == "maxmin" and manifest.semirings[0].mul == "min"
 
 
 def test_shipped_templates_are_named_with_the_aotc_prefix(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def test_k_loops_stay_within_budget(arch: str) -> None:
 def test_every_product_kernel_has_a_budget_at_sm_90() -> None:
     kernels = json.loads((installed_library() / "index.json").read_text())["kernels"]
     # Batched kernels' k loops are the single ones' code.
-    products = {n for n, k in kernels.items() if k["pass"] in ("forward", "argmax") and k["variant"] == "single"}
+    products = {n for n, k in kernels.items() if k["axes"]["pass"] in ("forward", "argmax") and k["axes"]["variant"] == "single"}
     assert products <= set(BUDGET["archs"]["90"]), sorted(products - set(BUDGET["archs"]["90"]))
 
 
@@ -51,7 +51,7 @@ def test_every_backward_kernel_has_a_budget_at_sm_80() -> None:
     # Deterministic backward kernels own a row or column each: a change that made
     # them dearer per term (or brought back a scatter) shows up here.
     kernels = json.loads((installed_library() / "index.json").read_text())["kernels"]
-    backward = {n for n, k in kernels.items() if k["pass"].startswith("backward") and k["variant"] == "single"}
+    backward = {n for n, k in kernels.items() if k["axes"]["pass"].startswith("backward") and k["axes"]["variant"] == "single"}
     assert backward and backward <= set(BUDGET["archs"]["80"]), sorted(backward - set(BUDGET["archs"]["80"]))
 
 

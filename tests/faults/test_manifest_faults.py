@@ -46,7 +46,9 @@ def laughs(levels: int = 9) -> str:
 
 def many_semirings(count: int) -> str:
     table = "".join(f"  semiring_number_{i}: {{add: max, mul: add, zero: -inf, one: 0}}\n" for i in range(count))
-    return edit("semirings:\n", "semirings:\n" + table).replace("semiring: [maxplus]", "semiring: [maxplux]")
+    names = ", ".join(f"semiring_number_{i}" for i in range(count))
+    text = edit("semirings:\n", "semirings:\n" + table).replace("semiring: [maxplus, andor]", f"semiring: [maxplus, andor, {names}]")
+    return text.replace("semiring: [maxplus]", "semiring: [maxplux]")
 
 
 HUGE = "9" * 5000
@@ -58,12 +60,12 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("billion-laughs", laughs(), 1, "(yaml)", "anchors and aliases are not allowed in a manifest"),
     ("alias-without-anchor", edit("library: mini", "library: *mini"), 1, "(yaml)", "anchors and aliases are not allowed"),
     ("anchor-on-a-semiring", edit("  maxplus: {", "  maxplus: &m {"), 7, "(yaml)", "anchors and aliases are not allowed"),
-    ("merge-key-alias", edit("      - {semiring: [andor]", "      - {<<: *m, semiring: [andor]"), 15, "(yaml)", "anchors and aliases"),
+    ("merge-key-alias", edit("      - {semiring: [andor]", "      - {<<: *m, semiring: [andor]"), 21, "(yaml)", "anchors and aliases"),
     # Keys that are not strings.
     ("integer-key-at-root", edit("library: mini\n", "library: mini\n1: one\n"), 2, "(yaml)", "key 1 is not a string; quote it"),
     ("integer-semiring-name", edit("  andor: {", "  7: {"), 8, "semirings", "key 7 is not a string"),
     ("boolean-family-name", edit("  gemm:\n", "  on:\n"), 11, "families", "key True is not a string"),
-    ("null-key-in-tiles", edit("      default: {", "      ~: {"), 17, "families.gemm.tiles", "key None is not a string"),
+    ("null-key-in-tiles", edit("      - {block_m: 32", "      - {~: 1, block_m: 32"), 25, "families.gemm.constants[0]", "key None is not a string"),
     ("float-key-in-archs", edit("  ptx: [80]", "  1.5: [80]"), 5, "archs", "key 1.5 is not a string"),
     ("list-key", edit("library: mini\n", "library: mini\n? [a, b]\n: c\n"), 2, "(yaml)", "key ['a', 'b'] is not a string"),
     # Numbers Python would refuse, and the arch values that crashed archs.py.
@@ -74,12 +76,12 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("huge-float-arch", edit("sass: [75, 80]", "sass: [75, 1.0e+300]"), 4, "archs.sass", "architecture 1e+300 is not of the form"),
     ("5000-digit-arch", edit("sass: [75, 80]", f"sass: [75, {HUGE}]"), 4, "archs.sass[1]", "is longer than 32 characters"),
     ("5000-digit-string-arch", edit("sass: [75, 80]", f"sass: [75, '{HUGE}']"), 4, "archs.sass", "is not of the form 80, 90a or 100f"),
-    ("5000-digit-tile", edit("block_m: 32", f"block_m: {HUGE}"), 17, "families.gemm.tiles.default.block_m", "longer than 32"),
-    ("40-hex-digit-tile", edit("block_k: 8", "block_k: 0x" + "f" * 40), 17, "families.gemm.tiles.default.block_k", "longer than 32"),
-    ("tile-over-the-limit", edit("block_m: 32", "block_m: 70000"), 17, "families.gemm.tiles.default.block_m", "70000 is over the limit of 65536"),
-    ("tile-zero", edit("block_m: 32", "block_m: 0"), 17, "families.gemm.tiles.default.block_m", "expected a positive integer, got int 0"),
-    ("tile-float", edit("block_m: 32", "block_m: 32.0"), 17, "families.gemm.tiles.default.block_m", "expected a positive integer, got float 32.0"),
-    ("integer-without-digits", edit("block_k: 8", "block_k: 0x_"), 17, "families.gemm.tiles.default.block_k", "'0x_' is not a number"),
+    ("5000-digit-tile", edit("block_m: 32", f"block_m: {HUGE}"), 25, "families.gemm.constants[0].block_m", "longer than 32"),
+    ("40-hex-digit-tile", edit("block_k: 8", "block_k: 0x" + "f" * 40), 25, "families.gemm.constants[0].block_k", "longer than 32"),
+    ("tile-over-the-limit", edit("block_m: 32", "block_m: 70000"), 46, "families.gemm.launch.block", "is not a block CUDA launches"),
+    ("tile-zero", edit("block_m: 32", "block_m: 0"), 45, "families.gemm.launch.grid[1]", "cdiv(a, b) needs b > 0"),
+    ("tile-float", edit("block_m: 32", "block_m: 32.0"), 25, "families.gemm.constants[0].block_m", "expected an integer, true, false, -inf, +inf or a name, got float 32.0"),
+    ("integer-without-digits", edit("block_k: 8", "block_k: 0x_"), 25, "families.gemm.constants[0].block_k", "'0x_' is not a number"),
     ("negative-arch", edit("sass: [75, 80]", "sass: [-80]"), 4, "archs.sass", "architecture '-80' is not of the form"),
     ("boolean-arch", edit("sass: [75, 80]", "sass: [true]"), 4, "archs.sass", "architecture must be a number like 80"),
     ("nan-constant", edit("zero: -inf, one: 0}", "zero: .nan, one: 0}"), 7, "semirings.maxplus.zero", "unknown constant nan"),
@@ -88,16 +90,16 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("list-as-add", edit("add: max, mul: add", "add: [max], mul: add"), 7, "semirings.maxplus.add", "unknown operation ['max']"),
     ("mapping-as-mul", edit("add: max, mul: add", "add: max, mul: {op: add}"), 7, "semirings.maxplus.mul", "unknown operation {'op': 'add'}"),
     ("list-as-zero", edit("zero: -inf, one: 0}", "zero: [-inf], one: 0}"), 7, "semirings.maxplus.zero", "expected a constant, got a list"),
-    ("nested-list-in-exclude", edit("{dtype: i32, variant: batched}", "{dtype: [[i32]], variant: batched}"), 19, "families.gemm.exclude[0].dtype", "expected a name, got a list"),
-    ("mapping-in-exclude", edit("{dtype: i32, variant: batched}", "{dtype: [{a: 1}]}"), 19, "families.gemm.exclude[0].dtype", "expected a name, got a mapping"),
-    ("list-in-matrix-axis", edit("dtype: [f32, i32]", "dtype: [[f32], i32]"), 14, "families.gemm.matrix[0].dtype", "unknown dtype ['f32']"),
+    ("nested-list-in-exclude", edit("{dtype: i32, variant: batched}", "{dtype: [[i32]], variant: batched}"), 23, "families.gemm.exclude[0].dtype", "['i32'] is not a value of this axis"),
+    ("mapping-in-exclude", edit("{dtype: i32, variant: batched}", "{dtype: [{a: 1}]}"), 23, "families.gemm.exclude[0].dtype", "{'a': 1} is not a value of this axis"),
+    ("list-in-matrix-axis", edit("dtype: [f32, i32]", "dtype: [[f32], i32]"), 20, "families.gemm.matrix[0].dtype", "['f32'] is not a value of this axis"),
     ("list-as-counting", edit("one: true}", "one: true, counting: [x]}"), 8, "semirings.andor.counting", "expected true or false, got a list"),
     ("list-as-template", edit("template: gemm.cu.j2", "template: [gemm.cu.j2]"), 12, "families.gemm.template", "expected a template file name, got a list"),
     ("list-as-templates", edit("templates: aotc:tropical", "templates: [aotc:tropical]"), 2, "templates", "got a list"),
     # Nesting.
     ("nesting-10000-deep-flow", edit("library: mini", "library: " + "[" * 10_000), 1, "(yaml)", "nested deeper than 32 levels"),
     ("nesting-40-deep-block", "library:\n" + "".join("  " * i + "- \n" for i in range(1, 41)), 33, "(yaml)", "nested deeper than 32 levels"),
-    ("nesting-in-a-tile", edit("block_m: 32", "block_m: " + "{a: " * 40 + "1" + "}" * 40), 17, "(yaml)", "nested deeper"),
+    ("nesting-in-a-tile", edit("block_m: 32", "block_m: " + "{a: " * 40 + "1" + "}" * 40), 25, "(yaml)", "nested deeper"),
     # Long values and keys: echoed cut, on one line.
     ("200-KB-library-name", edit("library: mini", f"library: {BIG_VALUE}"), 1, "library", "xxxx...x' is longer than 40 characters"),
     ("200-KB-unknown-key", edit("library: mini\n", f"library: mini\n? {BIG_VALUE}\n: 1\n"), 2, "'xxxx", "unknown key (known:"),
@@ -107,7 +109,7 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("200-KB-templates-folder", edit("templates: aotc:tropical", f"templates: {BIG_VALUE}"), 2, "templates", "not found beside the manifest"),
     ("200-KB-tag", edit("library: mini", f"library: !<{BIG_VALUE}> mini"), 1, "(yaml)", "are not allowed in a manifest"),
     ("41-character-library", edit("library: mini", "library: " + "a" * 41), 1, "library", "is longer than 40 characters"),
-    ("long-known-list-is-cut", many_semirings(30), 44, "families.gemm.matrix[0].semiring", ", ...)"),
+    ("long-known-list-is-cut", many_semirings(30), 50, "families.gemm.matrix[0].semiring", ", ...)"),
     # Keys and values that would forge a second error line.
     ("newline-in-a-key", edit("library: mini\n", 'library: mini\n"libary\\nmanifest.yaml:1: forged": 1\n'), 2, "'libary\\nmanifest.yaml:1: forged'", "unknown key"),
     ("newline-in-a-semiring-name", edit("  andor: {", '  "and\\nor": {'), 8, "semirings.'and\\nor'", "is not a C identifier"),
@@ -118,7 +120,7 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("python-object-tag", edit("library: mini", f'library: !!python/object/apply:os.system ["touch {SENTINEL}"]'), 1, "(yaml)", "tags such as"),
     ("set-tag", edit("add: max, mul: add", "add: !!set {max}, mul: add"), 7, "(yaml)", "tags such as 'tag:yaml.org,2002:set'"),
     ("binary-tag", edit("library: mini", "library: !!binary bWluaQ=="), 1, "(yaml)", "tags such as"),
-    ("int-tag-on-text", edit("block_m: 32", "block_m: !!int thirty-two"), 17, "(yaml)", "tags such as"),
+    ("int-tag-on-text", edit("block_m: 32", "block_m: !!int thirty-two"), 25, "(yaml)", "tags such as"),
     # The file itself.
     ("over-the-size-cap", BASE + "#" * MAX_MANIFEST_BYTES, 1, "(file)", "larger than 256 KiB"),
     ("not-utf8", edit("library: mini", "library: mini\xff").encode("latin-1"), 1, "(file)", "not UTF-8 text"),
@@ -127,17 +129,17 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("only-a-comment", "# nothing\n", 1, "(root)", "the manifest is empty"),
     ("root-is-a-list", "- library: mini\n", 1, "(root)", "expected a mapping, got a list"),
     ("root-is-text", "library\n", 1, "(root)", "expected a mapping, got str 'library'"),
-    ("second-document", BASE + "---\nlibrary: other\n", 20, "(yaml)", "but found another document"),
+    ("second-document", BASE + "---\nlibrary: other\n", 48, "(yaml)", "but found another document"),
     ("tab-indentation", edit("  ptx: [80]", "\tptx: [80]"), 5, "(yaml)", "found character '\\t' that cannot start any token"),
-    ("unclosed-quote", edit("library: mini", 'library: "mini'), 20, "(yaml)", "found unexpected end of stream"),
+    ("unclosed-quote", edit("library: mini", 'library: "mini'), 18, "(yaml)", "expected <block end>, but found '<scalar>'"),  # it closes at the name pattern's quote
     # Structure in the wrong place.
     ("duplicate-semiring", edit("  andor: {", "  maxplus: {"), 8, "semirings.maxplus", "duplicate key (first defined on line 7)"),
-    ("duplicate-tile-key", edit("block_m: 32,", "block_m: 32, block_m: 64,"), 17, "families.gemm.tiles.default.block_m", "duplicate key"),
+    ("duplicate-tile-key", edit("block_m: 32,", "block_m: 32, block_m: 64,"), 25, "families.gemm.constants[0].block_m", "duplicate key"),
     ("semirings-a-list", BASE.replace(BASE[BASE.index("semirings:") : BASE.index("dtypes:")], "semirings: [maxplus, andor]\n"), 6, "semirings", "expected a mapping, got a list"),
     ("dtypes-a-scalar", edit("dtypes: [f32, i32, bool]", "dtypes: f32"), 9, "dtypes", "expected a list, got str 'f32'"),
     ("date-as-library", edit("library: mini", "library: 2024-13-45"), 1, "library", "'2024-13-45' is not a C identifier"),
     ("template-with-nul", edit("template: gemm.cu.j2", 'template: "gemm\\0.cu.j2"'), 12, "families.gemm.template", "not found in"),
-    ("exclude-not-in-matrix", edit("{dtype: i32, variant: batched}", "{dtype: f64}"), 19, "families.gemm.exclude[0].dtype", "'f64' is not in this family's matrix"),
+    ("exclude-not-in-matrix", edit("{dtype: i32, variant: batched}", "{dtype: f64}"), 23, "families.gemm.exclude[0].dtype", "'f64' is not a value of this axis"),
 ]
 
 

@@ -2,9 +2,7 @@
 alternatives, a parameter's ``when``, and the layouts of lanes and packed bits.
 
 The proof that the model is enough is aotc's own tropical GEMM library: its
-manifest (``kernels/manifest.yaml``) is declared, and must produce the very
-sources the GEMM-form manifest it replaced produced (``data/tropical_gemm_form.yaml``,
-kept here for that comparison; the downstream example still builds on that form).
+manifest (``kernels/manifest.yaml``) is one declared family.
 """
 
 from __future__ import annotations
@@ -15,23 +13,14 @@ from typing import Any
 import pytest
 
 from aotc.build.codegen import render_kernel
-from aotc.build.manifest import DeclaredKernelSpec, KernelSpec, load_manifest
+from aotc.build.manifest import DeclaredKernelSpec, load_manifest
 from declared_support import REPO, refused, write_project
 
-GEMM_FORM = Path(__file__).parent / "data" / "tropical_gemm_form.yaml"
-
-
-def test_tropical_is_declared_and_renders_what_the_gemm_form_did() -> None:
-    declared, gemm_form = load_manifest(REPO / "kernels" / "manifest.yaml"), load_manifest(GEMM_FORM)
-    assert all(isinstance(k, DeclaredKernelSpec) for k in declared.kernels)
-    assert all(isinstance(k, KernelSpec) for k in gemm_form.kernels)
-    assert [k.name for k in declared.kernels] == [k.name for k in gemm_form.kernels]
+def test_tropical_is_one_declared_family() -> None:
+    declared = load_manifest(REPO / "kernels" / "manifest.yaml")
+    assert all(isinstance(k, DeclaredKernelSpec) and k.family == "gemm" for k in declared.kernels)
     assert len(declared.kernels) == 86
-    for new, old in zip(declared.kernels, gemm_form.kernels):
-        assert new.params == old.params, new.name
-        assert new.launch == old.launch, new.name
-        assert render_kernel(declared, new) == render_kernel(gemm_form, old), new.name
-    assert declared.semirings == gemm_form.semirings
+    assert [s.name for s in declared.semirings] == ["maxplus", "minplus", "maxmul", "andor", "counting"]
 
 
 def test_tropical_points_take_their_alternative_and_constants() -> None:
@@ -159,74 +148,31 @@ def _tropical_library(tmp_path: Path) -> Path:
     return declared_library(tmp_path, REPO / "kernels" / "manifest.yaml")
 
 
-def test_tropical_entries_are_found_by_their_four_fields(tmp_path: Path) -> None:
+def test_tropical_entries_are_laid_out_as_every_declared_kernels(tmp_path: Path) -> None:
     import json
 
     import aotc
     import aotc.kernels
+    from aotc.index.views import Backward
 
     lib_dir = _tropical_library(tmp_path)
     text = (lib_dir / "index.json").read_text()
-    # The GEMM layout: the directory gives the four fields, each line opens with them.
-    assert '"gemm_maxplus_f32_argmax":[' in text and ',"maxplus","f32","argmax","single"]' in text
+    # The layout of every declared kernel: the directory gives the family, each line opens with it.
+    assert '"gemm_maxplus_f32_argmax":[' in text and '\n"gemm_maxplus_f32_argmax": {"family": "gemm", ' in text
     entry = json.loads(text)["kernels"]["gemm_maxplus_f32_argmax_batched"]
     assert entry["axes"] == {"semiring": "maxplus", "dtype": "f32", "pass": "argmax", "variant": "batched"}
+    assert not {"semiring", "dtype", "pass", "variant"} & set(entry)
     assert [p["name"] for p in entry["signature"]][:4] == ["A", "B", "C", "Kstar"]
-    assert {"semiring", "pass", "axes", "signature"} <= set(entry["checksum"])
+    assert {"axes", "signature", "backward"} <= set(entry["checksum"])
     lib = aotc.load(lib_dir, backend="noop")
-    kernel = lib.index.find("maxplus", "f32", "argmax", "batched")
+    kernel = lib.index.find("maxplus", "f32", "argmax", "batched")  # the shim aotc.tropical finds kernels by, over the axes
     assert kernel.name == "gemm_maxplus_f32_argmax_batched"
-    assert kernel.key == ("maxplus", "f32", "argmax", "batched")
-    # Its first use leaves the signature to a whole-index check (aotc inspect): the tropical API binds it by its params.
-    assert kernel.signature is None and kernel.params[0].name == "A"
-    from aotc.index._validate import validate
-
-    whole = validate("index.json", json.loads(text)).kernels["gemm_maxplus_f32_argmax_batched"]
-    assert whole.signature is not None and [p.name for p in whole.signature][:4] == ["A", "B", "C", "Kstar"]
-    # Not one of the generated bindings: its signature differs by pass, and the tropical API binds it.
-    assert "gemm" not in dir(aotc.kernels.over(lib))
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (lambda e: e["axes"].update(pass_="x"), r"kernels\.gemm_maxplus_f32_forward\.axes: differ from the kernel's semiring, dtype, pass and variant$"),
-        (lambda e: e.update(dtype="f64"), r"kernels\.gemm_maxplus_f32_forward\.axes: differ from the kernel's semiring, dtype, pass and variant$"),
-        (lambda e: e.pop("variant"), r"kernel_lines\.gemm_maxplus_f32_forward: not an entry like \[offset, semiring, dtype, pass, variant\]$"),
-        (lambda e: e.update(semiring="maxmin") or e["axes"].update(semiring="maxmin"), r"kernels\.gemm_maxplus_f32_forward\.semiring: 'maxmin' is not in the semirings table$"),
-    ],
-)
-def test_a_tropical_entry_holds_its_four_fields_to_its_axes(tmp_path: Path, change: Any, message: str) -> None:
-    import json
-
-    import aotc
-    from aotc.build.index_writer import dumps, seal
-    from aotc.errors import IndexFormatError
-
-    lib_dir = _tropical_library(tmp_path)
-    path = lib_dir / "index.json"
-    index = json.loads(path.read_text())
-    change(index["kernels"]["gemm_maxplus_f32_forward"])
-    path.write_bytes(dumps(seal(index)))
-    with pytest.raises(IndexFormatError, match=message):
-        aotc.load(lib_dir, backend="noop").kernel("gemm_maxplus_f32_forward")
-
-
-def test_a_tropical_entry_needs_all_four_fields(tmp_path: Path) -> None:
-    import json
-
-    import aotc
-    from aotc.build.index_writer import seal
-    from aotc.errors import IndexFormatError
-
-    lib_dir = _tropical_library(tmp_path)
-    path = lib_dir / "index.json"
-    index = json.loads(path.read_text())
-    index.pop("kernel_lines")
-    index["kernels"]["gemm_maxplus_f32_forward"].pop("variant")
-    path.write_text(json.dumps(seal(index)))  # one document: the reader validates it whole
-    with pytest.raises(IndexFormatError, match=r"kernels\.gemm_maxplus_f32_forward: has semiring, dtype, pass but not variant$"):
-        aotc.load(lib_dir, backend="noop")
+    assert [(p.name, p.arg) for p in kernel.signature][:4] == [("A", "a"), ("B", "b"), ("C", "out"), ("Kstar", "k_out")]
+    assert kernel.backward == Backward((("gemm_maxplus_f32_backward_a_batched", ("Kstar", "B")), ("gemm_maxplus_f32_backward_b_batched", ("Kstar", "A"))), "")
+    assert lib.index.kernel("gemm_maxplus_f32_forward_batched").backward == Backward((), "gemm_maxplus_f32_argmax_batched")
+    assert lib.index.kinds()["gemm_andor_bool_forward_packed"] == ("andor", "bool", "forward", "packed")
+    # Not hidden from the declared families any more: the bindings group its kernels by family.
+    assert aotc.kernels.over(lib).names == ("gemm",)
 
 
 @pytest.mark.parametrize(

@@ -128,10 +128,10 @@ def test_matrix_blocks_excludes_and_launch_overrides(tmp_path: Path) -> None:
     assert kernels[1].launch.shared_bytes_dynamic == 256
 
 
-def test_a_gemm_family_still_needs_the_semiring_tables(tmp_path: Path) -> None:
+def test_a_family_in_the_retired_gemm_form_is_refused(tmp_path: Path) -> None:
     text = AXPY["manifest.yaml"] + "  gemm:\n    template: axpy.cu.j2\n    matrix: {semiring: [maxplus], dtype: [f32], pass: [forward]}\n"
     message = refused(write_project(tmp_path, {**AXPY, "manifest.yaml": text}))
-    assert "missing required key 'semirings' (family gemm is a GEMM family" in message
+    assert "families.gemm: the GEMM form (a matrix of semirings, dtypes, passes and variants with tiles) is retired; declare axes" in message
 
 
 ROWOPS_TEXT = (ROWOPS / "manifest.yaml").read_text()

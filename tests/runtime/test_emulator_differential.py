@@ -11,11 +11,12 @@ import pytest
 from aotc.runtime.library import Library
 from conftest import installed_library
 from kernel_harness import Case, run_and_check
+from tropical_manifest import tropical_manifest
 
 LIBRARY = installed_library()
 
 KERNELS = [
-    (entry["semiring"], entry["dtype"], entry["pass"], entry["variant"])
+    (entry["axes"]["semiring"], entry["axes"]["dtype"], entry["axes"]["pass"], entry["axes"]["variant"])
     for entry in json.loads((LIBRARY / "index.json").read_text())["kernels"].values()
 ]
 # Ragged sizes, plus leading dimensions that are multiples of 16 bytes so the
@@ -79,22 +80,13 @@ def test_every_kernel_is_in_the_matrix() -> None:
 # near 8 GB is ever written. The reference cannot run at this size; the answer
 # is the reference's for any K: the last k wins, 5 (x) 1.
 HUGE_K = 2**31 - 1
-HUGE_K_MANIFEST = """\
-library: hugek
-archs: {sass: [80], ptx: [80]}
-semirings:
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-  andor: {add: or, mul: and, zero: false, one: true}
-dtypes: [f32, bool]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [maxplus], dtype: [f32], pass: [argmax], variant: [single]}
-      - {semiring: [andor], dtype: [bool], pass: [argmax], variant: [packed]}
-    tiles:
-      default: {block_m: 1, block_n: 1, block_k: 64, thread_m: 1, thread_n: 1}
-"""
+HUGE_K_MANIFEST = tropical_manifest(
+    "hugek",
+    {"maxplus": "{add: max, mul: add, zero: -inf, one: 0}", "andor": "{add: or, mul: and, zero: false, one: true}"},
+    ["{semiring: maxplus, dtype: f32, pass: argmax, variant: single}", "{semiring: andor, dtype: bool, pass: argmax, variant: packed}"],
+    tile="{block_m: 1, block_n: 1, block_k: 64, thread_m: 1, thread_n: 1}",
+    head="archs: {sass: [80], ptx: [80]}",
+)
 
 
 @pytest.fixture(scope="module")

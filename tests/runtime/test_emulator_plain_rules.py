@@ -22,23 +22,13 @@ from aotc.runtime.cache import DiskCache
 from aotc.runtime.emulator.backend import EmulatorBackend
 from conftest import REPO
 from kernel_harness import NUMPY_DTYPES, Case, DeviceArrays, assert_same, operands
+from tropical_manifest import tropical_manifest
 
-MANIFEST = """\
-library: planted_rules
-semirings:
-  counting: {add: max, mul: add, zero: -inf, one: 0, counting: true}
-  andor: {add: or, mul: and, zero: false, one: true}
-dtypes: [f32, bool]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [counting], dtype: [f32], pass: [forward, argmax]}
-      - {semiring: [andor], dtype: [bool], pass: [forward, argmax]}
-    tiles:
-      f32: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
-      bool: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
-"""
+MANIFEST = tropical_manifest(
+    "planted_rules",
+    {"counting": "{add: max, mul: add, zero: -inf, one: 0, counting: true}", "andor": "{add: or, mul: and, zero: false, one: true}"},
+    ["{semiring: counting, dtype: f32, pass: [forward, argmax], variant: single}", "{semiring: andor, dtype: bool, pass: [forward, argmax], variant: single}"],
+)
 
 PLAIN_OK = "return x == x && x != {{ highest if semiring.zero == \"-inf\" else lowest }};"
 # name: (text in common/semiring.cuh.j2, its replacement, the semiring it breaks)
@@ -70,7 +60,7 @@ def _run(tmp_path: Path, mutation: str | None, semiring: str, pass_name: str) ->
         header.write_text(text.replace(old, new))
     (tmp_path / "manifest.yaml").write_text(MANIFEST)
     manifest = load_manifest(tmp_path / "manifest.yaml")
-    kernel = next(k for k in manifest.kernels if k.semiring.name == semiring and k.pass_name == pass_name)
+    kernel = next(k for k in manifest.kernels if dict(k.axes)["semiring"] == semiring and dict(k.axes)["pass"] == pass_name)
     backend = EmulatorBackend(cache=DiskCache(tmp_path / "cache"))
     function = backend.get_function(backend.load_module(render_kernel(manifest, kernel).encode(), name=kernel.name), kernel.symbol)
 
@@ -84,7 +74,8 @@ def _run(tmp_path: Path, mutation: str | None, semiring: str, pass_name: str) ->
         values = {"A": memory.upload(a), "B": memory.upload(b), "C": memory.upload(c), "Kstar": memory.upload(kstar)}
         values.update(M=case.m, N=case.n, K=case.k, lda=case.k, ldb=case.n, ldc=case.n, ldk=case.n)
         params = struct.pack("@" + "".join(p.pack for p in kernel.params), *(values[p.name] for p in kernel.params))
-        grid = (-(-case.n // kernel.tile.block_n), -(-case.m // kernel.tile.block_m), 1)
+        tile = dict(kernel.constants)
+        grid = (-(-case.n // tile["block_n"]), -(-case.m // tile["block_m"]), 1)
         backend.launch(function, (grid, kernel.launch.block, 0), None, params)
         got_c = memory.download(values["C"], c)
         got_k = memory.download(values["Kstar"], kstar)

@@ -26,19 +26,13 @@ from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.emulator.checks import asan_environment
 from conftest import REPO, aotc_env
 from kernel_harness import Case, DeviceArrays, operands
+from tropical_manifest import tropical_manifest
 
-MANIFEST = """\
-library: planted
-semirings:
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-  maxmul: {add: max, mul: mul, zero: -inf, one: 1}
-dtypes: [f32]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix: {semiring: [maxplus, maxmul], dtype: [f32], pass: [forward]}
-    tiles: {f32: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}}
-"""
+MANIFEST = tropical_manifest(
+    "planted",
+    {"maxplus": "{add: max, mul: add, zero: -inf, one: 0}", "maxmul": "{add: max, mul: mul, zero: -inf, one: 1}"},
+    ["{semiring: [maxplus, maxmul], dtype: f32, pass: forward, variant: single}"],
+)
 
 # The barrier that ends each k tile (it also votes on whether the next is plain).
 BARRIER = "        impure = __syncthreads_or(!plain_next);\n"
@@ -71,7 +65,7 @@ def _run(tmp_path: Path, bug: str, semiring: str, case: Case) -> tuple[np.ndarra
         body.write_text(text.replace(old, new))
     (tmp_path / "manifest.yaml").write_text(MANIFEST)
     manifest = load_manifest(tmp_path / "manifest.yaml")
-    kernel = next(k for k in manifest.kernels if k.semiring.name == semiring)
+    kernel = next(k for k in manifest.kernels if dict(k.axes)["semiring"] == semiring)
     backend = EmulatorBackend(cache=DiskCache(tmp_path / "cache"))
     function = backend.get_function(backend.load_module(render_kernel(manifest, kernel).encode(), name=kernel.name), kernel.symbol)
     a, b = operands(case, "f32", semiring, seed=7)
@@ -80,7 +74,8 @@ def _run(tmp_path: Path, bug: str, semiring: str, case: Case) -> tuple[np.ndarra
     pa, pb, pc = memory.upload(a), memory.upload(b), memory.upload(c)
     params = struct.pack("@QQQiiiqqq", pa, pb, pc, case.m, case.n, case.k, case.k, case.n, case.n)
     launch = kernel.launch
-    grid = (-(-case.n // kernel.tile.block_n), -(-case.m // kernel.tile.block_m), 1)
+    tile = dict(kernel.constants)
+    grid = (-(-case.n // tile["block_n"]), -(-case.m // tile["block_m"]), 1)
     backend.launch(function, (grid, launch.block, 0), None, params)
     got = memory.download(pc, c)
     memory.free()

@@ -1,30 +1,43 @@
 from __future__ import annotations
 
+import functools
 import struct
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from aotc.build.abi import Tile, kernel_params, launch_geometry
-from aotc.build.index_writer import dumps, seal
+from aotc.build.index_writer import dumps, kernel_entry, seal
+from aotc.build.manifest import Manifest, load_manifest
 from aotc.errors import AotcError, IndexFormatError
 from aotc.index import SCHEMA, LibraryIndex
 from aotc.runtime.launcher import KernelSignature, Launcher
-from aotc.semiring import DTYPES
+from tropical_manifest import tropical_manifest
 
-TILE = Tile(block_m=32, block_n=64, block_k=8, thread_m=4, thread_n=8)
+# The tropical family at a 32x64 block tile of 4x8 per thread.
+MANIFEST = tropical_manifest(
+    "lib",
+    {"maxplus": "{add: max, mul: add, zero: -inf, one: 0}"},
+    ["{semiring: maxplus, dtype: f32, pass: [forward, argmax, backward_a, backward_b], variant: [single, batched]}"],
+    tile="{block_m: 32, block_n: 64, block_k: 8, thread_m: 4, thread_n: 8}",
+    head="templates: aotc:tropical",
+)
+
+
+@functools.cache
+def _manifest() -> Manifest:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "manifest.yaml"
+        path.write_text(MANIFEST)
+        return load_manifest(path)
 
 
 def index_entry(pass_name: str = "forward", variant: str = "single") -> dict[str, Any]:
-    """An index entry as the build writes it, from the same ABI module."""
-    file = {"file": "gemm.fatbin", "sha256": "0" * 64, "size": 0}
-    return {
-        "symbol": f"aotc_gemm_{pass_name}_{variant}",
-        "family": "gemm", "semiring": "maxplus", "dtype": "f32", "pass": pass_name, "variant": variant,
-        "params": [p.to_json() for p in kernel_params(pass_name, variant, DTYPES["f32"])],
-        "launch": launch_geometry(TILE, 4, pass_name, variant).to_json(),
-        "fatbin": file, "source": {**file, "file": "src/gemm.cu"}, "sass": ["80"], "ptx": ["80"],
-    }  # fmt: skip
+    """An index entry as the build writes it, from the same writer."""
+    manifest = _manifest()
+    kernel = next(k for k in manifest.kernels if dict(k.axes)["pass"] == pass_name and dict(k.axes)["variant"] == variant)
+    return kernel_entry(kernel, manifest, b"", b"", {})
 
 
 def signature(entry: dict[str, Any], name: str = "gemm") -> KernelSignature:
@@ -55,7 +68,7 @@ def make_launcher(entry: dict[str, Any] | None = None, name: str = "gemm") -> tu
 
 def test_signature_from_index() -> None:
     sig = signature(index_entry())
-    assert sig.symbol == "aotc_gemm_forward_single"
+    assert sig.symbol == "gemm_maxplus_f32_forward"
     assert sig.params == ("A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc")
     assert sig.kinds == ("ptr",) * 3 + ("i32",) * 3 + ("i64",) * 3
     assert sig.format == "@QQQiiiqqq"

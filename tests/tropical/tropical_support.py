@@ -8,25 +8,15 @@ from typing import Any
 import pytest
 
 from aotc import reference
+from tropical_manifest import tropical_manifest
 
-OTHER_MANIFEST = """\
 # Another project's library: semirings the default library lacks, and one it has.
-library: other
-archs: {sass: [80], ptx: [80]}
-semirings:
-  maxmin:  {add: max, mul: min, zero: -inf, one: +inf}
-  maxplus: {add: max, mul: add, zero: -inf, one: 0}
-  minmul:  {add: min, mul: mul, zero: +inf, one: 1}
-dtypes: [f32]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix:
-      - {semiring: [maxmin, maxplus], dtype: [f32], pass: [forward], variant: [single]}
-      - {semiring: [minmul], dtype: [f32], pass: [argmax, backward_a, backward_b], variant: [single]}
-    tiles:
-      default: {block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}
-"""
+OTHER_MANIFEST = tropical_manifest(
+    "other",
+    {"maxmin": "{add: max, mul: min, zero: -inf, one: +inf}", "maxplus": "{add: max, mul: add, zero: -inf, one: 0}", "minmul": "{add: min, mul: mul, zero: +inf, one: 1}"},
+    ["{semiring: [maxmin, maxplus], dtype: f32, pass: forward, variant: single}", "{semiring: minmul, dtype: f32, pass: [argmax, backward_a, backward_b], variant: single}"],
+    head="archs: {sass: [80], ptx: [80]}",
+)
 MINMUL = reference.semiring_from_ops("min", "mul", "+inf", "1", name="minmul")
 
 

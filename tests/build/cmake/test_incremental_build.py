@@ -115,7 +115,7 @@ def test_index_and_install_layout(project: Project, tmp_path: Path, run_aotc: Ru
     assert toolkit["wheel"] == "incremental"
     entry = index["kernels"]["gemm_maxplus_f32_forward"]
     assert entry["symbol"] == "gemm_maxplus_f32_forward"
-    assert (entry["semiring"], entry["dtype"], entry["pass"], entry["variant"]) == ("maxplus", "f32", "forward", "single")
+    assert entry["axes"] == {"semiring": "maxplus", "dtype": "f32", "pass": "forward"}
     assert [p["name"] for p in entry["params"]] == ["A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc"]
     assert "".join(p["pack"] for p in entry["params"]) == "QQQiiiqqq"
     assert entry["launch"]["block"] == [8, 8, 1]

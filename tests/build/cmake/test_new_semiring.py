@@ -16,22 +16,17 @@ from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.library import Library
 from conftest import aotc_env
 from kernel_harness import Case, run_and_check
+from tropical_manifest import tropical_manifest
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
-MANIFEST = """\
-library: bottleneck
-templates: aotc:tropical
-semirings:
-  maxmin: {add: max, mul: min, zero: -inf, one: +inf}
-dtypes: [f32]
-families:
-  gemm:
-    template: gemm.cu.j2
-    matrix: {semiring: [maxmin], dtype: [f32], pass: [forward, argmax], variant: [single, batched]}
-    tiles:
-      f32: {block_m: 64, block_n: 64, block_k: 8, thread_m: 4, thread_n: 4}
-"""
+MANIFEST = tropical_manifest(
+    "bottleneck",
+    {"maxmin": "{add: max, mul: min, zero: -inf, one: +inf}"},
+    ["{semiring: maxmin, dtype: f32, pass: [forward, argmax], variant: [single, batched]}"],
+    tile="{block_m: 64, block_n: 64, block_k: 8, thread_m: 4, thread_n: 4}",
+    head="templates: aotc:tropical",
+)
 
 CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.24)
