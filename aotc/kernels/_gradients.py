@@ -181,10 +181,10 @@ class Direct:
         return op.kind.sum_to(op, shape)
 
 
-def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], stream: Any) -> dict[str, Any]:
+def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
     """The gradients of ``layout``'s in arrays, by binding name, for a call with
     these arrays (its inputs, and the results its gradient kernels keep) and
-    these gradients of its results, all by binding name: ``Layout.gradients``."""
+    these gradients of its results, all by binding name, run through ``framework``: ``Layout.gradients``."""
     from aotc.arrays.kinds import as_operand
 
     ops = {name: as_operand(values[name], name) for name in layout.given}
@@ -201,12 +201,5 @@ def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], a
         raise ArgumentError(msg)
     arguments = {p.name: values[p.arg] for p in route.signature or () if p.scalar and not p.dim}
     inputs = {manifest[name]: (op.shape, op.dtype) for name, op in ops.items()}
-    framework: Any = Direct(stream)
-    from aotc.arrays.kinds import kind_of
-
-    if kind_of(values[layout.given[0]], layout.given[0]).route == "jax":  # immutable arrays: the gradients are its route's results
-        from aotc.kernels._jax import JAX_GRADIENTS
-
-        framework = JAX_GRADIENTS
     found = gradients(bindings, route, saved, {manifest[n]: g for n, g in grads.items()}, arguments, inputs, framework)
     return {name: found[manifest[name]] for name in layout.given if manifest[name] in found}

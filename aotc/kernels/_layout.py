@@ -180,9 +180,14 @@ class Layout:
         """The gradients of this layout's in arrays, by binding name, for a call
         with ``values`` (its in arrays, and the results its gradient kernels keep)
         and ``grads`` (its results' gradients), by binding name (``_gradients``)."""
-        from aotc.kernels._gradients import call_gradients
+        from aotc.kernels._gradients import Direct, call_gradients
 
-        return call_gradients(self, values, grads, axes, stream)
+        framework: Any = Direct(stream)
+        if kind_of(values[self.given[0]], self.given[0]).route == "jax":  # immutable arrays: the gradients are its route's results
+            from aotc.kernels._jax import JAX_GRADIENTS
+
+            framework = JAX_GRADIENTS
+        return call_gradients(self, values, grads, axes, framework)
 
     # --- the kernel ---------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import torch
 from aotc.arrays.kinds.torch import dtype_name
 from aotc.kernels._gradients import gradients, saved_names
 from aotc.kernels._torch_autograd import _Torch
-from aotc.kernels._torch_route import op_of
+from aotc.kernels._torch_registry import op_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError
+from aotc.kernels._torch_registry import op_of
 from aotc.kernels._traced import constant_when_traced, keep, made
 
 TYPE_CHECKING = False
@@ -76,26 +77,6 @@ def _current(tensor: Any, stream: Any) -> bool:
         return False
     op = as_operand(tensor, "stream")
     return stream_handle(stream, op) == op.kind.current_stream(op)
-
-
-def op_of(layout: Layout) -> Any:
-    """The layout's op, registering the library's ops on first use."""
-    import torch  # imported: a tensor reached here
-
-    # Traced, the op is read from torch.ops as dynamo reads any op: the layout's
-    # attribute changes when the first use registers it, which a guard cannot hold.
-    if not torch.compiler.is_compiling():
-        op = layout.torch_op
-        if op is not None:
-            return op
-    return getattr(getattr(torch.ops, _register(layout)), layout.name)
-
-
-@constant_when_traced  # registered eagerly where a first use is traced by torch.compile (_traced)
-def _register(layout: Layout) -> str:
-    """Register the library's ops; returns their namespace, ``torch.ops.<library>``'s name."""
-    layout.family.bindings.torch_ops()
-    return layout.library.name
 
 
 def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any:
