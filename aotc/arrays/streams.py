@@ -64,7 +64,9 @@ def capture_candidates(stream: int, device: int) -> tuple[int, ...]:
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None) if torch is not None else None
     if cuda is not None and cuda.is_initialized():
-        found.append(int(cuda.current_stream(device).cuda_stream))
+        from aotc.arrays.kinds.torch import current_stream
+
+        found.append(int(current_stream(torch.device("cuda", device))()))
     cupy = sys.modules.get("cupy")
     if cupy is not None:
         from aotc.arrays.kinds.cuda_array import cupy_current_stream

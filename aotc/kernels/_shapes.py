@@ -23,6 +23,7 @@ arrays finds the same ``Decision`` in its layout's plan table.
 
 from __future__ import annotations
 
+from aotc.dtypes import SCALAR_TYPES
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.runtime.launcher import KernelSignature, grid_of
 
@@ -35,8 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["GRID_LIMITS", "INT_RANGES", "Decision", "decide"]
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
-# The integer scalars' ranges: what a dimension, an extent or a caller's argument must fit.
-INT_RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1)}
+# The integer scalars' ranges, from the one dtype table: what a dimension, an
+# extent or a caller's argument must fit.
+INT_RANGES = {name: d.bounds for name, d in SCALAR_TYPES.items() if d.kind in ("int", "uint")}
 
 
 class Decision:

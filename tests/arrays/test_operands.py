@@ -5,17 +5,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aotc.arrays.operands import (
-    Operand,
-    as_operand,
-    contiguous,
-    empty_like_kind,
-    fill,
-    is_row_major,
-    is_writable,
-    overlaps,
-    zeros_like_kind,
-)
+from aotc.arrays.kinds import as_operand
+from aotc.arrays.operands import Operand, is_row_major, overlaps
 
 
 class FakeCudaArray:
@@ -39,7 +30,7 @@ def test_numpy_operand_reads_pointer_dtype_shape_strides_device() -> None:
     a = np.zeros((3, 5), np.float32)
     op = as_operand(a, "A")
     assert isinstance(op, Operand)
-    assert (op.kind, op.dtype, op.shape, op.strides, op.device) == ("numpy", "f32", (3, 5), (5, 1), "cpu")
+    assert (op.kind.name, op.dtype, op.shape, op.strides, op.device) == ("numpy", "f32", (3, 5), (5, 1), "cpu")
     assert op.pointer == a.ctypes.data
     assert op.obj is a and op.on_host
 
@@ -81,7 +72,8 @@ def test_extents_of_one_may_have_any_stride() -> None:
 
 def test_contiguous_copies_with_numpy() -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
-    op = contiguous(as_operand(a.T, "A"), "A")
+    op = as_operand(a.T, "A")
+    op = op.kind.contiguous(op, "A")
     assert is_row_major(op) and op.strides == (2, 1)
     np.testing.assert_array_equal(op.obj, a.T)
     assert op.pointer != a.ctypes.data
@@ -105,7 +97,7 @@ def test_part_element_strides_are_copied() -> None:
 
 def test_lists_become_numpy_arrays() -> None:
     op = as_operand([[1.0, 2.0], [3.0, 4.0]], "A")
-    assert (op.kind, op.dtype, op.shape, op.strides) == ("numpy", "f64", (2, 2), (2, 1))
+    assert (op.kind.name, op.dtype, op.shape, op.strides) == ("numpy", "f64", (2, 2), (2, 1))
 
 
 def test_unsupported_object_names_the_argument() -> None:
@@ -115,8 +107,8 @@ def test_unsupported_object_names_the_argument() -> None:
 
 def test_cuda_array_interface_contiguous() -> None:
     op = as_operand(FakeCudaArray((2, 3, 4), "<i4", pointer=0x7000), "C")
-    assert (op.kind, op.dtype, op.shape, op.strides, op.pointer, op.device) == (
-        "cai", "i32", (2, 3, 4), (12, 4, 1), 0x7000, "cuda",  # no device attribute: the call asks the driver
+    assert (op.kind.name, op.dtype, op.shape, op.strides, op.pointer, op.device) == (
+        "cuda_array", "i32", (2, 3, 4), (12, 4, 1), 0x7000, "cuda",  # no device attribute: the call asks the driver
     )  # fmt: skip
     assert not op.on_host and is_row_major(op)
 
@@ -146,29 +138,36 @@ def test_cuda_array_interface_part_element_strides_are_an_error() -> None:
 def test_strided_foreign_array_cannot_be_copied_here() -> None:
     op = as_operand(FakeCudaArray((3, 4), strides=(4, 12)), "A")
     with pytest.raises(ValueError, match=r"^A: a strided FakeCudaArray cannot be copied here; pass a contiguous array$"):
-        contiguous(op, "A")
+        op.kind.contiguous(op, "A")
 
 
 def test_new_arrays_follow_the_operand_library() -> None:
     like = as_operand(np.zeros((2, 2), np.float32), "A")
-    empty = empty_like_kind(like, (3, 4), "i32")
-    zeros = zeros_like_kind(like, (2, 5), "f64")
+    empty = like.kind.allocate(like, (3, 4), "i32", None, "out")
+    zeros = like.kind.allocate(like, (2, 5), "f64", None, "out", 0)
+    filled = like.kind.allocate(like, (2, 2), "f32", None, "out", -np.inf)
     assert (type(empty), empty.shape, empty.dtype) == (np.ndarray, (3, 4), np.int32)
     assert (zeros.shape, zeros.dtype, zeros.any()) == ((2, 5), np.float64, False)
+    assert (filled == -np.inf).all()
 
 
 def test_no_allocator_for_a_foreign_array() -> None:
     like = as_operand(FakeCudaArray((2, 2)), "A")
     with pytest.raises(TypeError, match=r"^out: cannot allocate a result like FakeCudaArray; pass out=$"):
-        empty_like_kind(like, (2, 2), "f32")
+        like.kind.allocate(like, (2, 2), "f32", None, "out")
 
 
 def test_read_only_arrays_are_not_writable() -> None:
     frozen = np.zeros((2, 2))
     frozen.flags.writeable = False
-    assert is_writable(as_operand(np.zeros((2, 2)), "out"))
-    assert not is_writable(as_operand(frozen, "out"))
-    assert not is_writable(as_operand(np.frombuffer(bytes(32)).reshape(2, 2), "out"))
+
+    def writable(array: Any) -> bool:
+        op = as_operand(array, "out")
+        return op.kind.writable(op)
+
+    assert writable(np.zeros((2, 2)))
+    assert not writable(frozen)
+    assert not writable(np.frombuffer(bytes(32)).reshape(2, 2))
 
 
 def test_overlap_is_exact_for_numpy_and_by_byte_range_otherwise() -> None:
@@ -180,8 +179,16 @@ def test_overlap_is_exact_for_numpy_and_by_byte_range_otherwise() -> None:
     assert not overlaps(as_operand(base[:0], "x"), as_operand(base, "y"))  # empty: touches nothing
 
 
-def test_fill_sets_every_element_or_each_half_of_a_pair() -> None:
-    plain, pairs = np.zeros((2, 3)), np.ones((2, 3, 2))
-    fill(as_operand(plain, "out"), -np.inf)
-    fill(as_operand(pairs, "out"), (-np.inf, 0.0))
-    assert (plain == -np.inf).all() and (pairs[..., 0] == -np.inf).all() and (pairs[..., 1] == 0).all()
+def test_fill_sets_every_element_of_a_host_array() -> None:
+    plain = np.zeros((2, 3))
+    op = as_operand(plain, "out")
+    op.kind.fill(op, -np.inf, 0, None)
+    assert (plain == -np.inf).all()
+
+
+def test_each_library_has_one_adapter_chosen_by_type() -> None:
+    from aotc.arrays.kinds import kind_of
+
+    assert kind_of(np.zeros(2), "x") is kind_of(np.ones(3), "y")
+    assert kind_of(np.zeros(2), "x").name == "numpy" and kind_of([1.0], "x").name == "numpy"
+    assert kind_of(FakeCudaArray((2,)), "x").name == "cuda_array"
