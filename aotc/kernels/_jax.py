@@ -37,7 +37,7 @@ import jax
 from jax.custom_batching import custom_vmap
 from jax.experimental.buffer_callback import buffer_callback
 
-from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, eagerly, host_view, refuse_given, reporting, xla_stream
+from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, eagerly, host_view, refuse_given, reporting, require_device, xla_stream
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
 
@@ -85,6 +85,7 @@ def _no_plan(*_: Any) -> None:
 def call(family: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
     """The family's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
     refuse_given(stream=stream, **{name: values.get(name) for name in family.outs})
+    require_device(family.library)  # no GPU: one line while tracing, not from inside XLA
     arrays = {name: as_jax(values[name], name) for name in family.given}
     dtypes = {}
     for name, array in arrays.items():

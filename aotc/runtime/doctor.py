@@ -41,6 +41,7 @@ class Diagnosis:
 
     lines: list[str] = field(default_factory=list)
     problems: int = 0
+    no_device: str = ""  # the NoDeviceError's line, where the backend finds no GPU
 
     def add(self, line: str = "") -> None:
         self.lines.append(line)
@@ -132,6 +133,7 @@ def _backend_and_device(report: Diagnosis) -> tuple[DeviceInfo | None, str, Driv
         device = backend.device()
     except NoDeviceError as exc:
         report.add(f"device: {exc}")
+        report.no_device = str(exc)
         return None, "", driver
     except AotcError as exc:
         report.add(f"device: none ({exc})")

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.buffer_callback import buffer_callback
 
-from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, eagerly, host_view, refuse_given, reporting, xla_stream
+from aotc.arrays.jax_buffers import DTYPE_NAMES, as_jax, eagerly, host_view, refuse_given, reporting, require_device, xla_stream
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.tropical._backward import backward_product
 from aotc.tropical._operands import semiring_spec
@@ -142,6 +142,7 @@ def _backward(api: Any, semiring: str) -> Any:
 
 def _callbacks(api: Any, semiring: str) -> dict[str, Any]:
     """The semiring's products as JAX functions of (a, b), made once per handle."""
+    require_device(api.library)  # no GPU: one line while tracing, not from inside XLA
     cache = api.__dict__.setdefault("_jax_products", {})
     found = cache.get(semiring)
     if found is not None:
