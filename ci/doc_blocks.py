@@ -107,7 +107,8 @@ def blocks(doc: str) -> list[Block]:
         indent, fence, info = len(match["indent"]), match["fence"], match["info"].split()
         body, j = [], i + 1
         while j < len(lines) and not lines[j].strip().startswith(fence):
-            body.append(lines[j][indent:] if lines[j][:indent].isspace() else lines[j].lstrip())
+            line = lines[j]  # a block indented in a list item: its fence's indent off every line
+            body.append(line[indent:] if line[:indent].strip() == "" else line.lstrip())
             j += 1
         if j == len(lines):
             raise SystemExit(f"docs: {doc}:{i + 1}: a code block that is never closed")
