@@ -140,11 +140,20 @@ def inspect_target(target: str) -> list[LibraryReport]:
         return list(_wheel_reports(path))
     if path.is_file() and path.name == INDEX_NAME:
         return list(_folder_reports(path.parent))
+    if (path / INDEX_NAME).is_file():
+        return list(_folder_reports(path))
+    if "/" not in target and target.strip() not in ("", ".", ".."):
+        # A name, also where a folder of that name is here: the project's own source
+        # package (rowops/ beside pyproject.toml) holds no index.json.
+        try:
+            folder = Path(find_library(target))  # aotc's own, else a package's entry point
+        except LibraryNotFoundError as exc:
+            if path.is_dir():
+                msg = f"{target}: a folder with no {INDEX_NAME}, and {exc}"
+                raise LibraryNotFoundError(msg) from None
+            raise
+        return list(_folder_reports(folder))
     if path.is_dir():
         return list(_folder_reports(path))
-    if "/" not in target and target.strip():
-        folder = Path(find_library(target))  # aotc's own, else a package's entry point
-        if folder.is_dir():
-            return list(_folder_reports(folder))
     msg = f"{target}: not a wheel, a library folder, an {INDEX_NAME} or an installed library name"
     raise LibraryNotFoundError(msg)

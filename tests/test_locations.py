@@ -226,3 +226,16 @@ def test_a_broken_unrelated_package_hides_nothing_and_is_named(text: bytes, buil
     assert aotc.load("rt", backend=RecordingBackend()).name == "rt"
     message = refusal("nosuchlib")
     assert message.startswith(f"no installed package declares a library 'nosuchlib', and the entry points of 1 cannot be read: {bad} (")
+
+
+def test_a_name_is_a_name_beside_a_source_folder_of_that_name(built: Path, tmp_path: Path) -> None:
+    # In the project's own folder, rowops/ is the source package, with no index.json.
+    site = install(tmp_path / "site", built)
+    (tmp_path / "rt").mkdir()
+    result = run_cli("inspect", "rt", site=site, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"rt: {(site / 'rtpkg' / '_kernels').resolve()} (aotc ")
+    (tmp_path / "nothing").mkdir()
+    result = run_cli("inspect", "nothing", site=site, tmp_path=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.startswith("aotc: error: nothing: a folder with no index.json, and no kernel library named 'nothing'")
