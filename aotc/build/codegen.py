@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from aotc.build._files import write_if_changed
+from aotc.build.line_map import line_map, map_path, mark, write_map
 from aotc.build.manifest import AnyKernelSpec, DeclaredKernelSpec, KernelSpec, Manifest
 from aotc.build.signature import ELEMENT_TYPES, parameter_check
 from aotc.errors import BuildError
@@ -41,9 +42,19 @@ def _raise(message: str) -> None:
     raise jinja2.TemplateRuntimeError(message)
 
 
-def _environment(templates_dir: Path) -> jinja2.Environment:
+class _MarkingLoader(jinja2.FileSystemLoader):
+    """The templates, each with a marker naming the line before every newline of
+    its text (``aotc.build.line_map``): rendered, they say where each line came from."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, object]:
+        source, filename, uptodate = super().get_source(environment, template)
+        return mark(source, template) or source, filename, uptodate
+
+
+def _environment(templates_dir: Path, *, marking: bool = False) -> jinja2.Environment:
+    loader = (_MarkingLoader if marking else jinja2.FileSystemLoader)(str(templates_dir.resolve()))
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir.resolve())),
+        loader=loader,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -127,6 +138,14 @@ def render_kernel(manifest: Manifest, kernel: AnyKernelSpec, env: jinja2.Environ
     return source + parameter_check(kernel.family, kernel.symbol, tuple((p.name, p.ctype) for p in kernel.params))
 
 
+def source_lines(manifest: Manifest, kernel: AnyKernelSpec, source: str, marking: jinja2.Environment) -> bytes:
+    """The line map of ``source``, ``kernel``'s rendering (``aotc.build.line_map``):
+    empty origins throughout where the marked rendering does not agree."""
+    marked = render_kernel(manifest, kernel, marking)
+    origins = line_map(marked, source) or [""] * (source.count("\n") + 1)
+    return write_map(origins, str(manifest.templates_dir.resolve()))
+
+
 def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[str | None, int | None]:
     """The template file and line an error came from.
 
@@ -159,11 +178,15 @@ def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[AnyKerne
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = _environment(manifest.templates_dir)
+    marking = _environment(manifest.templates_dir, marking=True)
     selected = tuple(manifest.kernels if kernels is None else kernels)
     written, unchanged = [], []
     for kernel in selected:
         path = out_dir / source_name(kernel)
-        changed = write_if_changed(path, render_kernel(manifest, kernel, env).encode("utf-8"))
+        source = render_kernel(manifest, kernel, env)
+        changed = write_if_changed(path, source.encode("utf-8"))
+        # Beside it, where each line came from: a failed compile names the template's line.
+        write_if_changed(Path(map_path(path)), source_lines(manifest, kernel, source, marking))
         (written if changed else unchanged).append(path)
     removed = []
     if kernels is None:
