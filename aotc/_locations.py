@@ -75,13 +75,19 @@ def find_library(name: str) -> str:
         return own
     found = declared_library_folder(name)
     if found is None:
-        known = ", ".join(installed_libraries()) or "none"
+        known = listing(installed_libraries())
         msg = (
             f"no kernel library named {echo(name)}: aotc holds none, and no installed package declares one "
             f"({ENTRY_POINT_GROUP} entry points; installed libraries: {known}); or pass a library folder"
         )
         raise LibraryNotFoundError(msg)
     return found
+
+
+def listing(names: list[str], sep: str = ", ", limit: int = 160) -> str:
+    """``names`` for an error line, cut to stay one short line ("none" for none)."""
+    text = sep.join(names) or "none"
+    return text if len(text) <= limit else f"{text[:limit].rpartition(sep)[0] or text[:limit]}{sep}... ({len(names)} in all)"
 
 
 def installed_libraries() -> list[str]:
@@ -138,7 +144,7 @@ def declared_library_folder(name: str) -> str | None:
     found = [ep for ep in declared if ep.name == name]
     if not found:
         if broken:
-            msg = f"no installed package declares a library {echo(name)}, and the entry points of {len(broken)} cannot be read: {'; '.join(broken)}"
+            msg = f"no installed package declares a library {echo(name)}, and the entry points of {len(broken)} cannot be read: {listing(broken, '; ')}"
             raise LibraryNotFoundError(msg)
         return None
     if len({(_distribution(ep), ep.value) for ep in found}) > 1:

@@ -116,6 +116,24 @@ def _capability(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def _byte_count(text: str) -> int:
+    """``--max-bytes``: a whole number of bytes, 0 or more (-5 once emptied the cache)."""
+    value = text.strip()
+    if not value.isdigit() or len(value) > 20:
+        msg = f"{text!r} is not a size in bytes (a whole number, 0 or more)"
+        raise argparse.ArgumentTypeError(msg)
+    return int(value)
+
+
+def _jobs(text: str) -> int:
+    """``-j``: how many compiler processes, 1 or more."""
+    value = text.strip()
+    if not value.isdigit() or len(value) > 6 or int(value) < 1:
+        msg = f"{text!r} is not a number of processes (1 or more)"
+        raise argparse.ArgumentTypeError(msg)
+    return int(value)
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from aotc.runtime.doctor import diagnose
 
@@ -243,7 +261,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     warm_cmd.add_argument("--kernel", action="append", default=[], metavar="NAME", help="only this kernel (repeatable)")
     warm_cmd.add_argument("--library", default="tropical", metavar="NAME", help="an installed library or a folder")
-    warm_cmd.add_argument("-j", "--jobs", type=int, default=None, help="compiler processes (default: one per CPU)")
+    warm_cmd.add_argument("-j", "--jobs", type=_jobs, default=None, help="compiler processes (default: one per CPU)")
     warm_cmd.set_defaults(func=_cmd_warm)
 
     cache_cmd = commands.add_parser(
@@ -262,7 +280,7 @@ def _parser() -> argparse.ArgumentParser:
         "prune", parents=[which], help="evict least recently used entries down to the size cap"
     )
     prune_cmd.add_argument(
-        "--max-bytes", type=int, default=None,
+        "--max-bytes", type=_byte_count, default=None,
         help="the cap to prune to (default: AOTC_CACHE_MAX_BYTES, or AOTC_BUILD_CACHE_MAX_BYTES with --build)",
     )  # fmt: skip
     cache_cmd.set_defaults(func=_cmd_cache)

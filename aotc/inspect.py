@@ -135,6 +135,9 @@ def _declared_indexes(wheel: Path, archive: zipfile.ZipFile, members: set[str]) 
 
 def inspect_target(target: str) -> list[LibraryReport]:
     """Reports for every library found at ``target``."""
+    if not target.strip():
+        msg = f"{target!r}: name a wheel, a library folder, an {INDEX_NAME} or an installed library"
+        raise LibraryNotFoundError(msg)
     path = Path(target)
     if path.is_file() and path.suffix == ".whl":
         return list(_wheel_reports(path))

@@ -109,7 +109,9 @@ class Library:
     ) -> None:
         self.folder = os.fspath(directory)
         if not os.path.isfile(os.path.join(self.folder, INDEX_NAME)):
-            known = ", ".join(installed_libraries()) or "none"
+            from aotc._locations import listing
+
+            known = listing(installed_libraries())
             msg = f"no kernel library at {self.folder} ({INDEX_NAME} not found; installed libraries: {known})"
             raise LibraryNotFoundError(msg)
         # The library-wide fields checked now; each kernel's entry at its first use,

@@ -19,7 +19,7 @@ foreach(module IN ITEMS
     index/__init__ index/schema build/index_writer
     build/__init__ build/tool build/_files build/codegen build/manifest build/_checks build/_manifest_fields
     build/_family_fields build/_family_launch build/_family_rules build/_backward_fields build/signature build/_yaml build/abi build/resources
-    build/line_map)
+    build/line_map _untrusted_files)
   list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")
 endforeach()
 
