@@ -1,5 +1,19 @@
 """Where aotc's installed pieces live: the CMake package and the kernel libraries.
 
+A library is found by name in one of two places, in this order:
+
+- ``aotc/_lib/<name>``: the libraries installed with aotc itself (tropical);
+- a package's entry point in the group ``aotc.libraries``, whose value names
+  the package folder that holds the library's ``index.json``
+  (``rowops = "rowops._kernels"`` in the package's ``pyproject.toml``, under
+  ``[project.entry-points."aotc.libraries"]``). Only a name aotc does not
+  hold itself reads the installed distributions' metadata, so loading the
+  tropical library never imports ``importlib.metadata``. The folder is found
+  without importing the package: beside the distribution's files, or else
+  where ``importlib.util.find_spec`` finds the top-level package (an
+  editable install). Two packages declaring one name, and an entry point
+  whose folder holds no index, are each refused in one line.
+
 Paths are built with ``os.path``: loading a library must not import
 ``pathlib`` (with ``fnmatch``, ``urllib.parse`` and ``ipaddress``, some 4 ms);
 the public functions return ``Path`` objects and import it when called.
@@ -9,11 +23,20 @@ from __future__ import annotations
 
 import os
 
+from aotc.errors import LibraryNotFoundError, echo
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
     from pathlib import Path
 
-__all__ = ["cmake_dir", "libraries_root", "library_dir", "library_folder"]
+__all__ = [
+    "ENTRY_POINT_GROUP", "cmake_dir", "declared_libraries", "find_library", "installed_libraries", "libraries_root",
+    "library_dir", "library_folder", "module_path", "shadowed_declaration",
+]  # fmt: skip
+
+ENTRY_POINT_GROUP = "aotc.libraries"
+INDEX_NAME = "index.json"  # aotc.index.INDEX_NAME, without importing the index package
 
 _PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
 
@@ -42,3 +65,129 @@ def library_dir(name: str) -> Path:
 def library_folder(name: str) -> str:
     """``library_dir(name)`` as a string, for the loader."""
     return os.path.join(_PACKAGE_DIR, "_lib", name)
+
+
+def find_library(name: str) -> str:
+    """The folder of the library installed as ``name``: aotc's own, else the one a
+    package declares (see the module docstring); one line where there is none."""
+    own = library_folder(name)
+    if os.path.isfile(os.path.join(own, INDEX_NAME)):
+        return own
+    found = declared_library_folder(name)
+    if found is None:
+        known = listing(installed_libraries())
+        msg = (
+            f"no kernel library named {echo(name)}: aotc holds none, and no installed package declares one "
+            f"({ENTRY_POINT_GROUP} entry points; installed libraries: {known}); or pass a library folder"
+        )
+        raise LibraryNotFoundError(msg)
+    return found
+
+
+def listing(names: list[str], sep: str = ", ", limit: int = 160) -> str:
+    """``names`` for an error line, cut to stay one short line ("none" for none)."""
+    text = sep.join(names) or "none"
+    return text if len(text) <= limit else f"{text[:limit].rpartition(sep)[0] or text[:limit]}{sep}... ({len(names)} in all)"
+
+
+def installed_libraries() -> list[str]:
+    """The names of aotc's own libraries (``aotc/_lib``) and of those packages declare."""
+    root = os.path.join(_PACKAGE_DIR, "_lib")
+    own = [n for n in os.listdir(root) if os.path.isfile(os.path.join(root, n, INDEX_NAME))] if os.path.isdir(root) else []
+    return sorted({*own, *declared_libraries()})
+
+
+def shadowed_declaration(name: str) -> str:
+    """Where a package declares a name that aotc's own library holds: the line
+    saying that name loads aotc's (``aotc doctor`` reports it); else ""."""
+    if not os.path.isfile(os.path.join(library_folder(name), INDEX_NAME)):
+        return ""
+    found = [ep for ep in _declared()[0] if ep.name == name]
+    if not found:
+        return ""
+    who = ", ".join(_distribution(ep) for ep in found)
+    return f"{who} declares it too ({ENTRY_POINT_GROUP} entry point), but the name loads aotc's own library; rename that entry point, or load its folder"
+
+
+def declared_libraries() -> list[str]:
+    """The names packages declare in the ``aotc.libraries`` entry-point group."""
+    return sorted({ep.name for ep in _declared()[0]})
+
+
+def _declared() -> tuple[list[EntryPoint], list[str]]:
+    """Every ``aotc.libraries`` entry point of the installed distributions (the
+    first of a name on the path, as importlib.metadata counts them), and the
+    distributions whose entry points cannot be read, each named with why: one
+    broken package must not hide every other package's library."""
+    from importlib import metadata
+
+    found: list[EntryPoint] = []
+    broken: list[str] = []
+    seen: set[str] = set()
+    for dist in metadata.distributions():
+        try:
+            name = dist.metadata["Name"] or ""
+            key = name.lower().replace("-", "_").replace(".", "_")
+            if key in seen:
+                continue
+            seen.add(key)
+            found.extend(dist.entry_points.select(group=ENTRY_POINT_GROUP))
+        except Exception as exc:  # noqa: BLE001 - a package's malformed metadata, whatever its parser raises
+            where = getattr(dist, "_path", None)
+            broken.append(f"{where or 'a package'} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
+    return found, broken
+
+
+def declared_library_folder(name: str) -> str | None:
+    """The folder of the library a package declares as ``name``; None where none does."""
+    declared, broken = _declared()
+    found = [ep for ep in declared if ep.name == name]
+    if not found:
+        if broken:
+            msg = f"no installed package declares a library {echo(name)}, and the entry points of {len(broken)} cannot be read: {listing(broken, '; ')}"
+            raise LibraryNotFoundError(msg)
+        return None
+    if len({(_distribution(ep), ep.value) for ep in found}) > 1:
+        who = " and ".join(f"{_distribution(ep)} ({echo(ep.value)})" for ep in found)
+        msg = f"library {echo(name)}: {len(found)} installed packages declare it ({ENTRY_POINT_GROUP} entry points): {who}; uninstall one, or load a folder"
+        raise LibraryNotFoundError(msg)
+    return _entry_point_folder(found[0])
+
+
+def module_path(value: str) -> list[str] | None:
+    """An entry point's value as the parts of a dotted package path (``rowops._kernels``); None if it is not one."""
+    parts = value.strip().split(".")
+    return parts if all(part.isidentifier() for part in parts) else None
+
+
+def _entry_point_folder(ep: EntryPoint) -> str:
+    where = f"library {echo(ep.name)}: {_distribution(ep)} declares it as {echo(ep.value)} ({ENTRY_POINT_GROUP} entry point)"
+    parts = module_path(ep.value)
+    if parts is None:
+        msg = f"{where}, which is not a package folder; write it as package.folder, e.g. rowops._kernels"
+        raise LibraryNotFoundError(msg)
+    candidates = []
+    dist = getattr(ep, "dist", None)
+    if dist is not None:
+        candidates.append(os.fspath(dist.locate_file("/".join(parts))))
+    import importlib.util  # an editable install: where the top-level package is found, without importing it
+
+    try:
+        spec = importlib.util.find_spec(parts[0])
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    candidates.extend(os.path.join(location, *parts[1:]) for location in locations)
+    for folder in candidates:
+        if os.path.isfile(os.path.join(folder, INDEX_NAME)):
+            return os.path.realpath(folder)
+    tried = ", ".join(candidates) or f"package {parts[0]!r} is not installed"
+    msg = f"{where}, but no {INDEX_NAME} is there ({tried}); reinstall that package"
+    raise LibraryNotFoundError(msg)
+
+
+def _distribution(ep: EntryPoint) -> str:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return "a package"
+    return f"{dist.metadata['Name']} {dist.version}"

@@ -29,11 +29,11 @@ MIN_ARCH_CUDA12 = 70  # the CUDA 12 lane (AOTC_CUDA=12) also builds Volta
 # What nvcc 13.0 and 12.9 know; a newer nvcc on PATH is asked about anything else.
 _KNOWN_BASE = frozenset({70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
 _MAX_DIGITS = 4  # sm_1000 is far off; a longer number is a typo, and int() of 5000 digits raises
-_ARCH_RE = re.compile(rf"^([0-9]{{1,{_MAX_DIGITS}}})([af]?)$")
+_ARCH_RE = re.compile(rf"([0-9]{{1,{_MAX_DIGITS}}})([af]?)\Z")
 
 
 def arch_sort_key(arch: str) -> tuple[int, str]:
-    match = _ARCH_RE.match(arch)
+    match = _ARCH_RE.match(arch) if isinstance(arch, str) else None
     return (int(match.group(1)), match.group(2)) if match else (0, arch)
 
 

@@ -105,11 +105,34 @@ def _capability(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def _byte_count(text: str) -> int:
+    """``--max-bytes``: a whole number of bytes, 0 or more (-5 once emptied the cache)."""
+    value = text.strip()
+    if not value.isdigit() or len(value) > 20:
+        msg = f"{text!r} is not a size in bytes (a whole number, 0 or more)"
+        raise argparse.ArgumentTypeError(msg)
+    return int(value)
+
+
+def _jobs(text: str) -> int:
+    """``-j``: how many compiler processes, 1 or more."""
+    value = text.strip()
+    if not value.isdigit() or len(value) > 6 or int(value) < 1:
+        msg = f"{text!r} is not a number of processes (1 or more)"
+        raise argparse.ArgumentTypeError(msg)
+    return int(value)
+
+
 def _cmd_doctor(args: argparse.Namespace) -> int:
     from aotc.runtime.doctor import diagnose
 
     report = diagnose(arch=args.arch, driver=args.driver, libraries=args.library)
     print("\n".join(report.lines))
+    if report.no_device and args.arch is None:
+        # Asked about this machine, which has no GPU: the way out is the last line, and a failure.
+        # (--arch asks about a device that is not here: no GPU is then the expected case.)
+        print(f"aotc: error: {report.no_device}", file=sys.stderr)
+        return 1
     return 1 if report.problems else 0
 
 
@@ -119,9 +142,19 @@ def _cmd_warm(args: argparse.Namespace) -> int:
     from aotc.runtime.warm import COMPILED, FAILED, HIT, NOT_NEEDED, plan_warm, run_warm
     from aotc.runtime.warm_report import make_report
 
-    plan = plan_warm(args.library, args.arch, kernels=args.kernel, policy=jit_policy_from_env(os.environ))
+    capability = args.arch
+    if capability is None:  # this machine's GPU, or the one-line reason there is none
+        from aotc.errors import ConfigurationError
+        from aotc.runtime.backends import get_backend
+
+        backend = get_backend()
+        capability = backend.device().capability
+        if backend.image_format == "source":
+            msg = f"--arch: the {backend.name} backend compiles each kernel's source itself and JITs nothing; name a GPU's arch (--arch X.Y)"
+            raise ConfigurationError(msg)
+    plan = plan_warm(args.library, capability, kernels=args.kernel, policy=jit_policy_from_env(os.environ))
     cache = default_cache()
-    arch = f"sm_{args.arch[0]}{args.arch[1]}"
+    arch = f"sm_{capability[0]}{capability[1]}"
     print(
         f"warming {plan.library} ({plan.directory}) for {arch} with NVRTC "
         f"{plan.nvrtc.version[0]}.{plan.nvrtc.version[1]} into {cache.directory}"
@@ -210,12 +243,14 @@ def _parser() -> argparse.ArgumentParser:
     doctor_cmd.set_defaults(func=_cmd_doctor)
 
     warm_cmd = commands.add_parser(
-        "warm", help="NVRTC-compile into the cache what a device of --arch would JIT, ahead of time"
+        "warm", help="NVRTC-compile into the cache what a device of --arch (default: this GPU) would JIT, ahead of time"
     )
-    warm_cmd.add_argument("--arch", type=_capability, required=True, metavar="X.Y", help="the target compute capability")
+    warm_cmd.add_argument(
+        "--arch", type=_capability, metavar="X.Y", help="the target compute capability (default: this machine's GPU)"
+    )
     warm_cmd.add_argument("--kernel", action="append", default=[], metavar="NAME", help="only this kernel (repeatable)")
     warm_cmd.add_argument("--library", default="tropical", metavar="NAME", help="an installed library or a folder")
-    warm_cmd.add_argument("-j", "--jobs", type=int, default=None, help="compiler processes (default: one per CPU)")
+    warm_cmd.add_argument("-j", "--jobs", type=_jobs, default=None, help="compiler processes (default: one per CPU)")
     warm_cmd.set_defaults(func=_cmd_warm)
 
     cache_cmd = commands.add_parser(
@@ -234,7 +269,7 @@ def _parser() -> argparse.ArgumentParser:
         "prune", parents=[which], help="evict least recently used entries down to the size cap"
     )
     prune_cmd.add_argument(
-        "--max-bytes", type=int, default=None,
+        "--max-bytes", type=_byte_count, default=None,
         help="the cap to prune to (default: AOTC_CACHE_MAX_BYTES, or AOTC_BUILD_CACHE_MAX_BYTES with --build)",
     )  # fmt: skip
     cache_cmd.set_defaults(func=_cmd_cache)

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from aotc._locations import library_dir
+from aotc._locations import ENTRY_POINT_GROUP, find_library, module_path
 from aotc.archs import arch_sort_key
-from aotc.errors import DamagedLibraryError, LibraryNotFoundError
+from aotc.errors import DamagedLibraryError, LibraryNotFoundError, echo
 from aotc.index import INDEX_NAME, MAX_INDEX_BYTES, LibraryIndex
 from aotc.index.files import MemberFiles
 
@@ -89,9 +89,11 @@ def _wheel_reports(wheel: Path) -> Iterator[LibraryReport]:
         raise LibraryNotFoundError(msg) from None
     with archive:
         members = set(archive.namelist())
-        indexes = sorted(m for m in members if PurePosixPath(m).name == INDEX_NAME and "/_lib/" in f"/{m}")
+        indexes = sorted(
+            {m for m in members if PurePosixPath(m).name == INDEX_NAME and "/_lib/" in f"/{m}"} | _declared_indexes(wheel, archive, members)
+        )
         if not indexes:
-            msg = f"{wheel}: holds no aotc kernel library (no */_lib/*/{INDEX_NAME})"
+            msg = f"{wheel}: holds no aotc kernel library (no */_lib/*/{INDEX_NAME}, and no {ENTRY_POINT_GROUP} entry point names one)"
             raise LibraryNotFoundError(msg)
         for member in indexes:
             prefix = str(PurePosixPath(member).parent)
@@ -106,16 +108,55 @@ def _wheel_reports(wheel: Path) -> Iterator[LibraryReport]:
             yield _report(where, index)
 
 
+def _declared_indexes(wheel: Path, archive: zipfile.ZipFile, members: set[str]) -> set[str]:
+    """The index.json members that the wheel's own ``aotc.libraries`` entry points name."""
+    import configparser
+
+    found = set()
+    for member in sorted(m for m in members if m.count("/") == 1 and m.endswith(".dist-info/entry_points.txt")):
+        parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+        parser.optionxform = str  # type: ignore[assignment,method-assign] - entry point names keep their case
+        try:
+            parser.read_string(_capped(archive, member, MAX_INDEX_BYTES).decode())
+        except (UnicodeDecodeError, configparser.Error) as exc:
+            msg = f"{wheel}!{member}: unreadable ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            raise LibraryNotFoundError(msg) from None
+        if not parser.has_section(ENTRY_POINT_GROUP):
+            continue
+        for name, value in parser.items(ENTRY_POINT_GROUP):
+            parts = module_path(value)
+            index = "/".join([*(parts or ()), INDEX_NAME])
+            if parts is None or index not in members:
+                msg = f"{wheel}!{member}: entry point {echo(name)} ({ENTRY_POINT_GROUP}) names {echo(value)}, but the wheel holds no {index if parts else 'such package folder'}"
+                raise LibraryNotFoundError(msg)
+            found.add(index)
+    return found
+
+
 def inspect_target(target: str) -> list[LibraryReport]:
     """Reports for every library found at ``target``."""
+    if not target.strip():
+        msg = f"{target!r}: name a wheel, a library folder, an {INDEX_NAME} or an installed library"
+        raise LibraryNotFoundError(msg)
     path = Path(target)
     if path.is_file() and path.suffix == ".whl":
         return list(_wheel_reports(path))
     if path.is_file() and path.name == INDEX_NAME:
         return list(_folder_reports(path.parent))
+    if (path / INDEX_NAME).is_file():
+        return list(_folder_reports(path))
+    if "/" not in target and target.strip() not in ("", ".", ".."):
+        # A name, also where a folder of that name is here: the project's own source
+        # package (rowops/ beside pyproject.toml) holds no index.json.
+        try:
+            folder = Path(find_library(target))  # aotc's own, else a package's entry point
+        except LibraryNotFoundError as exc:
+            if path.is_dir():
+                msg = f"{target}: a folder with no {INDEX_NAME}, and {exc}"
+                raise LibraryNotFoundError(msg) from None
+            raise
+        return list(_folder_reports(folder))
     if path.is_dir():
         return list(_folder_reports(path))
-    if "/" not in target and library_dir(target).is_dir():
-        return list(_folder_reports(library_dir(target)))
     msg = f"{target}: not a wheel, a library folder, an {INDEX_NAME} or an installed library name"
     raise LibraryNotFoundError(msg)

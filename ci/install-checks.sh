@@ -41,6 +41,8 @@ n=$(compiled "$work/install.log" | wc -l)
 want=$("$work/venv/bin/aotc" list "$work/clone/kernels/manifest.yaml" | awk 'NR == 1 {print $3}')
 [ "$n" -gt 0 ] && [ "$n" -eq "$want" ] || fail "a first build compiled $n kernels, expected the manifest's $want"
 grep -q "aotc: compiler: nvcc" "$work/install.log" || fail "the build log does not name its nvcc"
+# pip's build environment keeps a sitecustomize that aotc's build steps must not trip.
+if grep -q "Error in sitecustomize" "$work/install.log"; then fail "the build log holds 'Error in sitecustomize'"; fi
 "$work/venv/bin/aotc" inspect tropical >"$work/inspect.log" || { cat "$work/inspect.log"; fail "aotc inspect after install"; }
 say "fresh venv: pip install . built and installed $n kernels ($(grep -m1 -o 'aotc: compiler: .*' "$work/install.log"))"
 
@@ -146,14 +148,20 @@ cp -r "$work/clone/examples/downstream" "$work/downstream"
 "$py" -m pip install --quiet numpy >/dev/null 2>&1 || fail "pip install numpy"
 # -P: import the installed bottleneck package, not the source folder beside check.py.
 AOTC_BACKEND=emulator AOTC_CACHE_DIR="$work/cache" "$py" -P "$work/downstream/check.py" || fail "the downstream kernels on the emulator"
-say "downstream project built against the aotc wheel and ran on the emulator"
+# Found by its name, through the aotc.libraries entry point its pyproject.toml declares.
+"$work/venv/bin/aotc" inspect bottleneck >"$work/inspect-bottleneck.log" 2>&1 || { cat "$work/inspect-bottleneck.log"; fail "aotc inspect bottleneck"; }
+say "downstream project built against the aotc wheel, ran on the emulator, and is found by name"
 
-# 8. Kernels nobody wrote for GEMM: declared families (softmax, scan), their generated
-#    bindings and torch ops, built by pip against the aotc wheel and checked on the emulator.
-cp -r "$work/clone/examples/rowops" "$work/rowops"
-( cd "$work/rowops" && AOTC_ARCHS=$archs "$py" -m pip install --find-links "$work/wheels" . >"$work/rowops.log" 2>&1 ) ||
-  { tail -40 "$work/rowops.log"; fail "pip install examples/rowops"; }
-"$py" -m pip install --quiet torch==2.13.0 >/dev/null 2>&1 || fail "pip install torch==2.13.0 (the CPU build)"
-AOTC_BACKEND=emulator AOTC_CACHE_DIR="$work/cache" "$py" -P "$work/rowops/check.py" >"$work/rowops-check.log" 2>&1 ||
-  { tail -40 "$work/rowops-check.log"; fail "the rowops kernels on the emulator"; }
-say "$(tail -1 "$work/rowops-check.log")"
+# 8. The docs as written (ci/doc_blocks.py): the README's code blocks in a fresh clone
+#    and venv, its Python blocks under the emulator and again without a backend
+#    (each must end in NoDeviceError's line here); then the rowops tutorial from an
+#    empty folder: aotc's wheel, the package's files as the page shows them, its
+#    build, its calls, tests/check.py, and a wheel that passes twine check --strict.
+for doc in README.md examples/rowops/README.md; do
+  flags=(--pip torch==2.13.0 jax==0.10.2 jaxlib==0.10.2)
+  [ "$doc" = README.md ] && flags+=(--clone --no-gpu-too)
+  log="$work/docs-${doc//\//-}.log"
+  AOTC_ARCHS=$archs AOTC_CACHE_DIR="$work/cache" python3 "$work/clone/ci/doc_blocks.py" run "$doc" "${flags[@]}" >"$log" 2>&1 ||
+    { tail -60 "$log"; fail "the code blocks of $doc"; }
+  say "$(tail -1 "$log")"
+done

@@ -112,6 +112,7 @@ class DiskCache:
         self._reason = ""
         self._key_locks: dict[str, threading.Lock] = {}
         self._stats = CacheStats()
+        self._warned_cap = False
 
     def __repr__(self) -> str:
         return f"DiskCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
@@ -138,7 +139,13 @@ class DiskCache:
             msg = f"DiskCache.save: payload must be bytes, not {type(payload).__name__}"
             raise ArgumentTypeError(msg)
         payload = bytes(payload)
-        if self._prepare() != STATE_OK or HEADER.size + len(payload) > self.max_bytes:
+        if self._prepare() != STATE_OK:
+            return False
+        refusal = self.over_cap(len(payload))
+        if refusal:  # kept no entry, and evicted none for it: say so, once per cache
+            if not self._warned_cap:
+                self._warned_cap = True
+                warnings.warn(f"aotc: {refusal}", CacheWarning, stacklevel=3)
             return False
         path = self._path(key, _ENTRY_SUFFIX)
         try:
@@ -149,6 +156,14 @@ class DiskCache:
         with suppress(OSError):
             self._evict(self.max_bytes, keep=path.name)
         return True
+
+    def over_cap(self, payload_bytes: int) -> str:
+        """Why an entry of ``payload_bytes`` cannot be kept under this cache's cap, or ""."""
+        size = HEADER.size + payload_bytes
+        if size <= self.max_bytes:
+            return ""
+        cap = self.setting.removesuffix("_DIR") + "_MAX_BYTES"
+        return f"not caching a {size}-byte entry: it alone is over the cap of {self.max_bytes} bytes of the cache at {self.directory} ({cap}); raise the cap to keep it"
 
     def get_or_create(self, key: CacheKey, build: Callable[[], bytes]) -> bytes:
         """The cached payload for ``key``; on a miss, ``build()`` it once across threads and processes."""
@@ -180,6 +195,9 @@ class DiskCache:
 
     def prune(self, max_bytes: int | None = None) -> int:
         """Evict least recently used entries down to the cap; drop dead temp and lock files."""
+        if max_bytes is not None and (type(max_bytes) is not int or max_bytes < 0):
+            msg = f"max_bytes: expected a whole number of bytes, 0 or more, got {echo(max_bytes)}"
+            raise ArgumentError(msg)
         self._require_writable("prune")
         removed = self._evict(self.max_bytes if max_bytes is None else max_bytes)
         now = time.time()

@@ -13,7 +13,7 @@ import numpy as np
 
 from aotc.errors import AotcError, ArgumentError, ArgumentTypeError
 
-__all__ = ["as_jax", "eagerly", "host_view", "refuse_given", "reporting", "xla_stream"]
+__all__ = ["as_jax", "eagerly", "host_view", "refuse_given", "reporting", "require_device", "xla_stream"]
 
 # The aotc error a callback raised last (``reporting``), for ``eagerly``. Not
 # thread-local: XLA may run a callback on a thread of its own.
@@ -27,6 +27,14 @@ def refuse_given(**given: Any) -> None:
             reason = "under JAX the kernels run on XLA's own stream" if name == "stream" else "JAX arrays are immutable; the result is returned"
             msg = f"{name}: not taken with JAX arrays ({reason})"
             raise ArgumentError(msg)
+
+
+def require_device(library: Any) -> None:
+    """``NoDeviceError`` now, in the caller's frame (while ``jax.jit`` traces), where
+    the library's backend finds no GPU: raised inside XLA's callback, it would
+    reach a jitted call wrapped in XLA's runtime error and its Python stack.
+    (issue 35, item 1; the device is asked once per backend and kept.)"""
+    library.backend.device()
 
 
 def as_jax(value: Any, name: str) -> Any:

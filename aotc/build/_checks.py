@@ -15,16 +15,64 @@ from typing import Any, NoReturn
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.errors import ManifestError, echo
 
-__all__ = ["MAX_INT", "MAX_NAME", "Checker", "describe", "join", "line_of", "listing"]
+__all__ = [
+    "MAX_DIMS", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "MAX_INT", "MAX_INT32", "MAX_KERNELS", "MAX_NAME", "MAX_PARAMS",
+    "RESERVED_FOR", "RESERVED_NAMES",
+    "Checker", "describe", "join", "line_of", "listing",
+]  # fmt: skip
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A whole-string match (\Z, not $, which also matches before a final newline).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# The manifest's caps, in one place (docs/design.md, "Trust model", lists them).
 # Names become parts of kernel names, which are C symbols and file names
 # (<kernel>.resources.txt must stay under 255 bytes), and parts of error lines.
 MAX_NAME = 40
 # No size or count in a manifest comes near this; bigger is a typo.
 MAX_INT = 1 << 16
+# Kernels one library may expand to: aotc's own has 86, and each is a compile
+# per architecture. Counted before anything is expanded, so a matrix of a
+# billion points is refused at once rather than listed.
+MAX_KERNELS = 1024
+# A launch expression's text, and how deeply its operations nest (a*b*c is 2 deep).
+MAX_EXPRESSION_CHARS = 200
+MAX_EXPRESSION_DEPTH = 12
+# What the index keeps of a kernel (aotc.index, which refuses more): parameters
+# a signature, axes a family, semirings a manifest; dimensions an array's shape
+# (also its optional: and strides:); integers of axes and constants.
+MAX_PARAMS = 64
+MAX_DIMS = 8
+MAX_INT32 = 2**31 - 1
 # The longest "(known: ...)" list an error line shows.
 _LISTING_CHARS = 100
+
+# Names become C and C++ identifiers (kernel symbols, parameters): none may be
+# a keyword of either, a name CUDA predefines, or one C and C++ reserve (__x,
+# _X). Python's keywords are names C takes: a family with a parameter named
+# `lambda` is called through aotc.kernels.Family itself, with no generated entry.
+RESERVED_NAMES = frozenset(
+    # C (C23) and C++ (C++23) keywords, alternative tokens included
+    "alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t class "
+    "compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield decltype "
+    "default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline "
+    "int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register "
+    "reinterpret_cast requires restrict return short signed sizeof static static_assert static_cast struct switch "
+    "template this thread_local throw true try typedef typeid typename typeof typeof_unqual union unsigned using "
+    "virtual void volatile wchar_t while xor xor_eq "
+    # CUDA's predefined variables and types
+    "threadIdx blockIdx blockDim gridDim warpSize dim3".split()
+)
+# Names refused for one kind of thing only, beside RESERVED_NAMES: a library's
+# name is its torch.ops namespace (aotc's own ops are torch.ops.aotc); a
+# family's is an attribute of aotc.kernels.Kernels, whose own attributes would
+# hide it; a parameter's or an axis's is a keyword of the family's call, which
+# takes stream= itself.
+RESERVED_FOR = {
+    "library": frozenset({"aotc", "aten", "prim", "prims", "torch", "quantized"}),
+    "family": frozenset({"library", "names", "family", "torch_ops"}),
+    "parameter": frozenset({"stream"}),
+    "axis": frozenset({"stream"}),
+}
 
 
 class Checker:
@@ -59,12 +107,26 @@ class Checker:
             self.fail(line, key, "must not be empty")
         return value
 
-    def identifier(self, value: Any, key: str, line: int) -> str:
+    def identifier(self, value: Any, key: str, line: int, *, kind: str = "name") -> str:
+        """A C identifier of at most MAX_NAME characters: the one check of every
+        name. A ``name`` (and a library, family or parameter) may not be one of
+        RESERVED_NAMES, or begin as C reserves (__x, _X); an ``axis`` name (a
+        template variable: the tropical family's is `pass`) and a ``value`` may;
+        RESERVED_FOR adds the names one kind may not take."""
         if not isinstance(value, str) or not _IDENTIFIER.match(value):
             self.fail(line, key, f"{echo(value)} is not a C identifier (letters, digits and _, not starting with a digit)")
         if len(value) > MAX_NAME:
             self.fail(line, key, f"{echo(value)} is longer than {MAX_NAME} characters")
+        if kind not in ("axis", "value") and (value in RESERVED_NAMES or value.startswith("__") or (value[0] == "_" and value[1:2].isupper())):
+            self.fail(line, key, f"{echo(value)} is a reserved word of C, C++ or CUDA; choose another name")
+        if value in RESERVED_FOR.get(kind, ()):
+            self.fail(line, key, f"{echo(value)} cannot name a {kind}: {_WHY_RESERVED[kind]}")
         return value
+
+    def at_most(self, count: int, limit: int, line: int, key: str, what: str) -> None:
+        """One of the caps above: ``count`` ``what`` are more than ``limit``."""
+        if count > limit:
+            self.fail(line, key, f"{count} {what} are more than the limit of {limit}")
 
     def choices(self, value: Any, key: str, line: int, known: Iterable[str], what: str) -> tuple[str, ...]:
         """A non-empty list of distinct names, each one of ``known``."""
@@ -85,6 +147,14 @@ class Checker:
         if value > MAX_INT:
             self.fail(line, key, f"{value} is over the limit of {MAX_INT}")
         return value
+
+
+_WHY_RESERVED = {
+    "library": "a library's name is its torch.ops namespace, and that one is taken",
+    "family": "aotc.kernels.Kernels has an attribute of that name",
+    "parameter": "a family's call takes stream= itself",
+    "axis": "a family's call takes stream= itself",
+}
 
 
 def describe(value: Any) -> str:

@@ -12,12 +12,13 @@ per point (constants, alternatives, a parameter's ``when``) is
 from __future__ import annotations
 
 import itertools
+import math
 import string
 from dataclasses import dataclass
 from typing import Any
 
 from aotc.build._binding_fields import check_args, fill_at, parse_arg, parse_fill, parse_max, scalar_type_at
-from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._checks import MAX_DIMS, MAX_INT32, MAX_KERNELS, MAX_PARAMS, Checker, describe, line_of, listing
 from aotc.build._family_rules import AxisValue, Rule, matches, parse_when
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.build.signature import ELEMENT_TYPES, ROLES, SCALAR_TYPES, ArrayParam, ScalarParam, Signature
@@ -46,10 +47,13 @@ def parse_axes(check: Checker, value: Any, key: str, line: int) -> FamilyAxes:
     table = check.mapping(value, key, line, optional=value.keys() if isinstance(value, LineDict) else ())
     if not table:
         check.fail(line, key, "must name at least one axis")
+    check.at_most(len(table), MAX_PARAMS, line, key, "axes")
     result: dict[str, tuple[AxisValue, ...]] = {}
     for name, raw in table.items():
         axis_key, axis_line = f"{key}.{key_text(name)}", line_of(table, name)
-        check.identifier(name, axis_key, axis_line)
+        # A template variable and a key of the index, never a C or Python name by
+        # itself: the tropical family's `pass` axis is one.
+        check.identifier(name, axis_key, axis_line, kind="axis")
         if isinstance(raw, LineList):
             items, item_lines = check.sequence(raw, axis_key, axis_line), raw.item_lines
         else:
@@ -60,10 +64,10 @@ def parse_axes(check: Checker, value: Any, key: str, line: int) -> FamilyAxes:
         for item, item_line in zip(items, item_lines):
             if isinstance(item, bool) or not isinstance(item, (int, str)):
                 check.fail(item_line, axis_key, f"expected a name or an integer, got {describe(item)}")
-            if isinstance(item, str):
-                check.identifier(item, axis_key, item_line)
-            elif not 0 <= item <= 1 << 31:
-                check.fail(item_line, axis_key, f"{item} is out of range (0 to 2**31)")
+            if isinstance(item, str):  # a value, not a name: `float` may be one
+                check.identifier(item, axis_key, item_line, kind="value")
+            elif not 0 <= item <= MAX_INT32:
+                check.fail(item_line, axis_key, f"{item} is out of range (0 to 2**31 - 1)")
             if item in values:
                 check.fail(item_line, axis_key, f"value {echo(item)} is listed twice")
             values.append(item)
@@ -118,6 +122,7 @@ def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, k
                 check.fail(item_line, item_key, f"an exclude must name at least one of the axes ({listing(names)})")
             rules.append({a: _pick(check, v, f"{item_key}.{a}", line_of(rule, a), axes.values[a]) for a, v in rule.items()})
     points: list[tuple[Point, Place]] = []
+    count = 0
     for block, block_line, block_key in blocks:
         chosen, place = axes.values, Place(block_line)
         if block is not None:
@@ -132,6 +137,9 @@ def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, k
                 a: _pick(check, selected[a], f"{block_key}.{a}", line_of(selected, a), axes.values[a]) if a in selected else axes.values[a]
                 for a in names
             }
+        count += math.prod(len(chosen[a]) for a in names)
+        if count > MAX_KERNELS:  # before a point is made: a matrix of 64**5 points is refused at once
+            check.fail(block_line, block_key, f"expands to {count} points before excludes, over the limit of {MAX_KERNELS} kernels a library")
         for combo in itertools.product(*(chosen[a] for a in names)):
             point = tuple(zip(names, combo))
             if not any(all(dict(point)[a] in vs for a, vs in rule.items()) for rule in rules):
@@ -202,10 +210,11 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
     table = check.mapping(value, key, line, optional=value.keys() if isinstance(value, LineDict) else ())
     if not table:
         check.fail(line, key, "must declare at least one parameter")
+    check.at_most(len(table), MAX_PARAMS, line, key, "parameters")
     declared: list[_Declared] = []
     for name, spec in table.items():
         p_key, p_line = f"{key}.{key_text(name)}", line_of(table, name)
-        check.identifier(name, p_key, p_line)
+        check.identifier(name, p_key, p_line, kind="parameter")
         if name in axes.values or name in constants:
             check.fail(p_line, p_key, f"{name} is also {'an axis' if name in axes.values else 'a constant'}; a parameter needs a name of its own")
         when = None
@@ -225,6 +234,7 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
         if role not in ROLES:
             check.fail(line_of(fields, "role"), f"{p_key}.role", f"expected one of {listing(ROLES)}, got {describe(role)}")
         shape = check.sequence(fields["shape"], f"{p_key}.shape", line_of(fields, "shape"))
+        check.at_most(len(shape), MAX_DIMS, line_of(fields, "shape"), f"{p_key}.shape", "dimensions")
         optional = _optional(check, fields, p_key, tuple(shape)) if "optional" in fields else ()
         strides = ()
         if "strides" in fields:

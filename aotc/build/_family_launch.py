@@ -17,7 +17,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._checks import MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH, Checker, describe, line_of, listing
 from aotc.build._family_rules import AxisValue
 from aotc.build._yaml import LineDict, LineList
 from aotc.build.signature import ELEMENT_TYPES, Extent, ScalarParam, Signature
@@ -112,10 +112,15 @@ class _Expression:
             self.fail(f"expected an expression, got {describe(raw)}")
         if isinstance(raw, int):
             return self._constant(raw)
+        if len(raw) > MAX_EXPRESSION_CHARS:
+            self.fail(f"{len(raw)} characters, over the limit of {MAX_EXPRESSION_CHARS} for a launch expression")
         try:
             tree = ast.parse(raw.strip(), mode="eval")
-        except SyntaxError:
+        except (SyntaxError, MemoryError, RecursionError):  # CPython refuses deep nesting in any of these
             self.fail(f"{echo(raw)} is not an expression")
+        depth = _depth(tree.body)
+        if depth > MAX_EXPRESSION_DEPTH:
+            self.fail(f"{echo(raw)} nests {depth} operations deep, over the limit of {MAX_EXPRESSION_DEPTH}")
         return self._node(tree.body)
 
     def _constant(self, value: int) -> Extent:
@@ -131,6 +136,8 @@ class _Expression:
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.FloorDiv)):
             left, right = self._node(node.left), self._node(node.right)
             if isinstance(node.op, ast.Mult) and left.tile == right.tile == 1:
+                if left.scale * right.scale > 1 << 31:
+                    self.fail(f"a constant factor of {left.scale * right.scale} is out of range (0 to 2**31)")
                 return Extent(left.factors + right.factors, left.scale * right.scale, 1)
             if left.factors or right.factors or left.tile != 1 or right.tile != 1:
                 self.fail("sizes combine only by * and cdiv(product, constant); +, - and // take constants")
@@ -175,3 +182,14 @@ class _Expression:
         if dtype not in ELEMENT_TYPES:
             self.fail(f"sizeof({name}): expected a dtype, or an axis or constant naming one")
         return self._constant(ELEMENT_TYPES[dtype].size)
+
+
+def _depth(root: ast.AST) -> int:
+    """How deeply ``root``'s operations nest, counted without recursion (the
+    checks that recurse run only on an expression within the limit)."""
+    deepest, stack = 0, [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node) if not isinstance(child, (ast.operator, ast.expr_context)))
+    return deepest

@@ -2,7 +2,7 @@
 
 Ninja re-stats outputs: a file rewritten with the same bytes would still look
 new and recompile everything after it. Standard library only, since the
-per-kernel compile step imports it.
+per-kernel compile step imports it (and aotc's untrusted-file reader, which is).
 """
 
 from __future__ import annotations
@@ -11,15 +11,20 @@ import os
 import tempfile
 from pathlib import Path
 
+from aotc._untrusted_files import read_regular
+from aotc.errors import UnreadableFileError
+
 __all__ = ["write_if_changed"]
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:
     """Replace ``path`` atomically with ``data`` unless it already holds it; True if written."""
     try:
-        if path.read_bytes() == data:
+        # Through the untrusted-file reader: a FIFO or device planted here is
+        # replaced below, never opened (a plain read of a FIFO blocks for good).
+        if read_regular(path, len(data)) == data:
             return False
-    except OSError:
+    except UnreadableFileError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

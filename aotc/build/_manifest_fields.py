@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from aotc.archs import DEFAULT_SASS, arch_sort_key, parse_arch
-from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._checks import MAX_PARAMS, Checker, describe, line_of, listing
 from aotc.build._yaml import LineDict, key_text
 from aotc.errors import ArchError, echo
 from aotc.semiring import CONSTANTS, DTYPES, Semiring
@@ -61,6 +61,7 @@ def parse_semirings(check: Checker, value: Any, line: int) -> tuple[Semiring, ..
     table = check.mapping(value, "semirings", line, optional=value.keys() if isinstance(value, LineDict) else ())
     if not table:
         check.fail(line, "semirings", "must not be empty")
+    check.at_most(len(table), MAX_PARAMS, line, "semirings", "semirings")
     result = []
     for name, spec in table.items():
         key, name_line = f"semirings.{key_text(name)}", line_of(table, name)

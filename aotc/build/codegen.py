@@ -17,10 +17,12 @@ from pathlib import Path
 
 import jinja2
 
+from aotc._untrusted_files import read_regular
 from aotc.build._files import write_if_changed
+from aotc.build.line_map import line_map, map_path, mark, write_map
 from aotc.build.manifest import DeclaredKernelSpec, Manifest
 from aotc.build.signature import ELEMENT_TYPES, parameter_check
-from aotc.errors import BuildError
+from aotc.errors import BuildError, UnreadableFileError
 
 __all__ = ["GenerateResult", "generate", "render_kernel", "source_name"]
 
@@ -41,9 +43,19 @@ def _raise(message: str) -> None:
     raise jinja2.TemplateRuntimeError(message)
 
 
-def _environment(templates_dir: Path) -> jinja2.Environment:
+class _MarkingLoader(jinja2.FileSystemLoader):
+    """The templates, each with a marker naming the line before every newline of
+    its text (``aotc.build.line_map``): rendered, they say where each line came from."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, object]:
+        source, filename, uptodate = super().get_source(environment, template)
+        return mark(source, template) or source, filename, uptodate
+
+
+def _environment(templates_dir: Path, *, marking: bool = False) -> jinja2.Environment:
+    loader = (_MarkingLoader if marking else jinja2.FileSystemLoader)(str(templates_dir.resolve()))
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir.resolve())),
+        loader=loader,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -96,6 +108,14 @@ def render_kernel(manifest: Manifest, kernel: DeclaredKernelSpec, env: jinja2.En
     return source + parameter_check(kernel.family, kernel.symbol, tuple((p.name, p.ctype) for p in kernel.params))
 
 
+def source_lines(manifest: Manifest, kernel: DeclaredKernelSpec, source: str, marking: jinja2.Environment) -> bytes:
+    """The line map of ``source``, ``kernel``'s rendering (``aotc.build.line_map``):
+    empty origins throughout where the marked rendering does not agree."""
+    marked = render_kernel(manifest, kernel, marking)
+    origins = line_map(marked, source) or [""] * (source.count("\n") + 1)
+    return write_map(origins, str(manifest.templates_dir.resolve()))
+
+
 def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[str | None, int | None]:
     """The template file and line an error came from.
 
@@ -119,26 +139,65 @@ def source_name(kernel: DeclaredKernelSpec) -> str:
     return f"{kernel.name}{SOURCE_SUFFIX}"
 
 
+# The files generate() wrote into a folder, one name a line: it removes only
+# what it wrote, never a file someone else put there.
+OWNED_LIST = ".aotc-generated"
+
+
 def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[DeclaredKernelSpec] | None = None) -> GenerateResult:
-    """Render every kernel (or the given ones) into ``out_dir``.
+    """Render every kernel (or the given ones) into ``out_dir``, each source with its line map.
 
     Sources of kernels no longer in the manifest are removed, so a stale file
-    can never be compiled or shipped by mistake.
+    can never be compiled or shipped by mistake; but only sources this
+    function wrote there before (``OWNED_LIST``): any other file stays.
     """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        msg = f"{out_dir}: exists and is not a folder; name a folder for the generated sources"
+        raise BuildError(msg) from None
+    except OSError as exc:
+        msg = f"{out_dir}: cannot make the output folder: {exc.strerror or exc}"
+        raise BuildError(msg) from None
     env = _environment(manifest.templates_dir)
+    marking = _environment(manifest.templates_dir, marking=True)
     selected = tuple(manifest.kernels if kernels is None else kernels)
+    owned = _owned(out_dir)
     written, unchanged = [], []
     for kernel in selected:
         path = out_dir / source_name(kernel)
-        changed = write_if_changed(path, render_kernel(manifest, kernel, env).encode("utf-8"))
+        source = render_kernel(manifest, kernel, env)
+        try:
+            changed = write_if_changed(path, source.encode("utf-8"))
+            # Beside it, where each line came from: a failed compile names the template's line.
+            write_if_changed(Path(map_path(path)), source_lines(manifest, kernel, source, marking))
+        except OSError as exc:
+            msg = f"{path}: cannot write the generated source: {exc.strerror or exc}"
+            raise BuildError(msg) from None
         (written if changed else unchanged).append(path)
+    names = {n for k in selected for n in (source_name(k), Path(map_path(source_name(k))).name)}
     removed = []
     if kernels is None:
-        expected = {source_name(k) for k in manifest.kernels}
-        for stale in sorted(out_dir.glob(f"*{SOURCE_SUFFIX}")):
-            if stale.name not in expected:
-                stale.unlink()
-                removed.append(stale)
+        for stale in sorted(owned - names):
+            path = out_dir / stale
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
+                if path.suffix == SOURCE_SUFFIX:
+                    removed.append(path)
+        owned = set()
+    write_if_changed(out_dir / OWNED_LIST, "".join(f"{n}\n" for n in sorted(owned | names)).encode())
     return GenerateResult(tuple(written), tuple(unchanged), tuple(removed))
+
+
+def _owned(out_dir: Path) -> set[str]:
+    """The names ``OWNED_LIST`` holds: plain file names of sources and line maps,
+    nothing else (the list is a file in a folder anyone may have written)."""
+    try:
+        text = read_regular(out_dir / OWNED_LIST, 16 * 1024 * 1024).decode("utf-8", "replace")
+    except UnreadableFileError:
+        return set()
+    return {
+        name for name in text.splitlines()
+        if name == Path(name).name and not name.startswith(".") and name.endswith((SOURCE_SUFFIX, ".lines"))
+    }  # fmt: skip

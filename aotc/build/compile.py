@@ -128,20 +128,37 @@ def _run_nvcc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int:
         report, returncode = result.stderr, result.returncode
     else:
         report, returncode = _run_per_arch(args, nvcc, launcher, sass, ptx)
-    # ptxas' report goes to stderr: keep it for the index, and show it in the log.
+    # ptxas' report goes to stderr: keep it for the index.
     if args.resources:
         Path(args.resources).write_bytes(report)
-    sys.stderr.buffer.write(report)
-    if returncode:
-        # A kernel whose parameters are not its declared signature fails the
-        # static_asserts codegen appends (aotc.build.signature.parameter_check):
-        # the last line of the log says so in one line, whatever nvcc printed around it.
-        for match in _SIGNATURE_MISMATCH.finditer(report.decode(errors="replace")):
-            print(f"aotc: error: {args.source}: {match.group(1)}", file=sys.stderr)
+    show_report(report, args.source, failed=bool(returncode))
     return returncode
 
 
 _SIGNATURE_MISMATCH = re.compile(r'static assertion failed with "aotc: (family [^"\n]*)"')
+
+
+def show_report(report: bytes, source: str, *, failed: bool) -> None:
+    """The compiler's report in the build log, as one block a person can act on:
+    ptxas' resource report left out (the index keeps it), each diagnostic on the
+    generated source led by its template's file and line (``aotc.build.line_map``),
+    and after a failure one line saying so."""
+    from aotc.build.line_map import explain
+
+    text = report.decode(errors="replace")
+    shown, errors = explain(text, source)
+    sys.stderr.write(shown)
+    if not failed:
+        return
+    # A kernel whose parameters are not its declared signature fails the
+    # static_asserts codegen appends (aotc.build.signature.parameter_check):
+    # the last line of the log says so in one line, whatever the compiler printed around it.
+    mismatches = [match.group(1) for match in _SIGNATURE_MISMATCH.finditer(text)]
+    for mismatch in mismatches:
+        print(f"aotc: error: {source}: {mismatch}", file=sys.stderr)
+    if not mismatches:
+        count = f"{errors} error{'s' if errors != 1 else ''}" if errors else "errors"
+        print(f"aotc: error: {source} did not compile: {count}, each above at its template's line", file=sys.stderr)
 
 
 def _scratch(source: bytes, stem: str) -> Path:
@@ -239,7 +256,7 @@ def _write_hit(args: argparse.Namespace, fatbin: bytes, report: bytes) -> None:
     os.replace(temp, out)
     if args.resources:
         Path(args.resources).write_bytes(report)
-    sys.stderr.buffer.write(report)
+    show_report(report, args.source, failed=False)
 
 
 def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], compile_step: Callable[[], int]) -> int:

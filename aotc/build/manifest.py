@@ -13,21 +13,24 @@ reads the file, :mod:`aotc.build._checks` turns each problem into that line,
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from aotc._untrusted_files import open_regular, read_capped
 from aotc.archs import arch_sort_key
 from aotc.build._backward_fields import BackwardEntry, Gradient, parse_backward, resolve_backwards
-from aotc.build._checks import Checker, describe, line_of, listing
+from aotc.build._checks import MAX_KERNELS, Checker, describe, line_of, listing
 from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, point_text, resolve_signature
 from aotc.build._family_launch import LAUNCH_KEYS, DeclaredLaunch, parse_launch
 from aotc.build._family_rules import ConstantRule, choose, constants_at, parse_alternatives, parse_constants
 from aotc.build._manifest_fields import parse_archs, parse_semirings
 from aotc.build._yaml import LineDict, key_text, load_yaml
 from aotc.build.signature import LaunchGeometry, Param, Signature
-from aotc.errors import ManifestError, YamlError, echo
+from aotc.errors import ManifestError, UnreadableFileError, YamlError, echo
 from aotc.semiring import DTYPES, Semiring
 
 __all__ = [
@@ -227,7 +230,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         check.fail(1, "(root)", "the manifest is empty")
     root = check.mapping(root, "(root)", 1, required=("library", "families"), optional=("archs", "templates", "semirings", "dtypes"))
 
-    library = check.identifier(root["library"], "library", line_of(root, "library"))
+    library = check.identifier(root["library"], "library", line_of(root, "library"), kind="library")
 
     templates = root.get("templates", "templates")
     templates_line = line_of(root, "templates")
@@ -247,8 +250,10 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     backwards: dict[str, tuple[BackwardEntry, ...]] = {}
     for name, spec in families_map.items():
         family_line = line_of(families_map, name)
-        check.identifier(name, f"families.{key_text(name)}", family_line)
+        check.identifier(name, f"families.{key_text(name)}", family_line, kind="family")
         expanded, backwards[name] = _expand_family(check, name, spec, family_line, templates_dir)
+        if len(kernels) + len(expanded) > MAX_KERNELS:
+            check.fail(family_line, f"families.{key_text(name)}", f"brings the library to {len(kernels) + len(expanded)} kernels, over the limit of {MAX_KERNELS}")
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
                 check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
@@ -267,15 +272,20 @@ def _resolve_backwards(check: Checker, kernels: list[DeclaredKernelSpec], backwa
 def load_manifest(path: str | Path) -> Manifest:
     """Read, validate and expand the manifest at ``path``."""
     path = Path(path)
+    # Through the untrusted-file reader, as the index is read: a FIFO, a device or
+    # a socket is refused, never opened to block. A link the caller names is
+    # followed, once, to a file that must be regular.
+    real = os.path.realpath(path)
+    too_big = f"{path}:1: (file): larger than {MAX_MANIFEST_BYTES // 1024} KiB; a manifest is a few KiB of YAML"
     try:
-        with path.open("rb") as file:
-            raw = file.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as exc:
-        msg = f"{path}: cannot read manifest: {exc.strerror or exc}"
+        with open_regular(real, sys.maxsize) as (fd, st):
+            if st.st_size > MAX_MANIFEST_BYTES:
+                raise ManifestError(too_big)
+            raw = read_capped(fd, real, MAX_MANIFEST_BYTES)
+    except UnreadableFileError as exc:
+        reason = str(exc).removeprefix(f"{real}: ")
+        msg = too_big if "limit" in reason else f"{path}: cannot read manifest: {reason}"
         raise ManifestError(msg) from None
-    if len(raw) > MAX_MANIFEST_BYTES:
-        msg = f"{path}:1: (file): larger than {MAX_MANIFEST_BYTES // 1024} KiB; a manifest is a few KiB of YAML"
-        raise ManifestError(msg)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

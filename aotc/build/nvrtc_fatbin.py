@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aotc.build._files import write_if_changed
+from aotc.build.line_map import explain
+
 # ENV_*, find_library and load_toolchain are re-exported: build scripts and
 # tests name them here, beside the compile they configure.
 from aotc.build._nvrtc_libs import ENV_NVFATBIN, ENV_NVRTC, Toolchain, c_strings, find_library, load_toolchain
@@ -103,10 +105,10 @@ def _compile(
         if result != 0:
             lines = [line.strip() for line in log.splitlines() if line.strip()]
             first = next((line for line in lines if "error" in line), lines[-1] if lines else "no log")
-            # The whole log goes to stderr for the person reading the build log.
-            sys.stderr.write(log)
             msg = f"NVRTC {tool.nvrtc_version} failed to compile {name} for {target}: {first}"
-            raise BuildError(msg)
+            error = BuildError(msg)
+            error.log = log  # type: ignore[attr-defined] - the whole log, for main() to show at the template's lines
+            raise error
         get, get_size = ("nvrtcGetCUBIN", "nvrtcGetCUBINSize") if want_cubin else ("nvrtcGetPTX", "nvrtcGetPTXSize")
         tool.call_nvrtc(get_size, program, ctypes.byref(size))
         code = ctypes.create_string_buffer(size.value)
@@ -259,13 +261,16 @@ def main(argv: list[str] | None = None) -> int:
             resources=args.resources is not None,
             compress=args.compress,
         )
-        # Like nvcc --resource-usage through the build's launcher: the report
-        # and any warnings show in the build log too.
-        sys.stderr.write(result.resources + result.warnings)
+        # Warnings show in the build log, at their template's lines; ptxas' report
+        # goes to the index only (--resources), as on the nvcc path.
+        sys.stderr.write(explain(result.warnings, args.source)[0])
         write_if_changed(args.out, result.data)
         if args.resources is not None:
             write_if_changed(args.resources, result.resources.encode())
     except BuildError as exc:
+        log = getattr(exc, "log", "")
+        if log and args.source is not None:
+            sys.stderr.write(explain(log, args.source)[0])
         print(f"aotc: error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -33,7 +33,7 @@ import jax
 from jax.custom_batching import custom_vmap
 from jax.experimental.buffer_callback import buffer_callback
 
-from aotc.arrays.jax_buffers import as_jax, eagerly, host_view, refuse_given, reporting, xla_stream
+from aotc.arrays.jax_buffers import as_jax, eagerly, host_view, refuse_given, reporting, require_device, xla_stream
 from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
@@ -57,6 +57,7 @@ def _static(name: str, value: Any, what: str) -> None:
 def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
     """The layout's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
     refuse_given(stream=stream, **{name: values.get(name) for name in layout.outs})
+    require_device(layout.library)  # no GPU: one line while tracing, not from inside XLA
     for axis, value in axes.items():
         _static(axis, value, "a kernel's axes are Python values")
     scalars = {name: values[name] for name in layout.arguments}

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aotc._locations import shadowed_declaration
 from aotc._version import __version__
 from aotc.errors import AotcError, DriverTooOldError, NoDeviceError
 from aotc.index import INDEX_NAME, IndexKernel, LibraryIndex
@@ -41,6 +42,7 @@ class Diagnosis:
 
     lines: list[str] = field(default_factory=list)
     problems: int = 0
+    no_device: str = ""  # the NoDeviceError's line, where the backend finds no GPU
 
     def add(self, line: str = "") -> None:
         self.lines.append(line)
@@ -132,6 +134,7 @@ def _backend_and_device(report: Diagnosis) -> tuple[DeviceInfo | None, str, Driv
         device = backend.device()
     except NoDeviceError as exc:
         report.add(f"device: {exc}")
+        report.no_device = str(exc)
         return None, "", driver
     except AotcError as exc:
         report.add(f"device: none ({exc})")
@@ -204,12 +207,19 @@ def _library(
     cache: DiskCache | None,
     driver: DriverVersion | None,
 ) -> None:
-    directory = resolve_library(name)
+    try:
+        directory = resolve_library(name)
+    except AotcError as exc:  # a package's broken aotc.libraries entry point, two packages declaring one name
+        report.problem(f"library {name}: {exc}")
+        return
     try:
         index = LibraryIndex.open(directory)
     except (AotcError, OSError) as exc:
         report.problem(f"library {name}: cannot read {directory / INDEX_NAME}: {exc}")
         return
+    clash = shadowed_declaration(name) if "/" not in name else ""
+    if clash:
+        report.problem(f"library {name}: {clash}")
     toolkit = index.ptx_toolkit
     kernels = list(index.kernels)
     sass, ptx = index.archs("sass"), index.archs("ptx")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
-from aotc._locations import libraries_root, library_folder
+from aotc._locations import find_library
 from aotc.errors import ArgumentError, DriverTooOldError, LibraryNotFoundError, echo
 from aotc.index import INDEX_NAME
 from aotc.index.library_index import LibraryIndex
@@ -69,21 +69,25 @@ def resolve_library(library: str | os.PathLike[str]) -> Path:
 
 def _library_folder(library: str | os.PathLike[str]) -> str:
     """``resolve_library``, as an absolute path string (no pathlib on the way to a launch)."""
-    text = os.fspath(library)
-    looks_like_path = isinstance(library, os.PathLike) or os.sep in text or "/" in text or text.startswith(".")
+    text = os.fspath(library) if isinstance(library, (str, os.PathLike)) else library
+    if not isinstance(text, str) or not text.strip():
+        msg = f"library: expected an installed library's name or a folder, got {echo(library)}"
+        raise ArgumentError(msg)
+    looks_like_path = isinstance(library, os.PathLike) or os.sep in text or "/" in text or text.startswith((".", "~"))
     if looks_like_path or os.path.isfile(os.path.join(text, INDEX_NAME)):
         path = os.path.realpath(os.path.expanduser(text))
         is_index = os.path.basename(path) == INDEX_NAME and os.path.isfile(path)
         return os.path.dirname(path) if is_index else path
-    return library_folder(text)
+    # aotc's own libraries first; a package's (its aotc.libraries entry point) only for other names.
+    return find_library(text)
 
 
 def installed_libraries() -> list[str]:
-    """Names of the kernel libraries installed with aotc."""
-    root = libraries_root()
-    if not root.is_dir():
-        return []
-    return sorted(p.name for p in root.iterdir() if (p / INDEX_NAME).is_file())
+    """Names of the kernel libraries installed with aotc, and of those packages
+    declare (``aotc.libraries`` entry points; see ``aotc._locations``)."""
+    from aotc._locations import installed_libraries as names
+
+    return names()
 
 
 def kernel_images(index: LibraryIndex, name: str) -> KernelImages:
@@ -105,7 +109,9 @@ class Library:
     ) -> None:
         self.folder = os.fspath(directory)
         if not os.path.isfile(os.path.join(self.folder, INDEX_NAME)):
-            known = ", ".join(installed_libraries()) or "none"
+            from aotc._locations import listing
+
+            known = listing(installed_libraries())
             msg = f"no kernel library at {self.folder} ({INDEX_NAME} not found; installed libraries: {known})"
             raise LibraryNotFoundError(msg)
         # The library-wide fields checked now; each kernel's entry at its first use,

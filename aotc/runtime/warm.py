@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from aotc.errors import AotcError, BuildError, CacheError, LibraryNotFoundError, UnknownKernelError
+from aotc.errors import AotcError, BuildError, CacheError, CacheWarning, LibraryNotFoundError, UnknownKernelError
 from aotc.index import INDEX_NAME, LibraryIndex
 from aotc.runtime.cache import DiskCache, default_cache
 from aotc.runtime.jit import NvrtcInfo, jit_cubin, jit_key, nvrtc_info, nvrtc_problem
@@ -166,8 +167,13 @@ def _compile_one(
     start = time.perf_counter()
     try:
         # The verified bytes travel to the worker: it reads nothing the index did not check.
-        result = jit_cubin(source, file, capability, DiskCache(cache_dir, max_bytes=max_bytes))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CacheWarning)  # an entry over the cap: its result says so
+            result = jit_cubin(source, file, capability, DiskCache(cache_dir, max_bytes=max_bytes))
     except (AotcError, OSError) as exc:
         return WarmResult(name, FAILED, str(exc), time.perf_counter() - start)
+    refusal = DiskCache(cache_dir, max_bytes=max_bytes).over_cap(len(result.cubin))
+    if refusal:  # compiled, but the cache cannot keep it: warming it failed
+        return WarmResult(name, FAILED, refusal, time.perf_counter() - start)
     outcome = COMPILED if result.compiled else HIT
     return WarmResult(name, outcome, "" if result.compiled else "filled by another process", time.perf_counter() - start)

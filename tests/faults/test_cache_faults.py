@@ -198,6 +198,29 @@ def test_fifo_source_fails_that_kernel_in_aotc_warm(tmp_path: Path) -> None:
     assert out.endswith("exit 1")
 
 
+def test_a_cap_smaller_than_the_entry_just_compiled_says_so(tmp_path: Path) -> None:
+    """Issue 35: a size cap that would evict the entry just written said so
+    unclearly (warm reported "compiled", and the next run compiled it again)."""
+    from aotc.runtime.jit import nvrtc_info, nvrtc_problem
+    from runtime.runtime_support import make_library
+
+    if nvrtc_info() is None:
+        pytest.skip(f"aotc warm needs NVRTC: {nvrtc_problem()}")
+    library = make_library(tmp_path / "rt")
+    cache = tmp_path / "cache"
+    out = run_isolated(f"""
+        import sys
+        from aotc.cli import main
+        sys.stderr = sys.stdout
+        code = main(["warm", "--arch", "9.0", "--library", {str(library)!r}, "--kernel", "gemm_maxplus_f32_forward", "-j", "1"])
+        print("exit", code)
+    """, env={"AOTC_CACHE_DIR": str(cache), "AOTC_CACHE_MAX_BYTES": "1000"})
+    assert "failed      gemm_maxplus_f32_forward  not caching a " in out
+    assert f"-byte entry: it alone is over the cap of 1000 bytes of the cache at {cache} (AOTC_CACHE_MAX_BYTES); raise the cap to keep it" in out
+    assert out.endswith("exit 1")
+    assert DiskCache(cache).info().entries == 0
+
+
 # -- links, directories and other kinds of file ------------------------------------
 
 

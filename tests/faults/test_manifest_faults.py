@@ -10,6 +10,7 @@ line) and their neighbours; the fuzzer at the end mutates a real manifest.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -305,6 +306,7 @@ def test_fuzz_the_manifest_loader(tmp_path: Path, record_fuzz: Callable[[str, st
         seen.append(text)
         path = tmp_path / "manifest.yaml"
         path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        start = time.perf_counter()
         try:
             load_manifest(path)
         except errors.AotcError as exc:
@@ -315,6 +317,9 @@ def test_fuzz_the_manifest_loader(tmp_path: Path, record_fuzz: Callable[[str, st
             outcomes["refused"] += 1
         else:
             outcomes["loaded"] += 1
+        # A hang guard, not a speed claim: every example loads in well under a
+        # second; the fuzzer once found one over 2 s (an uncapped matrix).
+        assert time.perf_counter() - start < 5, text[:300]
 
     load()
     record_fuzz("manifest", f"{len(seen)} examples ({outcomes['loaded']} loaded, {outcomes['refused']} refused)")

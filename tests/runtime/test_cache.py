@@ -468,7 +468,14 @@ def test_many_saves_never_exceed_the_cap(tmp_path: Path) -> None:
 def test_payload_larger_than_the_cap_is_not_saved_and_evicts_nothing(tmp_path: Path) -> None:
     cache = DiskCache(tmp_path / "cache", max_bytes=2000)
     assert cache.save(make_key(), b"small")
-    assert cache.get_or_create(make_key(target="sm_90"), CountingBuild(b"x" * 2000)) == b"x" * 2000
+    # Said once, in one line naming the sizes, the cache and the setting to raise (issue 35).
+    with pytest.warns(CacheWarning) as caught:
+        assert cache.get_or_create(make_key(target="sm_90"), CountingBuild(b"x" * 2000)) == b"x" * 2000
+        assert not cache.save(make_key(target="sm_86"), b"y" * 3000)
+    assert [str(w.message) for w in caught] == [
+        f"aotc: not caching a {2000 + HEADER_SIZE}-byte entry: it alone is over the cap of 2000 bytes of the cache at "
+        f"{tmp_path / 'cache'} (AOTC_CACHE_MAX_BYTES); raise the cap to keep it"
+    ]
     assert cache.load(make_key()) == b"small"
     assert cache.info().entries == 1
 

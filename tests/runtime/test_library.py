@@ -19,7 +19,6 @@ import pytest
 
 import aotc
 from aotc.errors import AotcError, DamagedLibraryError, IndexFormatError, NoKernelImageError
-from aotc.runtime import library as library_module
 from aotc.runtime.library import Library, load
 from aotc.runtime.select import ImageKind
 from conftest import aotc_env
@@ -119,7 +118,9 @@ def test_load_by_folder_index_path_and_name(lib_dir: Path, monkeypatch: pytest.M
     assert by_folder.name == "rt"
     assert list(by_folder) == [FORWARD, BATCHED, MINPLUS]
     assert FORWARD in by_folder and "nope" not in by_folder
-    monkeypatch.setattr(library_module, "library_folder", lambda name: str(lib_dir) if name == "rt" else "/nonexistent")
+    import aotc._locations as locations
+
+    monkeypatch.setattr(locations, "library_folder", lambda name: str(lib_dir) if name == "rt" else "/nonexistent")
     assert load("rt", backend=RecordingBackend()).directory == lib_dir
 
 

@@ -121,3 +121,13 @@ def test_an_unusable_cache_fails_in_one_line(run_aotc: RunAotc, lib: Path, tmp_p
     lines = result.stderr.splitlines()
     assert lines[0].startswith("aotc: warning: not using the disk cache: "), result.stderr
     assert [line.split(":")[0] for line in lines] == ["aotc", "aotc"], result.stderr
+
+
+def test_without_arch_the_emulator_is_refused_in_one_line(run_aotc: RunAotc, lib: Path, env: dict[str, str]) -> None:
+    # --arch defaults to this machine's GPU; the emulator is none to warm for.
+    result = run_aotc("warm", "--library", str(lib), env={**env, "AOTC_BACKEND": "emulator"})
+    assert result.returncode == 1
+    assert result.stderr == (
+        "aotc: error: --arch: the emulator backend compiles each kernel's source itself and JITs nothing; "
+        "name a GPU's arch (--arch X.Y)\n"
+    )

@@ -18,7 +18,8 @@ foreach(module IN ITEMS
     __init__ _version _record errors archs semiring dtypes
     index/__init__ index/schema build/index_writer
     build/__init__ build/tool build/_files build/codegen build/manifest build/_checks build/_manifest_fields
-    build/_family_fields build/_family_launch build/_family_rules build/_backward_fields build/_binding_fields build/signature build/_yaml build/resources)
+    build/_family_fields build/_family_launch build/_family_rules build/_backward_fields build/_binding_fields build/signature build/_yaml build/resources
+    build/line_map _untrusted_files)
   list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")
 endforeach()
 
@@ -33,23 +34,20 @@ function(_aotc_option var default out_var)
   endif()
 endfunction()
 
+# `python -c` code that runs module argv[2] as __main__ with folder argv[1] first
+# on the import path. The folder is put there after Python's start-up, not on
+# PYTHONPATH: pip's build environment keeps PYTHONPATH for a sitecustomize that
+# asserts its own site-packages are not on sys.path yet, and aotc is installed
+# in one of them, so naming it there printed "Error in sitecustomize ...
+# AssertionError" at every step of every build. The environment's PYTHONPATH
+# (where pip's build environment has Jinja2 and PyYAML) is kept as it is.
+set(_AOTC_RUN_MODULE "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+
 # Runs `python -m aotc.<module> ...` now, at configure time, with this aotc first
-# on the import path and the rest of the environment's path kept: pip's build
-# environment is on PYTHONPATH, and that is where Jinja2 and PyYAML are.
+# on the import path (see _AOTC_RUN_MODULE).
 function(_aotc_run_python context module)
-  set(path "${_AOTC_PYTHONPATH}")
-  if(DEFINED ENV{PYTHONPATH} AND NOT "$ENV{PYTHONPATH}" STREQUAL "")
-    if(WIN32)
-      string(APPEND path ";$ENV{PYTHONPATH}")
-    else()
-      string(APPEND path ":$ENV{PYTHONPATH}")
-    endif()
-  endif()
-  set(saved "$ENV{PYTHONPATH}")
-  set(ENV{PYTHONPATH} "${path}")
-  execute_process(COMMAND "${Python_EXECUTABLE}" -m ${module} ${ARGN}
+  execute_process(COMMAND "${Python_EXECUTABLE}" -c "${_AOTC_RUN_MODULE}" "${_AOTC_PYTHONPATH}" ${module} ${ARGN}
                   RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_VARIABLE out)
-  set(ENV{PYTHONPATH} "${saved}")
   if(NOT rc EQUAL 0)
     string(STRIP "${err}" err)
     string(REGEX REPLACE "^aotc: error: " "" err "${err}")
@@ -68,8 +66,7 @@ function(_aotc_write_wrapper path module env_lines)
     foreach(line IN LISTS env_lines)
       string(APPEND text "set \"${line}\"\r\n")
     endforeach()
-    string(APPEND text "set \"PYTHONPATH=${_AOTC_PYTHONPATH};%PYTHONPATH%\"\r\n")
-    string(APPEND text "\"${Python_EXECUTABLE}\" -m ${module} %*\r\n")
+    string(APPEND text "\"${Python_EXECUTABLE}\" -c \"${_AOTC_RUN_MODULE}\" \"${_AOTC_PYTHONPATH}\" ${module} %*\r\n")
     set(path "${path}.cmd")
   else()
     set(text "#!/bin/sh\n# Written by aotc at configure time; do not edit.\n")
@@ -77,8 +74,7 @@ function(_aotc_write_wrapper path module env_lines)
       string(REGEX REPLACE "^([^=]*)=(.*)$" "\\1='\\2'; export \\1" line "${line}")
       string(APPEND text "${line}\n")
     endforeach()
-    string(APPEND text "PYTHONPATH='${_AOTC_PYTHONPATH}'\"\${PYTHONPATH:+:\$PYTHONPATH}\"; export PYTHONPATH\n")
-    string(APPEND text "exec '${Python_EXECUTABLE}' -m ${module} \"$@\"\n")
+    string(APPEND text "exec '${Python_EXECUTABLE}' -c \"${_AOTC_RUN_MODULE}\" '${_AOTC_PYTHONPATH}' ${module} \"$@\"\n")
   endif()
   file(CONFIGURE OUTPUT "${path}" CONTENT "${text}" @ONLY)
   file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)

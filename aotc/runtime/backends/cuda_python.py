@@ -135,12 +135,14 @@ class CudaPythonBackend(DriverStreams, BackendBase):
     def _enter(self) -> bool:
         """Make our context current in this thread; True if it was pushed and must be popped."""
         cu = self._driver
+        if self._context is None:
+            # cuInit and our context, or the one line why there is no GPU. First: without
+            # a driver, cuda-bindings 13.5 raises from cuCtxGetCurrent (no libcuda to load)
+            # where older releases returned CUDA_ERROR_NOT_INITIALIZED.
+            self.device()
         err, current = cu.cuCtxGetCurrent()
         if not err and int(current) == self._context_handle:  # CUDA_SUCCESS is 0; the usual case
             return False
-        if self._context is None:
-            self.device()  # cuInit and our context, or the one line why there is no GPU
-            err, current = cu.cuCtxGetCurrent()
         current = int(self._call("cuCtxGetCurrent", (err, current)))
         if current == self._context_handle:
             return False

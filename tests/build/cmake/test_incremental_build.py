@@ -168,3 +168,22 @@ def test_build_commands_hold_no_path_of_the_environment(project: Project) -> Non
             assert path not in stripped, f"{what} path {path} in: {command.strip()}"
     wrapper = (project.build_dir / "aotc-tools" / "aotc-compile").read_text()
     assert sys.executable in wrapper  # the paths live in the wrapper instead
+
+
+def test_no_step_puts_aotc_on_pythonpath_before_pips_sitecustomize(project: Project, tmp_path: Path) -> None:
+    """pip's build environment keeps a sitecustomize on PYTHONPATH that asserts its
+    own site-packages (where aotc is installed) are not on sys.path yet; aotc's
+    steps once put aotc's folder there, and every step of every build printed
+    "Error in sitecustomize; set PYTHONVERBOSE for traceback: AssertionError"."""
+    root = str(Path(aotc.__file__).resolve().parents[1])
+    site = tmp_path / "pip-site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"import sys\nassert {root!r} not in sys.path, 'aotc put on PYTHONPATH'\n")
+    env = {"PYTHONPATH": str(site)}  # as pip's build environment: its own folder, not aotc's
+    configured = project.configure("-DAOTC_ARCHS=75", env=env)
+    assert configured.returncode == 0, configured.stderr
+    assert "sitecustomize" not in configured.stdout + configured.stderr
+    for tool in ("aotc-buildtool", "aotc-compile"):
+        result = subprocess.run([str(project.build_dir / "aotc-tools" / tool), "--help"], capture_output=True, text=True, env={**aotc_env(), **env}, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "sitecustomize" not in result.stdout + result.stderr

@@ -1,9 +1,10 @@
 """Run the rowops kernels against their NumPy references, from NumPy and, where
 PyTorch is installed, through torch.ops.rowops and torch.compile.
 
-    AOTC_BACKEND=emulator python -P examples/rowops/check.py
+    AOTC_BACKEND=emulator python tests/check.py
 
-(-P: import the installed rowops package, not the source folder beside this file.)
+(From tests/, `import rowops` finds the installed package, with its kernels,
+not the source folder, which has none.)
 """
 
 from __future__ import annotations
