@@ -197,6 +197,8 @@ static int worker_limit = 0;  // 0: the number of processors
 static std::vector<unsigned long long> block_order;  // empty: x-fastest order
 static thread_local uint3 thread_idx;
 static thread_local uint3 block_idx;
+static thread_local unsigned long long block_number;  // the running block's place in run order
+static unsigned long long launch_serial;              // counts the library's launches
 static thread_local Fiber* current_fiber;  // null outside fibers
 static thread_local Fiber* os_lane;        // OS threads: this thread's record
 static dim3 block_dim;
@@ -378,6 +380,7 @@ AOTC_EMU_RUNTIME inline Phase sync_block(bool predicate, const char* file, int l
 }
 
 AOTC_EMU_RUNTIME inline void enter_block(unsigned long long b) {
+  block_number = b;
   if (!block_order.empty()) b = block_order[b];
   block_idx = uint3{static_cast<unsigned>(b % grid.grid_x), static_cast<unsigned>((b / grid.grid_x) % grid.grid_y),
                     static_cast<unsigned>(b / (1ull * grid.grid_x * grid.grid_y))};
@@ -575,6 +578,7 @@ AOTC_EMU_RUNTIME inline int run_grid(const unsigned* grid_size, const unsigned* 
   block_dim = dim3(block[0], block[1], block[2]);
   grid_dim = dim3(grid_size[0], grid_size[1], grid_size[2]);
   begin_warps(!use_fibers);
+  ++launch_serial;
   // Shared memory is uninitialised on a GPU: poison it so that reading it
   // before writing shows up (NaN, huge values) instead of passing by luck.
   __builtin_memset(dynamic_shared, 0xFF, shared_bytes);
