@@ -92,8 +92,8 @@ def test_block_dynamic_and_coalesced_groups(built: dict, monkeypatch: pytest.Mon
     out = np.zeros(128, np.int32)
     library.launch("block_and_dynamic_tiles", 1, 128, 0, [ptr(values), ptr(out)])
     np.testing.assert_array_equal(out, np.repeat(values.reshape(32, 4).sum(axis=1), 4))
-    out = np.zeros(64, np.int32)
-    library.launch("coalesced_sums", 1, 64, 0, [ptr(values[:64].copy()), ptr(out)])
+    out, first = np.zeros(64, np.int32), values[:64].copy()
+    library.launch("coalesced_sums", 1, 64, 0, [ptr(first), ptr(out)])
     t = np.arange(64)
     odd_sums = values[:64].reshape(2, 32)[:, 1::2].sum(axis=1)
     np.testing.assert_array_equal(out, np.where(t % 2 == 1, odd_sums[t // 32] * 100 + (t % 32) // 2, -1))
@@ -132,9 +132,10 @@ def test_groups_and_copies_are_clean_under_the_checks(built: dict, monkeypatch: 
     values = np.arange(128, dtype=np.int32)
     out = np.zeros(128, np.int32)
     library.launch("block_and_dynamic_tiles", 1, 128, 0, [ptr(values), ptr(out)])
-    library.launch("coalesced_sums", 1, 64, 0, [ptr(values[:64].copy()), ptr(out)])
-    floats, group_out = np.arange(64, dtype=np.float32), np.zeros(68, np.float32)
-    library.launch("pipeline_copies", 1, 64, 0, [ptr(floats), ptr(np.zeros(64, np.float32)), ptr(group_out), ctypes.c_int(64)])
+    first = values[:64].copy()
+    library.launch("coalesced_sums", 1, 64, 0, [ptr(first), ptr(out)])
+    floats, copied, group_out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32), np.zeros(68, np.float32)
+    library.launch("pipeline_copies", 1, 64, 0, [ptr(floats), ptr(copied), ptr(group_out), ctypes.c_int(64)])
 
 
 def test_a_read_before_the_wait_is_named(built: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import ctypes
 import math
+import subprocess
+import sys
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import aotc_env
 
+from aotc.runtime.emulator.checks import asan_environment
 from aotc.runtime.emulator.compile import compile_library_bytes
 from aotc.runtime.emulator.launch import EmulatorLibrary, load_library_bytes
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 comes from ml_dtypes, which JAX brings")
 
 KERNELS = Path(__file__).parent / "emulator_kernels"
-SYMBOLS = ("half_operations", "bfloat16_operations", "half2_row_sums", "half_atomics")
+SYMBOLS = ("half_operations", "bfloat16_operations", "half2_row_sums", "half_atomics", "softmax_f16", "softmax_bf16")
 # name: (dtype, mantissa bits, least exponent, greatest exponent, kernel)
 FORMATS = {
     "f16": (np.float16, 10, -14, 15, "half_operations"),
@@ -258,3 +262,70 @@ def test_half2_loads_shuffles_and_atomics(library: EmulatorLibrary) -> None:
     ones = np.full(64, 0.25, np.float16)
     library.launch("half_atomics", 1, 64, 0, [ptr(total), ptr(pair), ptr(ones)])
     assert total[0] == 16.0 and pair.astype(np.float32).tolist() == [64.0, 32.0]
+
+
+# Tolerances per dtype: the output's rounding (half an ulp: 2**-11 for f16,
+# 2**-8 for bf16, relative) and the inputs' (the reference reads the same
+# rounded inputs, in float64).
+SOFTMAX_TOLERANCE = {"f16": 2e-3, "bf16": 8e-3}
+
+
+def softmax_case(fmt: str, rows: int = 6, cols: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    dtype = FORMATS[fmt][0]
+    x = (4 * np.random.default_rng(17).standard_normal((rows, cols))).astype(dtype)
+    wide = x.astype(np.float64)
+    want = np.exp(wide - wide.max(axis=1, keepdims=True))
+    return x, want / want.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_warp_per_row_softmax(library: EmulatorLibrary, fmt: str) -> None:
+    x, want = softmax_case(fmt)
+    out = np.zeros_like(x)
+    rows, cols = x.shape
+    library.launch(f"softmax_{fmt}", (rows + 3) // 4, 128, 0, [ptr(x), ptr(out), ctypes.c_int(rows), ctypes.c_int(cols)])
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=SOFTMAX_TOLERANCE[fmt], atol=1e-6)
+
+
+# Every kernel of these tests that is right must be clean under all the
+# checks, the memory check included, which needs libasan first in the process.
+ALL_CHECKS_SCRIPT = """
+import ctypes, numpy as np, ml_dtypes
+from aotc.runtime.emulator.compile import compile_library_bytes
+from aotc.runtime.emulator.launch import load_library_bytes
+kernels = {kernels!r}
+p = lambda a: ctypes.c_void_p(a.ctypes.data)
+def load(name, symbols):
+    return load_library_bytes(compile_library_bytes(kernels + "/" + name, symbols, source_name=name))
+halves = load("halves.cu", ("softmax_f16", "softmax_bf16", "half_atomics"))
+for symbol, dtype in (("softmax_f16", np.float16), ("softmax_bf16", ml_dtypes.bfloat16)):
+    x = np.ones((5, 70), dtype); out = np.zeros_like(x)
+    halves.launch(symbol, 2, 128, 0, [p(x), p(out), ctypes.c_int(5), ctypes.c_int(70)])
+    assert (out.astype(np.float32) == np.float32(dtype(1 / 70))).all(), symbol
+total, pair = np.zeros(1, np.float16), np.zeros(2, ml_dtypes.bfloat16)
+quarters = np.full(64, 0.25, np.float16)
+halves.launch("half_atomics", 1, 64, 0, [p(total), p(pair), p(quarters)])
+assert total[0] == 16 and pair.astype(np.float32).tolist() == [64, 32]
+warps = load("warps.cu", ("row_sum_max", "warp_tree_sum"))
+x = np.ones((4, 40), np.float32); sums = np.zeros((4, 32), np.float32); top = np.zeros(4, np.float32)
+warps.launch("row_sum_max", 1, 128, 0, [p(x), p(sums), p(top), ctypes.c_int(40)])
+groups = load("groups.cu", ("tile_collectives", "staged_sum", "pipeline_copies"))
+ints, floats = np.arange(64, dtype=np.int32), np.ones(64, np.float32)
+results, sums = np.zeros(13 * 64, np.int32), np.zeros(128, np.float32)
+groups.launch("tile_collectives", 1, 64, 0, [p(ints), p(floats), p(results), p(sums)])
+staged = np.ones(2 * 3 * 64, np.float32); out = np.zeros(128, np.float32)
+groups.launch("staged_sum", 2, 64, 0, [p(staged), p(out), ctypes.c_int(3), ctypes.c_int(0)])
+assert (out == 3).all()
+copied, grouped = np.zeros(64, np.float32), np.zeros(68, np.float32)
+groups.launch("pipeline_copies", 1, 64, 0, [p(floats), p(copied), p(grouped), ctypes.c_int(64)])
+assert (copied == 1).all() and (grouped[:64] == 1).all()
+print("clean")
+"""
+
+
+def test_half_warp_and_group_kernels_are_clean_under_all_checks() -> None:
+    script = ALL_CHECKS_SCRIPT.format(kernels=str(KERNELS))
+    env = aotc_env({**asan_environment(), "AOTC_EMULATOR_CHECK": "all"})
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["clean"]

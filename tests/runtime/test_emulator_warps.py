@@ -122,7 +122,8 @@ def test_groups_with_their_own_masks(built: dict, monkeypatch: pytest.MonkeyPatc
     halves, sums = np.zeros(96, np.int32), np.zeros(3, np.int32)
     library.launch("half_warp_sums", 1, 96, 0, [ptr(values), ptr(halves)])
     np.testing.assert_array_equal(halves, np.repeat(values.reshape(6, 16).sum(axis=1), 16))
-    library.launch("warp_tree_sum", 3, 64, 0, [ptr(values[:64].copy()), ptr(sums)])
+    first = values[:64].copy()
+    library.launch("warp_tree_sum", 3, 64, 0, [ptr(first), ptr(sums)])
     assert sums.tolist() == [int(values[:64].sum())] * 3
 
 
@@ -146,13 +147,13 @@ def test_warp_kernels_are_clean_under_the_checks(built: dict, monkeypatch: pytes
 
 def launch_bug(library: EmulatorLibrary, symbol: str) -> None:
     values = np.arange(1, 65, dtype=np.int32)
-    floats = np.ones(64, np.float32)
+    floats, out = np.ones(64, np.float32), np.zeros(64, np.int32)  # alive until the launch ends
     args = {
         "shuffle_in_branch": (32, [ptr(floats)]),
-        "vote_outside_mask": (32, [ptr(values), ptr(np.zeros(32, np.uint32))]),
-        "syncwarp_in_branch": (32, [ptr(np.zeros(32, np.int32))]),
-        "lockstep_reduction": (64, [ptr(values), ptr(np.zeros(1, np.int32))]),
-        "shuffle_from_returned_lane": (32, [ptr(floats), ptr(np.zeros(1, np.float32)), ctypes.c_int(20)]),
+        "vote_outside_mask": (32, [ptr(values), ptr(out)]),
+        "syncwarp_in_branch": (32, [ptr(out)]),
+        "lockstep_reduction": (64, [ptr(values), ptr(out)]),
+        "shuffle_from_returned_lane": (32, [ptr(floats), ptr(out), ctypes.c_int(20)]),
     }
     threads, arguments = args[symbol]
     library.launch(symbol, 1, threads, 0, arguments)

@@ -294,17 +294,23 @@ static inline double __hiloint2double(int hi, int lo) {
                                                      static_cast<unsigned int>(lo)));
 }
 
-#if !defined(__GLIBC__)  // glibc declares these itself, with the same meaning
-static inline float __expf(float x) { return expf(x); }
-static inline float __exp10f(float x) { return powf(10.0f, x); }
-static inline float __logf(float x) { return logf(x); }
-static inline float __log2f(float x) { return log2f(x); }
-static inline float __log10f(float x) { return log10f(x); }
-static inline float __powf(float x, float y) { return powf(x, y); }
-static inline float __sinf(float x) { return sinf(x); }
-static inline float __cosf(float x) { return cosf(x); }
-static inline float __tanf(float x) { return tanf(x); }
+// glibc's math.h declares these (every function f also as __f), but its libm
+// exports none of them: define them, with glibc's C linkage where it declared them.
+#if defined(__GLIBC__)
+#define AOTC_EMU_FAST_MATH(R, NAME, PARAMS, BODY) extern "C" R NAME PARAMS noexcept { return BODY; }
+#else
+#define AOTC_EMU_FAST_MATH(R, NAME, PARAMS, BODY) static inline R NAME PARAMS { return BODY; }
 #endif
+AOTC_EMU_FAST_MATH(float, __expf, (float x), expf(x))
+AOTC_EMU_FAST_MATH(float, __exp10f, (float x), powf(10.0f, x))
+AOTC_EMU_FAST_MATH(float, __logf, (float x), logf(x))
+AOTC_EMU_FAST_MATH(float, __log2f, (float x), log2f(x))
+AOTC_EMU_FAST_MATH(float, __log10f, (float x), log10f(x))
+AOTC_EMU_FAST_MATH(float, __powf, (float x, float y), powf(x, y))
+AOTC_EMU_FAST_MATH(float, __sinf, (float x), sinf(x))
+AOTC_EMU_FAST_MATH(float, __cosf, (float x), cosf(x))
+AOTC_EMU_FAST_MATH(float, __tanf, (float x), tanf(x))
+#undef AOTC_EMU_FAST_MATH
 static inline float __fdividef(float x, float y) { return x / y; }
 static inline float fdividef(float x, float y) { return x / y; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

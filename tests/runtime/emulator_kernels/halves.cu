@@ -100,3 +100,30 @@ extern "C" __global__ void half_atomics(__half* total, __nv_bfloat162* pair, con
   atomicAdd(total, values[threadIdx.x]);
   atomicAdd(pair, __nv_bfloat162(__float2bfloat16(1.0f), __float2bfloat16(0.5f)));
 }
+
+// A row softmax as the field writes it: one warp per row, 16-bit inputs and
+// outputs, float accumulation, __shfl_xor_sync reductions.
+template <class T>
+__device__ void softmax_rows(const T* in, T* out, int rows, int cols) {
+  const int row = blockIdx.x * (blockDim.x / warpSize) + threadIdx.x / warpSize;
+  const int lane = threadIdx.x % warpSize;
+  if (row >= rows) return;
+  const T* x = in + static_cast<long long>(row) * cols;
+  float top = -INFINITY;
+  for (int c = lane; c < cols; c += warpSize) top = fmaxf(top, static_cast<float>(x[c]));
+  for (int offset = 16; offset > 0; offset >>= 1) top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, offset));
+  float total = 0.0f;
+  for (int c = lane; c < cols; c += warpSize) total += __expf(static_cast<float>(x[c]) - top);
+  for (int offset = 16; offset > 0; offset >>= 1) total += __shfl_xor_sync(0xFFFFFFFFu, total, offset);
+  for (int c = lane; c < cols; c += warpSize) {
+    out[static_cast<long long>(row) * cols + c] = T(__expf(static_cast<float>(x[c]) - top) / total);
+  }
+}
+
+extern "C" __global__ void softmax_f16(const __half* in, __half* out, int rows, int cols) {
+  softmax_rows(in, out, rows, cols);
+}
+
+extern "C" __global__ void softmax_bf16(const __nv_bfloat16* in, __nv_bfloat16* out, int rows, int cols) {
+  softmax_rows(in, out, rows, cols);
+}
