@@ -297,7 +297,7 @@ static inline double __hiloint2double(int hi, int lo) {
 // glibc's math.h declares these (every function f also as __f), but its libm
 // exports none of them: define them, with glibc's C linkage where it declared them.
 #if defined(__GLIBC__)
-#define AOTC_EMU_FAST_MATH(R, NAME, PARAMS, BODY) extern "C" R NAME PARAMS noexcept { return BODY; }
+#define AOTC_EMU_FAST_MATH(R, NAME, PARAMS, BODY) extern "C" inline R NAME PARAMS noexcept { return BODY; }
 #else
 #define AOTC_EMU_FAST_MATH(R, NAME, PARAMS, BODY) static inline R NAME PARAMS { return BODY; }
 #endif

@@ -117,6 +117,8 @@ struct SharedObject {
 };
 
 #define AOTC_EMU_UNCHECKED __attribute__((no_sanitize_thread, noinline))
+// What runs for every byte of every access: inlined where it is used.
+#define AOTC_EMU_UNCHECKED_HOT __attribute__((no_sanitize_thread, always_inline)) inline
 
 static Fault fault;
 static bool faulted;
@@ -156,7 +158,7 @@ AOTC_EMU_UNCHECKED static void copy_text(char* to, const char* from, unsigned lo
   to[i] = 0;
 }
 
-AOTC_EMU_UNCHECKED static unsigned linear_thread() {
+AOTC_EMU_UNCHECKED_HOT static unsigned linear_thread() {
   const uint3 t = detail::thread_idx;
   return t.x + t.y * detail::block_dim.x + t.z * detail::block_dim.x * detail::block_dim.y;
 }
@@ -327,7 +329,7 @@ AOTC_EMU_UNCHECKED static bool end_launch() {
   return faulted;
 }
 
-AOTC_EMU_UNCHECKED static Accessor accessor() {
+AOTC_EMU_UNCHECKED_HOT static Accessor accessor() {
   const unsigned id = linear_thread();
   const detail::Fiber* fiber = detail::current_fiber;
   return Accessor{static_cast<unsigned short>(id), static_cast<unsigned char>(id / kWarpSize),
@@ -340,7 +342,7 @@ AOTC_EMU_UNCHECKED static Accessor accessor() {
 // a lane of its warp that took part in a __syncwarp since). The group keeps
 // one thread of its latest interval, and whether there were others (`who`).
 // Sets same_warp when the group is of the accessor's warp.
-AOTC_EMU_UNCHECKED static int group_race(unsigned short who, unsigned char warp, unsigned interval, const Accessor& me,
+AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char warp, unsigned interval, const Accessor& me,
                                          bool& same_warp) {
   const unsigned short id = who & ~kSeveral;
   same_warp = warp == me.warp;
@@ -351,7 +353,7 @@ AOTC_EMU_UNCHECKED static int group_race(unsigned short who, unsigned char warp,
   return (who & kSeveral) != 0 ? kNobody : -1;
 }
 
-AOTC_EMU_UNCHECKED static void group_add(unsigned& when, unsigned short& who, unsigned char& warp, unsigned& interval,
+AOTC_EMU_UNCHECKED_HOT static void group_add(unsigned& when, unsigned short& who, unsigned char& warp, unsigned& interval,
                                          const Accessor& me) {
   if (when != epoch) {
     when = epoch;
@@ -370,7 +372,7 @@ AOTC_EMU_UNCHECKED static void group_add(unsigned& when, unsigned short& who, un
 }
 
 // The last plain write in this epoch against the accessor, as group_race.
-AOTC_EMU_UNCHECKED static int write_race(const Shadow& s, const Accessor& me, bool& same_warp) {
+AOTC_EMU_UNCHECKED_HOT static int write_race(const Shadow& s, const Accessor& me, bool& same_warp) {
   if (s.written != epoch || s.writer >= kPendingCopy || s.writer == me.id) return -1;
   same_warp = s.writer / kWarpSize == me.warp;
   if (same_warp && s.write_interval < me.interval) return -1;
@@ -473,7 +475,7 @@ AOTC_EMU_UNCHECKED static Fault* access_fault(int check, int kind, int space, un
 
 // One byte of an access. `offset` is the byte's offset in its space (global:
 // its address); `first` and `size` describe the whole access, for a report.
-AOTC_EMU_UNCHECKED static void check_byte(Shadow& s, int space, unsigned long long first, unsigned long long byte,
+AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned long long first, unsigned long long byte,
                                           unsigned long long size, bool write, bool atomic, const Accessor& me) {
   if ((AOTC_EMU_CHECKS & kInit) && space != kGlobal && (!write || atomic)) {
     if (s.writer == kPendingCopy && s.written >= block_epoch) {
@@ -533,9 +535,13 @@ AOTC_EMU_UNCHECKED static void check_global(unsigned long long address, unsigned
   check_alignment_and_poison(address, size, write, aligned);
   if (!(AOTC_EMU_CHECKS & kRace)) return;
   const Accessor me = accessor();
-  for (unsigned long long i = 0; i < size; ++i) {
-    Shadow* s = global_shadow(address + i);
-    if (s != nullptr) check_byte(*s, kGlobal, address, address + i, size, write, atomic, me);
+  Shadow* shadow = nullptr;  // of byte `first` of the access, whose page holds byte i
+  for (unsigned long long i = 0, first = 0; i < size; ++i) {
+    if (i == 0 || (address + i) % kPageBytes == 0) {  // one lookup a page
+      shadow = global_shadow(address + i);
+      first = i;
+    }
+    if (shadow != nullptr) check_byte(shadow[i - first], kGlobal, address, address + i, size, write, atomic, me);
   }
 }
 

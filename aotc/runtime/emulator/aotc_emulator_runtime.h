@@ -362,15 +362,23 @@ AOTC_EMU_RUNTIME inline void suspend_fiber(Fiber& fiber) {
 
 namespace aotc_emu::detail {
 
+#if !AOTC_EMU_CHECKS  // checked launches run fibers only
+// __syncthreads() in OS-thread mode, out of line: a kernel calls it at every
+// barrier, and inlining it everywhere costs compile time.
+AOTC_EMU_RUNTIME __attribute__((noinline)) inline Phase sync_block_os_thread(bool predicate) {
+  os_lane_stalls(kAtBarrier);  // lanes of its warp may wait at a collective that names it
+  const Phase phase = block_barrier.arrive_and_wait(predicate ? 1 : 0, 1);
+  __atomic_store_n(&os_lane->state, static_cast<unsigned char>(kRunnable), __ATOMIC_SEQ_CST);
+  return phase;
+}
+#endif
+
 // __syncthreads() and its counting variants.
 AOTC_EMU_RUNTIME inline Phase sync_block(bool predicate, const char* file, int line) {
   Fiber* const fiber = current_fiber;
-  if (fiber == nullptr) {
-    os_lane_stalls(kAtBarrier);  // lanes of its warp may wait at a collective that names it
-    const Phase phase = block_barrier.arrive_and_wait(predicate ? 1 : 0, 1);
-    __atomic_store_n(&os_lane->state, static_cast<unsigned char>(kRunnable), __ATOMIC_SEQ_CST);
-    return phase;
-  }
+#if !AOTC_EMU_CHECKS
+  if (fiber == nullptr) return sync_block_os_thread(predicate);
+#endif
   fiber->predicate = predicate ? 1 : 0;
   fiber->sync_file = file;
   fiber->sync_line = line;
@@ -465,19 +473,18 @@ AOTC_EMU_RUNTIME inline void run_as_worker(int worker, int workers) {
 #endif
     for (int t = first; t < last; ++t) start_fiber(fibers[t], fiber_stacks[t]);
     for (;;) {
-      int waiting, waiting_true;
-      for (;;) {  // run every fiber until it waits at the barrier or returns
-        waiting = waiting_true = 0;
-        for (int t = first; t < last; ++t) {
-          if (fibers[t].state == kRunnable) resume_fiber(fibers[t]);
-          if (fibers[t].state == kAtBarrier) {
-            ++waiting;
-            waiting_true += fibers[t].predicate;
-          }
+      int waiting = 0, waiting_true = 0;
+      for (int t = first; t < last; ++t) {  // run every fiber until it waits or returns
+        if (fibers[t].state == kRunnable) resume_fiber(fibers[t]);
+        if (fibers[t].state == kAtBarrier) {
+          ++waiting;
+          waiting_true += fibers[t].predicate;
         }
-        current_fiber = nullptr;
-        if (worker_warp_waiters == 0) break;
-        settle_warps(first, last);  // no fiber can run on: complete the warp collectives
+      }
+      current_fiber = nullptr;
+      if (worker_warp_waiters != 0) {  // none can run on: complete the warp collectives, then again
+        settle_warps_hook(first, last);
+        continue;
       }
       if (waiting == 0) break;
 #if AOTC_EMU_CHECKS

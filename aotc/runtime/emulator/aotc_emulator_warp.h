@@ -36,16 +36,24 @@ static int os_warp_waiters[kMaxWarps];        // OS threads: lanes of each warp 
 static std::mutex os_warp_mutex[kMaxWarps];
 static bool lanes_are_os_threads;  // this launch runs one OS thread per CUDA thread
 static int warp_stuck;             // a collective was completed without a lane it named
+// How the launch loop settles warps: set by the first collective, so that a
+// library whose kernels call none compiles none of this (compile time).
+static void (*settle_warps_hook)(int first, int last);
+static void (*os_settle_hook)(int warp);  // takes the warp's mutex
+
+// The machinery below is templates: a library whose kernels call no warp
+// collective instantiates none of it, and compiles as fast as before.
+#define AOTC_EMU_LAZY template <int = 0>
 
 // OS threads: a lane sleeps on its record's `wake` word until a collective completes.
-AOTC_EMU_RUNTIME inline void wake_lane(Fiber& lane) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void wake_lane(Fiber& lane) {
   __atomic_add_fetch(&lane.wake, 1u, __ATOMIC_SEQ_CST);
 #if defined(__linux__)
   syscall(SYS_futex, &lane.wake, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 #endif
 }
 
-AOTC_EMU_RUNTIME inline void sleep_while_at_collective(Fiber& lane) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void sleep_while_at_collective(Fiber& lane) {
   for (;;) {
     const unsigned seen = __atomic_load_n(&lane.wake, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&lane.state, __ATOMIC_SEQ_CST) != kAtWarp) return;
@@ -75,7 +83,7 @@ AOTC_EMU_RUNTIME inline unsigned lanes_present(int warp) {
 
 // The lane a shuffle reads, as PTX's shfl.sync computes it from CUDA's
 // operands (c = ((32 - width) << 8) | clamp); its own lane when out of range.
-AOTC_EMU_RUNTIME inline int shuffle_source(int op, int lane, int operand, int width) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline int shuffle_source(int op, int lane, int operand, int width) {
   const int segment = (kWarpSize - width) & 31;
   const int clamp = op == kShuffleUp ? 0 : 31;
   const int b = operand & 31;
@@ -95,7 +103,7 @@ AOTC_EMU_RUNTIME inline int shuffle_source(int op, int lane, int operand, int wi
   return inside ? source : lane;
 }
 
-AOTC_EMU_RUNTIME inline unsigned reduce_values(int op, const Fiber* lanes, unsigned group) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline unsigned reduce_values(int op, const Fiber* lanes, unsigned group) {
   unsigned result = static_cast<unsigned>(lanes[__builtin_ctz(group)].value);
   for (unsigned rest = group & (group - 1); rest != 0; rest &= rest - 1) {
     const unsigned v = static_cast<unsigned>(lanes[__builtin_ctz(rest)].value);
@@ -116,7 +124,7 @@ AOTC_EMU_RUNTIME inline unsigned reduce_values(int op, const Fiber* lanes, unsig
 
 // Completes the collective of the lanes in `group` (all at one operation
 // with one mask): each gets its result and may run on.
-AOTC_EMU_RUNTIME inline void complete(int warp, unsigned group, unsigned exited) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void complete(int warp, unsigned group, unsigned exited) {
   Fiber* const lanes = fibers + kWarpSize * warp;
   const int op = lanes[__builtin_ctz(group)].op;
   unsigned ballot = 0, interval = 0;
@@ -172,7 +180,7 @@ AOTC_EMU_RUNTIME inline void complete(int warp, unsigned group, unsigned exited)
 
 // Settles `warp`, whose lanes are all stalled (at a collective, at
 // __syncthreads, or returned). Returns the lanes released.
-AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
   Fiber* const lanes = fibers + kWarpSize * warp;
   const unsigned present = lanes_present(warp);
   unsigned waiting = 0, exited = ~present;
@@ -240,7 +248,7 @@ AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
 }
 
 // Fibers: every fiber of this worker waits somewhere; settle its warps.
-AOTC_EMU_RUNTIME inline void settle_warps(int first, int last) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void settle_warps(int first, int last) {
   for (int warp = first / kWarpSize; warp * kWarpSize < last; ++warp) {
     worker_warp_waiters -= __builtin_popcount(settle_warp(warp));
   }
@@ -249,7 +257,7 @@ AOTC_EMU_RUNTIME inline void settle_warps(int first, int last) {
 // OS threads: whether no lane of `warp` can run on. A lane at __syncthreads
 // runs on once its phase has opened, and a lane that has not started this
 // block (another lane got there first) is about to run.
-AOTC_EMU_RUNTIME inline bool os_warp_stalled(int warp, unsigned long long block) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline bool os_warp_stalled(int warp, unsigned long long block) {
   const Fiber* lanes = fibers + kWarpSize * warp;
   const unsigned generation = block_barrier.generation();
   for (unsigned rest = lanes_present(warp); rest != 0; rest &= rest - 1) {
@@ -263,12 +271,17 @@ AOTC_EMU_RUNTIME inline bool os_warp_stalled(int warp, unsigned long long block)
 }
 
 // OS threads, with the warp's mutex held: settle it while it is stalled.
-AOTC_EMU_RUNTIME inline void os_settle(int warp) {
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void os_settle(int warp) {
   while (os_warp_waiters[warp] != 0 && os_warp_stalled(warp, os_lane->block)) {
     const unsigned released = settle_warp(warp);
     if (released == 0) break;
     __atomic_sub_fetch(&os_warp_waiters[warp], __builtin_popcount(released), __ATOMIC_SEQ_CST);
   }
+}
+
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void os_settle_locked(int warp) {
+  std::lock_guard<std::mutex> lock(os_warp_mutex[warp]);
+  os_settle(warp);
 }
 
 // OS threads: this lane stops at __syncthreads (kAtBarrier) or returns
@@ -278,18 +291,19 @@ AOTC_EMU_RUNTIME inline void os_lane_stalls(unsigned char state) {
   if (state == kAtBarrier) __atomic_store_n(&lane->barrier_generation, block_barrier.generation(), __ATOMIC_SEQ_CST);
   __atomic_store_n(&lane->state, state, __ATOMIC_SEQ_CST);
   const int warp = static_cast<int>(lane - fibers) / kWarpSize;
-  if (__atomic_load_n(&os_warp_waiters[warp], __ATOMIC_SEQ_CST) == 0) return;
-  std::lock_guard<std::mutex> lock(os_warp_mutex[warp]);
-  os_settle(warp);
+  if (__atomic_load_n(&os_warp_waiters[warp], __ATOMIC_SEQ_CST) == 0) return;  // then a collective set the hook
+  os_settle_hook(warp);
 }
 
 // Runs one warp collective for the calling lane; returns its record, which
 // holds the result.
-AOTC_EMU_RUNTIME __attribute__((noinline)) inline const Fiber& warp_collective(
+AOTC_EMU_LAZY AOTC_EMU_RUNTIME __attribute__((noinline)) inline const Fiber& warp_collective(
     int op, unsigned mask, unsigned long long value, int operand, int width, const char* name,
     const char* file, int line) {
   Fiber* const lane = current_fiber != nullptr ? current_fiber : os_lane;
   const int tid = static_cast<int>(lane - fibers);
+  __atomic_store_n(&settle_warps_hook, &settle_warps<>, __ATOMIC_RELAXED);
+  __atomic_store_n(&os_settle_hook, &os_settle_locked<>, __ATOMIC_RELAXED);
   const int warp = tid / kWarpSize, l = tid % kWarpSize;
   lane->op = op;
   lane->mask = mask;
@@ -348,33 +362,41 @@ inline T shuffle(int op, unsigned mask, T var, int operand, int width, const cha
 // ---- CUDA's warp intrinsics ------------------------------------------------------
 // Each records its call site, so that a report can name the line.
 #define AOTC_EMU_SITE const char *file = __builtin_FILE(), int line = __builtin_LINE()
-#define AOTC_EMU_SHUFFLES(T)                                                                              \
-  static inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize, AOTC_EMU_SITE) {  \
-    return ::aotc_emu::detail::shuffle(::aotc_emu::detail::kShuffleIndex, mask, var, src_lane, width,      \
-                                       "__shfl_sync", file, line);                                         \
-  }                                                                                                        \
-  static inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize, AOTC_EMU_SITE) { \
-    return ::aotc_emu::detail::shuffle(::aotc_emu::detail::kShuffleUp, mask, var, static_cast<int>(delta),  \
-                                       width, "__shfl_up_sync", file, line);                               \
-  }                                                                                                        \
-  static inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize, AOTC_EMU_SITE) { \
-    return ::aotc_emu::detail::shuffle(::aotc_emu::detail::kShuffleDown, mask, var, static_cast<int>(delta), \
-                                       width, "__shfl_down_sync", file, line);                             \
-  }                                                                                                        \
-  static inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize, AOTC_EMU_SITE) { \
-    return ::aotc_emu::detail::shuffle(::aotc_emu::detail::kShuffleXor, mask, var, lane_mask, width,       \
-                                       "__shfl_xor_sync", file, line);                                     \
+namespace aotc_emu::detail {
+// The types CUDA's shuffles and matches take; other integers promote to int,
+// as they do to CUDA's int overload. Templates, so that a kernel pays to
+// compile only the ones it calls.
+template <class T>
+constexpr bool kWarpWord = std::is_same_v<T, int> || std::is_same_v<T, unsigned int> || std::is_same_v<T, long> ||
+                           std::is_same_v<T, unsigned long> || std::is_same_v<T, long long> ||
+                           std::is_same_v<T, unsigned long long> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+template <class T>
+constexpr bool kPromotedToInt = (std::is_integral_v<T> || std::is_enum_v<T>) && sizeof(T) < sizeof(int);
+template <class T>
+using WarpWord = std::enable_if_t<kWarpWord<T>, T>;
+template <class T>
+using PromotedWord = std::enable_if_t<kPromotedToInt<T>, int>;
+}  // namespace aotc_emu::detail
+
+#define AOTC_EMU_SHUFFLE(NAME, OP, OPERAND)                                                                  \
+  template <class T>                                                                                         \
+  static inline ::aotc_emu::detail::WarpWord<T> NAME(unsigned mask, T var, OPERAND operand, int width = warpSize, \
+                                                     AOTC_EMU_SITE) {                                        \
+    return ::aotc_emu::detail::shuffle(::aotc_emu::detail::OP, mask, var, static_cast<int>(operand), width, #NAME, file, line); \
+  }                                                                                                          \
+  template <class T>                                                                                         \
+  static inline ::aotc_emu::detail::PromotedWord<T> NAME(unsigned mask, T var, OPERAND operand, int width = warpSize, \
+                                                         AOTC_EMU_SITE) {                                    \
+    return NAME<int>(mask, static_cast<int>(var), operand, width, file, line);                               \
   }
-AOTC_EMU_SHUFFLES(int)
-AOTC_EMU_SHUFFLES(unsigned int)
-AOTC_EMU_SHUFFLES(long)
-AOTC_EMU_SHUFFLES(unsigned long)
-AOTC_EMU_SHUFFLES(long long)
-AOTC_EMU_SHUFFLES(unsigned long long)
-AOTC_EMU_SHUFFLES(float)
-AOTC_EMU_SHUFFLES(double)
+AOTC_EMU_SHUFFLE(__shfl_sync, kShuffleIndex, int)
+AOTC_EMU_SHUFFLE(__shfl_up_sync, kShuffleUp, unsigned)
+AOTC_EMU_SHUFFLE(__shfl_down_sync, kShuffleDown, unsigned)
+AOTC_EMU_SHUFFLE(__shfl_xor_sync, kShuffleXor, int)
+#undef AOTC_EMU_SHUFFLE
 
 #define AOTC_EMU_VOTE(NAME, OP, R)                                                                  \
+  template <class = void>                                                                          \
   static inline R NAME(unsigned mask, int predicate, AOTC_EMU_SITE) {                              \
     return static_cast<R>(::aotc_emu::detail::warp_collective(::aotc_emu::detail::OP, mask,        \
                                                               predicate != 0, 0, 0, #NAME, file, line) \
@@ -386,40 +408,48 @@ AOTC_EMU_VOTE(__all_sync, kAll, int)
 AOTC_EMU_VOTE(__uni_sync, kUni, int)
 #undef AOTC_EMU_VOTE
 
+template <class = void>
 static inline unsigned __activemask(AOTC_EMU_SITE) {
   return static_cast<unsigned>(
       ::aotc_emu::detail::warp_collective(::aotc_emu::detail::kActivemask, 0, 0, 0, 0, "__activemask", file, line)
           .result);
 }
 
+template <class = void>
 static inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, AOTC_EMU_SITE) {
   ::aotc_emu::detail::warp_collective(::aotc_emu::detail::kSyncwarp, mask, 0, 0, 0, "__syncwarp", file, line);
 }
 
-#define AOTC_EMU_MATCH(T)                                                                              \
-  static inline unsigned __match_any_sync(unsigned mask, T value, AOTC_EMU_SITE) {                     \
-    return static_cast<unsigned>(::aotc_emu::detail::warp_collective(                                  \
-        ::aotc_emu::detail::kMatchAny, mask, ::aotc_emu::detail::warp_bits(value), 0, 0, "__match_any_sync", \
-        file, line).result);                                                                           \
-  }                                                                                                    \
-  static inline unsigned __match_all_sync(unsigned mask, T value, int* predicate, AOTC_EMU_SITE) {     \
-    const auto& lane = ::aotc_emu::detail::warp_collective(::aotc_emu::detail::kMatchAll, mask,        \
-                                                           ::aotc_emu::detail::warp_bits(value), 0, 0, \
-                                                           "__match_all_sync", file, line);            \
-    *predicate = lane.operand;                                                                         \
-    return static_cast<unsigned>(lane.result);                                                         \
-  }
-AOTC_EMU_MATCH(int)
-AOTC_EMU_MATCH(unsigned int)
-AOTC_EMU_MATCH(long)
-AOTC_EMU_MATCH(unsigned long)
-AOTC_EMU_MATCH(long long)
-AOTC_EMU_MATCH(unsigned long long)
-AOTC_EMU_MATCH(float)
-AOTC_EMU_MATCH(double)
-#undef AOTC_EMU_MATCH
+template <class T>
+static inline std::enable_if_t<::aotc_emu::detail::kWarpWord<T>, unsigned> __match_any_sync(unsigned mask, T value,
+                                                                                              AOTC_EMU_SITE) {
+  return static_cast<unsigned>(::aotc_emu::detail::warp_collective(::aotc_emu::detail::kMatchAny, mask,
+                                                                   ::aotc_emu::detail::warp_bits(value), 0, 0,
+                                                                   "__match_any_sync", file, line)
+                                   .result);
+}
+template <class T>
+static inline std::enable_if_t<::aotc_emu::detail::kWarpWord<T>, unsigned> __match_all_sync(unsigned mask, T value,
+                                                                                              int* predicate, AOTC_EMU_SITE) {
+  const auto& lane = ::aotc_emu::detail::warp_collective(::aotc_emu::detail::kMatchAll, mask,
+                                                         ::aotc_emu::detail::warp_bits(value), 0, 0, "__match_all_sync",
+                                                         file, line);
+  *predicate = lane.operand;
+  return static_cast<unsigned>(lane.result);
+}
+template <class T>
+static inline std::enable_if_t<::aotc_emu::detail::kPromotedToInt<T>, unsigned> __match_any_sync(unsigned mask, T value,
+                                                                                                   AOTC_EMU_SITE) {
+  return __match_any_sync<int>(mask, static_cast<int>(value), file, line);
+}
+template <class T>
+static inline std::enable_if_t<::aotc_emu::detail::kPromotedToInt<T>, unsigned> __match_all_sync(unsigned mask, T value,
+                                                                                                   int* predicate, AOTC_EMU_SITE) {
+  return __match_all_sync<int>(mask, static_cast<int>(value), predicate, file, line);
+}
 
 #define AOTC_EMU_REDUCE(NAME, OP, T)                                                                \
+  template <class = void>                                                                          \
   static inline T NAME(unsigned mask, T value, AOTC_EMU_SITE) {                                    \
     return static_cast<T>(::aotc_emu::detail::warp_collective(::aotc_emu::detail::OP, mask,        \
                                                               static_cast<unsigned>(value), 0, 0, #NAME, \
