@@ -520,7 +520,9 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
     group_add(s.updated, s.updater, s.update_warp, s.update_interval, me);
     if (s.read == epoch && s.reader == me.id) s.read = 0;  // its own read was the guess this update checks
     Suspect& suspect = suspects[me.id];
-    if (suspect.active && byte >= suspect.address && byte < suspect.address + suspect.size) suspect.active = false;
+    if (suspect.active && suspect.space == space && byte >= suspect.address && byte < suspect.address + suspect.size) {
+      suspect.active = false;
+    }
   }
 }
 
