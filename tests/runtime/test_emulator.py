@@ -13,6 +13,8 @@ import pytest
 from aotc.errors import BuildError
 from aotc.runtime.emulator.compile import (
     COMPILE_FLAGS,
+    INCLUDE_DIR,
+    SHIM_HEADER,
     compile_library,
     compile_library_bytes,
     toolchain,
@@ -451,6 +453,16 @@ def test_toolchain_identity_names_compiler_flags_and_shim() -> None:
     assert re.search(r"\d+\.\d+", tools.version)
     for part in (tools.compiler, tools.version, tools.target, tools.shim_sha256):
         assert part in tools.identity
+
+
+def test_every_header_a_kernel_may_include_is_in_the_toolchain_identity() -> None:
+    """The emulator's cuda_fp16.h, cooperative_groups.h, ... change what a library
+    holds, so their bytes (and names) go into the key, as the shim's do."""
+    from aotc.runtime.emulator import compile as emulator_compile
+
+    headers = {path for path in INCLUDE_DIR.rglob("*") if path.is_file()}
+    assert {"cuda_fp16.h", "cuda_bf16.h", "cooperative_groups.h", "pipeline"} <= {path.name for path in headers}
+    assert headers | {SHIM_HEADER} <= set(emulator_compile._SHIM_FILES)  # noqa: SLF001
 
 
 def test_translation_unit_keeps_line_numbers() -> None:

@@ -24,7 +24,7 @@ from aotc.runtime.emulator.launch import EmulatorLibrary, load_library_bytes
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="bfloat16 comes from ml_dtypes, which JAX brings")
 
 KERNELS = Path(__file__).parent / "emulator_kernels"
-SYMBOLS = ("half_operations", "bfloat16_operations", "half2_row_sums", "half_atomics", "softmax_f16", "softmax_bf16")
+SYMBOLS = ("half_operations", "bfloat16_operations", "half2_row_sums", "half_atomics", "softmax_f16", "softmax_bf16", "scale_halves")
 # name: (dtype, mantissa bits, least exponent, greatest exponent, kernel)
 FORMATS = {
     "f16": (np.float16, 10, -14, 15, "half_operations"),
@@ -263,6 +263,21 @@ def test_half2_loads_shuffles_and_atomics(library: EmulatorLibrary) -> None:
     library.launch("half_atomics", 1, 64, 0, [ptr(total), ptr(pair), ptr(ones)])
     assert total[0] == 16.0 and pair.astype(np.float32).tolist() == [64.0, 32.0]
 
+
+
+def test_half_parameters_are_two_byte_scalars(library: EmulatorLibrary) -> None:
+    """A kernel declared with __half and __nv_bfloat16 parameters launches as
+    any other: pointers, and 2-byte values holding the bits."""
+    kernel = library.kernel("scale_halves")
+    assert kernel.sizes == (8, 8, 2, 2, 4) and kernel.kinds == "ppooi"
+    x = np.linspace(-2, 2, 40).astype(np.float16)
+    out = np.zeros_like(x)
+    factor = ctypes.c_uint16(int(np.array(1.5, np.float16).view(np.uint16)))
+    offset = ctypes.c_uint16(int(np.array(0.25, ml_dtypes.bfloat16).view(np.uint16)))
+    kernel.launch(1, 64, 0, [ptr(x), ptr(out), factor, offset, ctypes.c_int(40)])
+    np.testing.assert_array_equal(out, (x * np.float16(1.5)) + np.float16(0.25))
+    with pytest.raises(TypeError, match=r"argument 2 of kernel scale_halves: the parameter takes a struct of 2 bytes, got c_float"):
+        kernel.launch(1, 64, 0, [ptr(x), ptr(out), ctypes.c_float(1.5), offset, ctypes.c_int(40)])
 
 # Tolerances per dtype: the output's rounding (half an ulp: 2**-11 for f16,
 # 2**-8 for bf16, relative) and the inputs' (the reference reads the same

@@ -127,3 +127,9 @@ extern "C" __global__ void softmax_f16(const __half* in, __half* out, int rows, 
 extern "C" __global__ void softmax_bf16(const __nv_bfloat16* in, __nv_bfloat16* out, int rows, int cols) {
   softmax_rows(in, out, rows, cols);
 }
+
+// A 16-bit scalar parameter: the binding passes its bits as a 2-byte value.
+extern "C" __global__ void scale_halves(const __half* in, __half* out, __half factor, __nv_bfloat16 offset, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = __hadd(__hmul(in[i], factor), __float2half(__bfloat162float(offset)));
+}
