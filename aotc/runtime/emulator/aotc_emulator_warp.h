@@ -37,12 +37,12 @@ static std::mutex os_warp_mutex[kMaxWarps];
 static bool lanes_are_os_threads;  // this launch runs one OS thread per CUDA thread
 static int warp_stuck;             // a collective was completed without a lane it named
 // How the launch loop settles warps: set by the first collective, so that a
-// library whose kernels call none compiles none of this (compile time).
+// library whose kernels call none never instantiates the machinery below.
 static void (*settle_warps_hook)(int first, int last);
 static void (*os_settle_hook)(int warp);  // takes the warp's mutex
 
 // The machinery below is templates: a library whose kernels call no warp
-// collective instantiates none of it, and compiles as fast as before.
+// collective instantiates none of it (compile time: benchmarks/RESULTS.md).
 #define AOTC_EMU_LAZY template <int = 0>
 
 // OS threads: a lane sleeps on its record's `wake` word until a collective completes.

@@ -289,7 +289,8 @@ def compile_library(
         preprocessed, built = unit_path.with_suffix(".ii"), unit_path.with_suffix(".so")
         unit_path.write_text(unit, encoding="utf-8", errors="surrogateescape")
         # Preprocess once, check what survives the preprocessor, compile that.
-        shim = ["-isystem", str(INCLUDE_DIR), "-include", str(SHIM_HEADER)]
+        # -I, searched before CPATH and -isystem: a CUDA toolkit there must not win.
+        shim = ["-I", str(INCLUDE_DIR), "-include", str(SHIM_HEADER)]
         command = [tools.compiler, *tools.flags, "-E", *shim, "-x", "c++", str(unit_path)]
         _run_compiler([*command, "-o", str(preprocessed)], name, cwd=work)
         text = preprocessed.read_text(encoding="utf-8", errors="surrogateescape")
