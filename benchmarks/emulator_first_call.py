@@ -35,6 +35,7 @@ launcher = library.kernel("gemm_maxplus_f32_forward")
 n = 64
 a = np.ones((n, n), np.float32); c = np.empty((n, n), np.float32)
 launcher(a.ctypes.data, a.ctypes.data, c.ctypes.data, n, n, n, n, n, n)
+backend.synchronize()  # launches are queued on a stream and run when the host waits
 elapsed = time.perf_counter() - start
 print(json.dumps({"seconds": elapsed, "compiled": backend.compiles, "ok": bool((c == 2).all())}))
 """

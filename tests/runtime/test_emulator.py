@@ -13,6 +13,8 @@ import pytest
 from aotc.errors import BuildError
 from aotc.runtime.emulator.compile import (
     COMPILE_FLAGS,
+    INCLUDE_DIR,
+    SHIM_HEADER,
     compile_library,
     compile_library_bytes,
     toolchain,
@@ -370,14 +372,16 @@ def kernel_source(body: str) -> str:
 @pytest.mark.parametrize(
     ("construct", "name", "reason"),
     [
-        ("  v = __shfl_sync(0xffffffffu, v, 0);", "__shfl_sync", "warp shuffles have no CPU equivalent"),
-        ("  v = __shfl_xor_sync(0xffffffffu, v, 1);", "__shfl_xor_sync", "warp shuffles have no CPU equivalent"),
-        ("  if (__ballot_sync(0xffffffffu, v > 0)) v = 0;", "__ballot_sync", "warp-level operations"),
-        ("  if (__activemask()) v = 0;", "__activemask", "warp-level operations"),
+        ("  v = __shfl(v, 0);", "__shfl", "removed for sm_70 and later in CUDA 9: use its _sync form"),
+        ("  if (__ballot(v > 0)) v = 0;", "__ballot", "removed for sm_70 and later in CUDA 9"),
         ('  asm volatile("membar.gl;");', "asm", "inline PTX assembly"),
         ("  long long t = clock64();", "clock64", "GPU clocks"),
-        ("  namespace cg = cooperative_groups;", "cooperative_groups", "cooperative groups"),
+        ("  cooperative_groups::this_grid().sync();", "this_grid", "grid-wide and cluster cooperative groups"),
         ("  v = tex1Dfetch<float>(0, 0);", "tex1Dfetch", "textures"),
+        ("  nvcuda::wmma::fill_fragment(f, 0.0f);", "nvcuda", "tensor-core (wmma/mma)"),
+        ("  __pipeline_arrive_on(&bar);", "__pipeline_arrive_on", "asynchronous barriers are not emulated"),
+        ("  __nv_fp8_e4m3 q(v);", "__nv_fp8_e4m3", "8-, 6- and 4-bit float types"),
+        ("  auto c = cooperative_groups::this_cluster();", "this_cluster", "cluster cooperative groups"),
     ],
 )
 def test_unsupported_constructs_fail_at_compile_time(tmp_path: Path, construct: str, name: str, reason: str) -> None:
@@ -403,7 +407,7 @@ def test_only_code_the_preprocessor_keeps_is_checked(tmp_path: Path) -> None:
         "#if defined(__CUDA_ARCH__)\n"
         '  asm("max.NaN.f32 %0, %1, %2;" : "=f"(v) : "f"(v), "f"(v));\n'
         "#endif\n"
-        "#define BROADCAST(x) __shfl_sync(0xffffffffu, x, 0)\n"
+        "#define BROADCAST(x) __shfl(x, 0)\n"
         "  out[threadIdx.x] = v;"
     )
     library = load_library(compile_library(kernel_source(body).encode(), ["k"], tmp_path / "k.so"))
@@ -411,14 +415,14 @@ def test_only_code_the_preprocessor_keeps_is_checked(tmp_path: Path) -> None:
     library.launch("k", 1, 4, 0, [ptr(out)])
     used = tmp_path / "used.cu"
     used.write_text(kernel_source(body.replace("out[threadIdx.x] = v;", "out[0] = BROADCAST(v);")))
-    with pytest.raises(BuildError, match=rf"^{re.escape(str(used))}:7: unsupported on the emulator: __shfl_sync"):
+    with pytest.raises(BuildError, match=rf"^{re.escape(str(used))}:7: unsupported on the emulator: __shfl \("):
         compile_library(used, ["k"], tmp_path / "k.so")
 
 
 def test_cuda_device_headers_are_named(tmp_path: Path) -> None:
-    source = tmp_path / "groups.cu"
-    source.write_text("#include <cooperative_groups.h>\n" + kernel_source(""))
-    message = f"{source}:1: unsupported on the emulator: #include <cooperative_groups.h> (CUDA device headers"
+    source = tmp_path / "tensor_cores.cu"
+    source.write_text("#include <mma.h>\n" + kernel_source(""))
+    message = f"{source}:1: unsupported on the emulator: #include <mma.h> (CUDA device headers"
     with pytest.raises(BuildError, match=f"^{re.escape(message)}"):
         compile_library(source, ["k"], tmp_path / "k.so")
 
@@ -449,6 +453,16 @@ def test_toolchain_identity_names_compiler_flags_and_shim() -> None:
     assert re.search(r"\d+\.\d+", tools.version)
     for part in (tools.compiler, tools.version, tools.target, tools.shim_sha256):
         assert part in tools.identity
+
+
+def test_every_header_a_kernel_may_include_is_in_the_toolchain_identity() -> None:
+    """The emulator's cuda_fp16.h, cooperative_groups.h, ... change what a library
+    holds, so their bytes (and names) go into the key, as the shim's do."""
+    from aotc.runtime.emulator import compile as emulator_compile
+
+    headers = {path for path in INCLUDE_DIR.rglob("*") if path.is_file()}
+    assert {"cuda_fp16.h", "cuda_bf16.h", "cooperative_groups.h", "pipeline"} <= {path.name for path in headers}
+    assert headers | {SHIM_HEADER} <= set(emulator_compile._SHIM_FILES)  # noqa: SLF001
 
 
 def test_translation_unit_keeps_line_numbers() -> None:

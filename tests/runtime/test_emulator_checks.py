@@ -135,6 +135,7 @@ def test_a_missing_barrier_is_a_race(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = (
         r"^tiled_matmul: race check: read after write: block \(0, 0, 0\) thread \(1, 0, 0\) reads shared "
         r"tiled_matmul::As \+ 0 bytes \(of 1024\), which thread \(0, 0, 0\) wrote since the last __syncthreads "
+        r"\(warp 0, lanes 1 and 0: lanes of a warp are not in lockstep, and no __syncwarp orders them\) "
         r"\(tiled_matmul\.cu:27\)$"
     )
     with pytest.raises(KernelFaultError, match=expected):
@@ -214,3 +215,59 @@ def test_a_process_under_address_sanitizer_survives_a_cpp_exception(how: str) ->
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == ["caught", "True"]
+
+
+# ---- plain accesses racing with atomics, on shared and on global memory ----------------------
+
+
+def run_atomic_races(symbol: str, planted: int) -> np.ndarray:
+    library = checked("atomic_races.cu", ("shared_histogram", "global_totals", "cas_add"), ("race",))
+    values = np.random.default_rng(2).integers(0, 1000, 256).astype(np.int32)
+    if symbol == "shared_histogram":
+        counts = np.zeros(16, np.int32)
+        library.launch(symbol, 2, 64, 0, [ptr(values), ctypes.c_int(256), ptr(counts), ctypes.c_int(planted)])
+        np.testing.assert_array_equal(counts, np.bincount(values % 16, minlength=16))
+        return counts
+    totals, copies = np.full(4, -1, np.int32), np.full(4, -1, np.int32)
+    library.launch(symbol, 4, 64, 0, [ptr(values), ptr(totals), ptr(copies), ctypes.c_int(planted)])
+    np.testing.assert_array_equal(copies, values.reshape(4, 64).sum(axis=1))
+    return copies
+
+
+@pytest.mark.parametrize("symbol", ["shared_histogram", "global_totals"])
+def test_atomics_with_their_barriers_are_clean(monkeypatch: pytest.MonkeyPatch, symbol: str) -> None:
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "race")
+    run_atomic_races(symbol, planted=0)
+
+
+# Thread 0 reads what the other threads still add to: bin 0 to flush it, its
+# block's total to copy it. Lanes of one warp, so __syncwarp would order them too.
+IN_ONE_WARP = "lanes of a warp are not in lockstep, and no __syncwarp orders them"
+ATOMIC_RACES = {
+    "shared_histogram": (
+        "shared_histogram: race check: write after read: block (0, 0, 0) thread (3, 0, 0) atomically updates shared "
+        "shared_histogram::bins + 0 bytes (of 64), which thread (0, 0, 0) read since the last __syncthreads "
+        f"(warp 0, lanes 3 and 0: {IN_ONE_WARP}) (atomic_races.cu:10)"
+    ),
+    "global_totals": (
+        "global_totals: race check: write after read: block (0, 0, 0) thread (1, 0, 0) atomically updates argument "
+        "totals + 0 bytes, which thread (0, 0, 0) read since the last __syncthreads "
+        f"(warp 0, lanes 1 and 0: {IN_ONE_WARP}) (atomic_races.cu:20)"
+    ),
+}
+
+
+@pytest.mark.parametrize("symbol", ["shared_histogram", "global_totals"])
+def test_a_plain_access_racing_with_atomics_is_named(monkeypatch: pytest.MonkeyPatch, symbol: str) -> None:
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "race")
+    with pytest.raises(KernelFaultError) as caught:
+        run_atomic_races(symbol, planted=1)
+    assert str(caught.value) == ATOMIC_RACES[symbol]
+
+
+def test_the_guess_of_a_cas_loop_is_not_a_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AOTC_EMULATOR_CHECK", "race")
+    library = checked("atomic_races.cu", ("shared_histogram", "global_totals", "cas_add"), ("race",))
+    total, values = np.zeros(1, np.float64), np.arange(64, dtype=np.float64)
+    library.launch("cas_add", 1, 64, 0, [ptr(total), ptr(values)])
+    assert total[0] == values.sum()

@@ -23,16 +23,11 @@ __all__ = [
 
 # (regex over preprocessed code without literals, why it cannot be emulated).
 # The message names the matched identifier and the line.
-_WARP_LOCKSTEP = "warp-level operations need threads running in lockstep warps"
+_CUDA9_REMOVED = "removed for sm_70 and later in CUDA 9: use its _sync form with a mask"
 UNSUPPORTED: tuple[tuple[str, str], ...] = (
-    (r"\b__shfl(?:_up|_down|_xor)?(?:_sync)?\b", "warp shuffles have no CPU equivalent"),
-    (r"\b__(?:ballot|any|all|uni)(?:_sync)?\b", _WARP_LOCKSTEP),
-    (r"\b__activemask\b", _WARP_LOCKSTEP),
-    (r"\b__match_(?:any|all)_sync\b", _WARP_LOCKSTEP),
-    (r"\b__reduce_(?:add|min|max|and|or|xor)_sync\b", _WARP_LOCKSTEP),
-    (r"\b__syncwarp\b", _WARP_LOCKSTEP),
-    (r"\b__lanemask_(?:eq|lt|le|gt|ge)\b", _WARP_LOCKSTEP),
-    (r"\bcooperative_groups\b", "cooperative groups are not emulated"),
+    (r"\b__(?:shfl(?:_up|_down|_xor)?|ballot|any|all|uni)\b(?!_sync)", _CUDA9_REMOVED),
+    (r"\b(?:this_grid|this_multi_grid|grid_group|multi_grid_group|this_cluster|cluster_group)\b",
+     "grid-wide and cluster cooperative groups are not emulated (blocks run one at a time)"),
     (r"\b(?:asm|__asm__|__asm)\b", "inline PTX assembly cannot run on a CPU"),
     (r"\btex(?:1D|2D|3D|Cubemap)\w*", "textures are not emulated"),
     (r"\btexture\s*<|\bcudaTextureObject_t\b", "textures are not emulated"),
@@ -42,15 +37,19 @@ UNSUPPORTED: tuple[tuple[str, str], ...] = (
     (r"\b__(?:trap|brkpt)\b", "a device trap would end the Python process"),
     (r"\b__(?:isGlobal|isShared|isConstant|isLocal|isGridConstant|cvta_\w+)\b",
      "address-space queries have no CPU equivalent"),
-    (r"\b(?:__pipeline_\w+|__cp_async\w*|memcpy_async)\b", "asynchronous copies are not emulated"),
+    (r"\b(?:pipeline_shared_state|__pipeline_arrive_on|__mbarrier\w*|awbarrier)\b",
+     "block-scoped pipelines and asynchronous barriers are not emulated (use __pipeline_wait_prior or a thread-scope cuda::pipeline)"),
     (r"\b__cluster_dims__\b", "thread block clusters are not emulated"),
-    (r"\b(?:wmma|nvcuda)\b", "tensor-core (wmma) operations are not emulated"),
-    (r"\b__(?:half2?|nv_bfloat162?|nv_fp8\w*)\b", "half-precision types are not emulated"),
+    (r"\b(?:wmma|nvcuda|mma_sync|__hmma\w*|__imma\w*)\b", "tensor-core (wmma/mma) operations are not emulated"),
+    (r"\b__nv_fp8\w*|\b__nv_fp6\w*|\b__nv_fp4\w*", "8-, 6- and 4-bit float types are not emulated"),
     (r"<<<", "device-side kernel launches (dynamic parallelism) are not emulated"),
 )
 _UNSUPPORTED_RE = re.compile("|".join(f"(?P<u{i}>{p})" for i, (p, _) in enumerate(UNSUPPORTED)))
+# Device headers the emulator does not provide (it provides cuda_fp16.h,
+# cuda_bf16.h, cooperative_groups.h and its reduce, scan and memcpy_async
+# parts, cuda_pipeline.h, cuda_pipeline_primitives.h and <cuda/pipeline>).
 _CUDA_HEADER_RE = re.compile(
-    r"(?:cooperative_groups|mma|cuda_fp16|cuda_bf16|cuda_fp8|cuda_pipeline|cuda_awbarrier|"
+    r"(?:cooperative_groups|mma|cuda_fp16|cuda_bf16|cuda_fp8|cuda_fp6|cuda_fp4|cuda_pipeline|cuda_awbarrier|"
     r"sm_\d+_intrinsics|cuda/|cub/|thrust/)"
 )
 _MISSING_HEADER_RE = re.compile(

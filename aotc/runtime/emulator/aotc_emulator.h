@@ -60,6 +60,7 @@
 extern "C" long syscall(long number, ...) noexcept;
 #else
 #include <condition_variable>
+#include <thread>
 #endif
 
 #define AOTC_EMULATOR 1
@@ -161,10 +162,12 @@ static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_
 static inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 // ---- atomics: CUDA's overload set, relaxed like CUDA's ------------------------
+// Always inlined, so that a checked build's report names the kernel's line.
+#define AOTC_EMU_INLINE inline __attribute__((always_inline))
 namespace aotc_emu::detail {
 
 template <class T, class Update>
-inline T atomic_update(T* address, Update update) {
+AOTC_EMU_INLINE T atomic_update(T* address, Update update) {
   T old = __atomic_load_n(address, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(address, &old, update(old), true, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED)) {
@@ -174,7 +177,7 @@ inline T atomic_update(T* address, Update update) {
 
 // Floating-point updates run on the bits, so NaN and -0.0 compare exactly.
 template <class F, class Bits, class Update>
-inline F atomic_update_floating(F* address, Update update) {
+AOTC_EMU_INLINE F atomic_update_floating(F* address, Update update) {
   Bits* bits = reinterpret_cast<Bits*>(address);
   Bits old = __atomic_load_n(bits, __ATOMIC_RELAXED);
   for (;;) {
@@ -187,7 +190,7 @@ inline F atomic_update_floating(F* address, Update update) {
 }
 
 template <class T>
-inline T atomic_cas(T* address, T compare, T value) {
+AOTC_EMU_INLINE T atomic_cas(T* address, T compare, T value) {
   __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return compare;  // holds the old value whether or not the exchange happened
 }
@@ -195,18 +198,18 @@ inline T atomic_cas(T* address, T compare, T value) {
 }  // namespace aotc_emu::detail
 
 #define AOTC_ATOMIC_INTEGER(SUFFIX, T)                                                      \
-  static inline T atomicAdd##SUFFIX(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); } \
-  static inline T atomicExch##SUFFIX(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); } \
-  static inline T atomicAnd##SUFFIX(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); } \
-  static inline T atomicOr##SUFFIX(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }   \
-  static inline T atomicXor##SUFFIX(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); } \
-  static inline T atomicCAS##SUFFIX(T* p, T compare, T v) { return ::aotc_emu::detail::atomic_cas(p, compare, v); }
+  static AOTC_EMU_INLINE T atomicAdd##SUFFIX(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); } \
+  static AOTC_EMU_INLINE T atomicExch##SUFFIX(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); } \
+  static AOTC_EMU_INLINE T atomicAnd##SUFFIX(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); } \
+  static AOTC_EMU_INLINE T atomicOr##SUFFIX(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }   \
+  static AOTC_EMU_INLINE T atomicXor##SUFFIX(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); } \
+  static AOTC_EMU_INLINE T atomicCAS##SUFFIX(T* p, T compare, T v) { return ::aotc_emu::detail::atomic_cas(p, compare, v); }
 
 #define AOTC_ATOMIC_MINMAX(SUFFIX, T)                                                       \
-  static inline T atomicMin##SUFFIX(T* p, T v) {                                            \
+  static AOTC_EMU_INLINE T atomicMin##SUFFIX(T* p, T v) {                                            \
     return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v < old ? v : old; });  \
   }                                                                                         \
-  static inline T atomicMax##SUFFIX(T* p, T v) {                                            \
+  static AOTC_EMU_INLINE T atomicMax##SUFFIX(T* p, T v) {                                            \
     return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v > old ? v : old; });  \
   }
 
@@ -218,30 +221,30 @@ inline T atomic_cas(T* address, T compare, T value) {
   AOTC_ATOMIC_MINMAX(SUFFIX, unsigned int)                                                   \
   AOTC_ATOMIC_MINMAX(SUFFIX, long long)                                                      \
   AOTC_ATOMIC_MINMAX(SUFFIX, unsigned long long)                                             \
-  static inline int atomicSub##SUFFIX(int* p, int v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); } \
-  static inline unsigned int atomicSub##SUFFIX(unsigned int* p, unsigned int v) {            \
+  static AOTC_EMU_INLINE int atomicSub##SUFFIX(int* p, int v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); } \
+  static AOTC_EMU_INLINE unsigned int atomicSub##SUFFIX(unsigned int* p, unsigned int v) {            \
     return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);                                      \
   }                                                                                          \
-  static inline unsigned short atomicCAS##SUFFIX(unsigned short* p, unsigned short c, unsigned short v) { \
+  static AOTC_EMU_INLINE unsigned short atomicCAS##SUFFIX(unsigned short* p, unsigned short c, unsigned short v) { \
     return ::aotc_emu::detail::atomic_cas(p, c, v);                                          \
   }                                                                                          \
-  static inline unsigned int atomicInc##SUFFIX(unsigned int* p, unsigned int limit) {       \
+  static AOTC_EMU_INLINE unsigned int atomicInc##SUFFIX(unsigned int* p, unsigned int limit) {       \
     return ::aotc_emu::detail::atomic_update(                                                \
         p, [limit](unsigned int old) { return old >= limit ? 0u : old + 1u; });              \
   }                                                                                          \
-  static inline unsigned int atomicDec##SUFFIX(unsigned int* p, unsigned int limit) {       \
+  static AOTC_EMU_INLINE unsigned int atomicDec##SUFFIX(unsigned int* p, unsigned int limit) {       \
     return ::aotc_emu::detail::atomic_update(                                                \
         p, [limit](unsigned int old) { return (old == 0u || old > limit) ? limit : old - 1u; }); \
   }                                                                                          \
-  static inline float atomicAdd##SUFFIX(float* p, float v) {                                 \
+  static AOTC_EMU_INLINE float atomicAdd##SUFFIX(float* p, float v) {                                 \
     return ::aotc_emu::detail::atomic_update_floating<float, unsigned int>(                  \
         p, [v](float old) { return old + v; });                                              \
   }                                                                                          \
-  static inline double atomicAdd##SUFFIX(double* p, double v) {                              \
+  static AOTC_EMU_INLINE double atomicAdd##SUFFIX(double* p, double v) {                              \
     return ::aotc_emu::detail::atomic_update_floating<double, unsigned long long>(           \
         p, [v](double old) { return old + v; });                                             \
   }                                                                                          \
-  static inline float atomicExch##SUFFIX(float* p, float v) {                                \
+  static AOTC_EMU_INLINE float atomicExch##SUFFIX(float* p, float v) {                                \
     return ::aotc_emu::detail::bit_cast<float>(__atomic_exchange_n(                          \
         reinterpret_cast<unsigned int*>(p), ::aotc_emu::detail::bit_cast<unsigned int>(v),   \
         __ATOMIC_RELAXED));                                                                  \
@@ -291,17 +294,23 @@ static inline double __hiloint2double(int hi, int lo) {
                                                      static_cast<unsigned int>(lo)));
 }
 
-#if !defined(__GLIBC__)  // glibc declares these itself, with the same meaning
-static inline float __expf(float x) { return expf(x); }
-static inline float __exp10f(float x) { return powf(10.0f, x); }
-static inline float __logf(float x) { return logf(x); }
-static inline float __log2f(float x) { return log2f(x); }
-static inline float __log10f(float x) { return log10f(x); }
-static inline float __powf(float x, float y) { return powf(x, y); }
-static inline float __sinf(float x) { return sinf(x); }
-static inline float __cosf(float x) { return cosf(x); }
-static inline float __tanf(float x) { return tanf(x); }
+// glibc's math.h declares these (every function f also as __f), but its libm
+// exports none of them: define them, with glibc's C linkage where it declared them.
+#if defined(__GLIBC__)
+#define AOTC_EMU_FAST_MATH(R, NAME, PARAMS, BODY) extern "C" inline R NAME PARAMS noexcept { return BODY; }
+#else
+#define AOTC_EMU_FAST_MATH(R, NAME, PARAMS, BODY) static inline R NAME PARAMS { return BODY; }
 #endif
+AOTC_EMU_FAST_MATH(float, __expf, (float x), expf(x))
+AOTC_EMU_FAST_MATH(float, __exp10f, (float x), powf(10.0f, x))
+AOTC_EMU_FAST_MATH(float, __logf, (float x), logf(x))
+AOTC_EMU_FAST_MATH(float, __log2f, (float x), log2f(x))
+AOTC_EMU_FAST_MATH(float, __log10f, (float x), log10f(x))
+AOTC_EMU_FAST_MATH(float, __powf, (float x, float y), powf(x, y))
+AOTC_EMU_FAST_MATH(float, __sinf, (float x), sinf(x))
+AOTC_EMU_FAST_MATH(float, __cosf, (float x), cosf(x))
+AOTC_EMU_FAST_MATH(float, __tanf, (float x), tanf(x))
+#undef AOTC_EMU_FAST_MATH
 static inline float __fdividef(float x, float y) { return x / y; }
 static inline float fdividef(float x, float y) { return x / y; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

@@ -6,13 +6,23 @@
 // load and store of the kernel calls one with its address and size.
 // - Shared memory (the static __shared__ objects, which the shim puts in the
 //   ELF section aotc_shared, and the extern __shared__ buffer) keeps a shadow
-//   per byte: the epoch and thread of the last write and of the last read.
+//   per byte: the epoch, thread and warp-sync interval of the last write, of
+//   the last reads and of the last atomic updates. Global memory keeps the
+//   same shadow, per launch, for the pages the kernel touches.
 // - The block's threads run as fibers on one worker, and each barrier phase is
 //   an epoch. A write and another thread's access to a byte in one epoch are
-//   a race by CUDA's rules, whichever order the fibers ran in (race). A read
-//   of a byte no thread of this block wrote since the block began is an
-//   uninitialized read (init). An access outside every shared object, or past
-//   the launch's dynamic shared bytes, is out of bounds (memory).
+//   a race by CUDA's rules, whichever order the fibers ran in (race); so is a
+//   plain access and another thread's atomic, though atomics never race with
+//   each other. Two lanes of one warp are ordered within an epoch only by a
+//   __syncwarp both took part in (lanes are not in lockstep): each lane counts
+//   its __syncwarps (its interval, aotc_emulator_warp.h). A plain read of a
+//   word another thread updates atomically is forgiven if the reader itself
+//   then updates it atomically before its next barrier (the guess of a CAS
+//   loop). A read of a byte no thread of this block wrote since the block
+//   began is an uninitialized read (init), and so is a read of bytes an
+//   asynchronous copy lands in only at its wait. An access outside every
+//   shared object, or past the launch's dynamic shared bytes, is out of
+//   bounds (memory).
 // - Global memory: an access the compiler believes aligned (__tsan_readN)
 //   must be N-aligned, as on a GPU; the bytes must not be poisoned in
 //   AddressSanitizer's shadow (redzones around each malloc, freed memory).
@@ -20,6 +30,8 @@
 //   refuses the memory check without it.
 // - At a barrier, the waiting threads must all wait at the same __syncthreads
 //   (sync): a barrier that part of the block skips shows as two call sites.
+//   A warp collective must name its own lane, every lane it names must reach
+//   it, and a shuffle must read a lane that takes part (sync).
 // The first violation is recorded (aotc_emu_fault) and the launch returns
 // kKernelFault once the grid finishes; Python turns it into KernelFaultError.
 #pragma once
@@ -36,7 +48,13 @@ enum Kind : int {
   kOutOfBounds = 5,
   kMisaligned = 6,
   kDivergentBarrier = 7,
+  kDivergentWarp = 8,      // a collective's mask names a lane that waits elsewhere
+  kLaneNotInMask = 9,      // a lane calls a collective whose mask does not name it
+  kInactiveSource = 10,    // a shuffle reads a lane that does not take part
+  kCopyNotLanded = 11,     // a read of bytes an asynchronous copy lands in at its wait
 };
+// Why a shuffle's source lane does not take part (Fault::reason).
+enum SourceReason : int { kSourceWaitsElsewhere = 0, kSourceExited = 1, kSourceAbsent = 2 };
 enum Space : int { kGlobal = 0, kStaticShared = 1, kDynamicShared = 2 };
 
 // Read by aotc/runtime/emulator/faults.py (ctypes): keep the two in step.
@@ -55,15 +73,43 @@ struct Fault {
   unsigned long long pc;     // the access's return address in the library's file (0: none)
   char array[128];           // shared object, argument name, or empty
   char file[128];
+  // Warp-level faults, and races between lanes of one warp.
+  unsigned warp, lane, other_lane;
+  unsigned mask, other_mask;  // the collectives' masks
+  int same_warp;              // a race with a lane of the same warp: only __syncwarp orders them
+  int atomic, other_atomic;   // a race's accesses: 1 for an atomic update
+  int reason;                 // kInactiveSource: a SourceReason; kDivergentWarp: 1 if the other lane waits at __syncthreads
+  char operation[32], other_operation[32];
+  char other_file[128];
 };
 
 constexpr unsigned short kNobody = 0xFFFF;
-constexpr unsigned short kMany = 0xFFFE;    // several threads read in this epoch
-constexpr unsigned short kAtomic = 0xFFFD;  // written by atomics, which never race
+constexpr unsigned short kSeveral = 0x4000;      // reader, updater: other threads share its interval
+constexpr unsigned short kPendingCopy = 0xFFFD;  // writer: an asynchronous copy lands here at its wait
+constexpr unsigned char kManyWarps = 0xFF;
 struct Shadow {
-  unsigned written;  // epoch of the last write; 0: never
-  unsigned read;     // epoch of the last read
-  unsigned short writer, reader;
+  unsigned written;  // epoch of the last plain write; 0: never
+  unsigned read;     // epoch of the last plain reads
+  unsigned updated;  // epoch of the last atomic updates
+  unsigned write_interval, read_interval, update_interval;  // of the writer, the latest reader, the latest updater
+  unsigned short writer, reader, updater;                  // reader, updater: maybe | kSeveral
+  unsigned char read_warp, update_warp;                    // the warp of every reader / updater, or kManyWarps
+};
+// The thread making an access: its linear index, warp and warp-sync interval.
+struct Accessor {
+  unsigned short id;
+  unsigned char warp;
+  unsigned interval;
+};
+// A plain read of a word another thread updated atomically in this epoch:
+// reported at the reader's next barrier unless it updates the word itself.
+struct Suspect {
+  bool active;
+  int space;
+  bool same_warp;
+  unsigned short other;
+  unsigned long long address, offset, size;
+  void* pc;
 };
 struct SharedObject {
   unsigned long long offset, size;
@@ -71,6 +117,8 @@ struct SharedObject {
 };
 
 #define AOTC_EMU_UNCHECKED __attribute__((no_sanitize_thread, noinline))
+// What runs for every byte of every access: inlined where it is used.
+#define AOTC_EMU_UNCHECKED_HOT __attribute__((no_sanitize_thread, always_inline)) inline
 
 static Fault fault;
 static bool faulted;
@@ -91,6 +139,18 @@ static const char* (*asan_locate_address)(void*, char*, unsigned long, void**, u
 static const char* parameter_names;
 static unsigned long long pointer_arguments[256];
 static int pointer_argument_count;
+static Suspect suspects[kMaxThreadsPerBlock];
+// Global memory's shadow: one Shadow per byte of each 4 KiB page touched in
+// this launch, found through an open-addressing table of page numbers.
+constexpr unsigned long long kPageBytes = 4096;
+struct GlobalPage {
+  unsigned long long page;
+  Shadow* shadow;
+};
+static GlobalPage* global_pages;
+static unsigned long long global_capacity, global_count;
+static unsigned long long cached_page = ~0ull;
+static Shadow* cached_shadow;
 
 AOTC_EMU_UNCHECKED static void copy_text(char* to, const char* from, unsigned long capacity) {
   unsigned long i = 0;
@@ -98,7 +158,7 @@ AOTC_EMU_UNCHECKED static void copy_text(char* to, const char* from, unsigned lo
   to[i] = 0;
 }
 
-AOTC_EMU_UNCHECKED static unsigned linear_thread() {
+AOTC_EMU_UNCHECKED_HOT static unsigned linear_thread() {
   const uint3 t = detail::thread_idx;
   return t.x + t.y * detail::block_dim.x + t.z * detail::block_dim.x * detail::block_dim.y;
 }
@@ -222,32 +282,107 @@ AOTC_EMU_UNCHECKED static bool begin_launch(unsigned long long shared_bytes, con
 
 AOTC_EMU_UNCHECKED static void enter_block() { block_epoch = ++epoch; }
 
+AOTC_EMU_UNCHECKED static void free_global_shadow() {
+  for (unsigned long long i = 0; i < global_capacity; ++i) free(global_pages[i].shadow);
+  free(global_pages);
+  global_pages = nullptr;
+  global_capacity = global_count = 0;
+  cached_page = ~0ull;
+}
+
+// The shadow of global byte `address`; null if there is no memory for it.
+AOTC_EMU_UNCHECKED static Shadow* global_shadow(unsigned long long address) {
+  const unsigned long long page = address / kPageBytes;
+  if (page == cached_page) return cached_shadow + address % kPageBytes;
+  if (2 * (global_count + 1) > global_capacity) {
+    const unsigned long long capacity = global_capacity == 0 ? 64 : 2 * global_capacity;
+    GlobalPage* table = static_cast<GlobalPage*>(calloc(capacity, sizeof(GlobalPage)));
+    if (table == nullptr) return nullptr;
+    for (unsigned long long i = 0; i < global_capacity; ++i) {
+      if (global_pages[i].shadow == nullptr) continue;
+      unsigned long long h = (global_pages[i].page * 0x9E3779B97F4A7C15ull) & (capacity - 1);
+      while (table[h].shadow != nullptr) h = (h + 1) & (capacity - 1);
+      table[h] = global_pages[i];
+    }
+    free(global_pages);
+    global_pages = table;
+    global_capacity = capacity;
+  }
+  unsigned long long h = (page * 0x9E3779B97F4A7C15ull) & (global_capacity - 1);
+  while (global_pages[h].shadow != nullptr && global_pages[h].page != page) h = (h + 1) & (global_capacity - 1);
+  if (global_pages[h].shadow == nullptr) {
+    Shadow* shadow = static_cast<Shadow*>(calloc(kPageBytes, sizeof(Shadow)));
+    if (shadow == nullptr) return nullptr;
+    global_pages[h] = GlobalPage{page, shadow};
+    ++global_count;
+  }
+  cached_page = page;
+  cached_shadow = global_pages[h].shadow;
+  return cached_shadow + address % kPageBytes;
+}
+
 // Called on the launching thread, under the launch lock, once the grid is done.
 AOTC_EMU_UNCHECKED static bool end_launch() {
+  free_global_shadow();  // epochs never repeat, so the next launch starts afresh
   launch_faulted = faulted;
   if (faulted) launch_fault = fault;
   return faulted;
 }
 
-// Called by the (single) worker when every live fiber waits at a barrier.
-AOTC_EMU_UNCHECKED static void end_phase(const detail::Fiber* fibers, int count) {
-  int first = -1;
-  for (int t = 0; t < count; ++t) {
-    if (fibers[t].finished) continue;
-    if (first < 0) {
-      first = t;
-    } else if ((AOTC_EMU_CHECKS & kSync) &&
-               (fibers[t].sync_line != fibers[first].sync_line || strcmp(fibers[t].sync_file, fibers[first].sync_file) != 0)) {
-      detail::thread_idx = fibers[t].thread_idx;
-      if (Fault* f = report(kSync, kDivergentBarrier, kGlobal)) {
-        put_thread(f->other_thread, first);
-        f->line = fibers[t].sync_line;
-        f->other_line = fibers[first].sync_line;
-        copy_text(f->file, fibers[t].sync_file, sizeof(f->file));
-      }
-    }
+AOTC_EMU_UNCHECKED_HOT static Accessor accessor() {
+  const unsigned id = linear_thread();
+  const detail::Fiber* fiber = detail::current_fiber;
+  return Accessor{static_cast<unsigned short>(id), static_cast<unsigned char>(id / kWarpSize),
+                  fiber != nullptr ? fiber->interval : 0u};
+}
+
+// A group of accesses in this epoch (the readers, or the updaters) against
+// the accessor: the thread that races with it, kNobody for an unnamed one of
+// several, or -1 when every one is ordered before it (the accessor itself, or
+// a lane of its warp that took part in a __syncwarp since). The group keeps
+// one thread of its latest interval, and whether there were others (`who`).
+// Sets same_warp when the group is of the accessor's warp.
+AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char warp, unsigned interval, const Accessor& me,
+                                         bool& same_warp) {
+  const unsigned short id = who & ~kSeveral;
+  same_warp = warp == me.warp;
+  if (warp == kManyWarps) return id / kWarpSize != me.warp ? id : kNobody;
+  if (warp != me.warp) return id;
+  if (interval < me.interval) return -1;
+  if (id != me.id) return id;
+  return (who & kSeveral) != 0 ? kNobody : -1;
+}
+
+AOTC_EMU_UNCHECKED_HOT static void group_add(unsigned& when, unsigned short& who, unsigned char& warp, unsigned& interval,
+                                         const Accessor& me) {
+  if (when != epoch) {
+    when = epoch;
+    who = me.id;
+    warp = me.warp;
+    interval = me.interval;
+    return;
   }
-  ++epoch;
+  if (warp != me.warp) warp = kManyWarps;
+  if (me.interval > interval) {
+    who = me.id;
+    interval = me.interval;
+  } else if (me.interval == interval && (who & ~kSeveral) != me.id) {
+    who |= kSeveral;
+  }
+}
+
+// The last plain write in this epoch against the accessor, as group_race.
+AOTC_EMU_UNCHECKED_HOT static int write_race(const Shadow& s, const Accessor& me, bool& same_warp) {
+  if (s.written != epoch || s.writer >= kPendingCopy || s.writer == me.id) return -1;
+  same_warp = s.writer / kWarpSize == me.warp;
+  if (same_warp && s.write_interval < me.interval) return -1;
+  return s.writer;
+}
+
+AOTC_EMU_UNCHECKED static void fill_lane(Fault* f, unsigned id, int other) {
+  f->warp = id / kWarpSize;
+  f->lane = id % kWarpSize;
+  if (other >= 0 && other < kMaxThreadsPerBlock) f->other_lane = static_cast<unsigned>(other) % kWarpSize;
 }
 
 // The argument whose pointer is the nearest at or below `address`.
@@ -288,7 +423,8 @@ AOTC_EMU_UNCHECKED static void name_global(Fault* f, unsigned long long address)
   if (f->extent != 0) f->extent -= static_cast<long long>(pointer_arguments[best]);
 }
 
-AOTC_EMU_UNCHECKED static void check_global(unsigned long long address, unsigned long long size, bool write, bool aligned) {
+AOTC_EMU_UNCHECKED static void check_alignment_and_poison(unsigned long long address, unsigned long long size, bool write,
+                                                          bool aligned) {
   if (!(AOTC_EMU_CHECKS & kMemory)) return;
   const bool misaligned = aligned && (address & (size - 1)) != 0;
   if (!misaligned && asan_region_is_poisoned(reinterpret_cast<void*>(address), size) == nullptr) return;
@@ -299,18 +435,32 @@ AOTC_EMU_UNCHECKED static void check_global(unsigned long long address, unsigned
   }
 }
 
-AOTC_EMU_UNCHECKED static void shared_fault(int check, int kind, int space, unsigned long long offset,
-                                            unsigned long long size, bool write, unsigned short other) {
+// A fault of an access at `offset` of its space (global: the address).
+AOTC_EMU_UNCHECKED static Fault* access_fault(int check, int kind, int space, unsigned long long offset,
+                                              unsigned long long size, bool write, int other, bool atomic = false,
+                                              bool other_atomic = false, bool same_warp = false) {
   Fault* f = report(check, kind, space);
-  if (f == nullptr) return;
+  if (f == nullptr) return nullptr;
   f->is_write = write;
   f->size = size;
-  if (other < kAtomic) put_thread(f->other_thread, other);
+  f->atomic = atomic;
+  f->other_atomic = other_atomic;
+  f->same_warp = same_warp;
+  if (other >= 0 && other < kMaxThreadsPerBlock) {
+    put_thread(f->other_thread, static_cast<unsigned>(other));
+  } else if (check == kRace) {
+    f->other_thread[0] = 0xFFFFFFFFu;  // one of several threads
+  }
+  fill_lane(f, linear_thread(), other);
+  if (space == kGlobal) {
+    name_global(f, offset);
+    return f;
+  }
   if (space == kDynamicShared) {
     copy_text(f->array, "extern __shared__", sizeof(f->array));
     f->offset = static_cast<long long>(offset);
     f->extent = static_cast<long long>(dynamic_bytes);
-    return;
+    return f;
   }
   unsigned short object = object_of_byte[offset];
   if (object == kNobody) {  // padding: name the object just before it
@@ -320,39 +470,177 @@ AOTC_EMU_UNCHECKED static void shared_fault(int check, int kind, int space, unsi
   copy_text(f->array, objects[object].name, sizeof(f->array));
   f->offset = static_cast<long long>(offset - objects[object].offset);
   f->extent = static_cast<long long>(objects[object].size);
+  return f;
 }
 
-AOTC_EMU_UNCHECKED static void check_shared(Shadow* shadow, int space, unsigned long long offset,
-                                            unsigned long long size, bool write, bool atomic) {
-  const unsigned short me = static_cast<unsigned short>(linear_thread());
-  for (unsigned long long i = 0; i < size; ++i) {
-    Shadow& s = shadow[offset + i];
-    if (!write || atomic) {
-      if ((AOTC_EMU_CHECKS & kInit) && s.written < block_epoch) {
-        shared_fault(kInit, kUninitializedRead, space, offset + i, size, write, kNobody);
-      } else if ((AOTC_EMU_CHECKS & kRace) && !atomic && s.written == epoch && s.writer != me && s.writer != kAtomic) {
-        shared_fault(kRace, kReadAfterWrite, space, offset + i, size, false, s.writer);
+// One byte of an access. `offset` is the byte's offset in its space (global:
+// its address); `first` and `size` describe the whole access, for a report.
+AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned long long first, unsigned long long byte,
+                                          unsigned long long size, bool write, bool atomic, const Accessor& me) {
+  if ((AOTC_EMU_CHECKS & kInit) && space != kGlobal && (!write || atomic)) {
+    if (s.writer == kPendingCopy && s.written >= block_epoch) {
+      access_fault(kInit, kCopyNotLanded, space, byte, size, write, kNobody);
+    } else if (s.written < block_epoch && s.updated < block_epoch) {
+      access_fault(kInit, kUninitializedRead, space, byte, size, write, kNobody);
+    }
+  }
+  if (AOTC_EMU_CHECKS & kRace) {
+    int other;
+    bool warp = false;  // the other access is a lane of the accessor's warp
+    if (!atomic && !write) {
+      if ((other = write_race(s, me, warp)) >= 0) {
+        access_fault(kRace, kReadAfterWrite, space, byte, size, false, other, false, false, warp);
+      } else if (s.updated == epoch && (other = group_race(s.updater, s.update_warp, s.update_interval, me, warp)) >= 0) {
+        Suspect& suspect = suspects[me.id];
+        if (!suspect.active) suspect = Suspect{true, space, warp, static_cast<unsigned short>(other), first, byte, size, access_pc};
       }
-      if (!atomic) {
-        if (s.read != epoch) {
-          s.read = epoch;
-          s.reader = me;
-        } else if (s.reader != me) {
-          s.reader = kMany;
-        }
+    } else if (!atomic) {
+      if ((other = write_race(s, me, warp)) >= 0) {
+        access_fault(kRace, kWriteAfterWrite, space, byte, size, true, other, false, false, warp);
+      } else if (s.read == epoch && (other = group_race(s.reader, s.read_warp, s.read_interval, me, warp)) >= 0) {
+        access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
+      } else if (s.updated == epoch && (other = group_race(s.updater, s.update_warp, s.update_interval, me, warp)) >= 0) {
+        access_fault(kRace, kWriteAfterWrite, space, byte, size, true, other, false, true, warp);
+      }
+    } else {
+      if ((other = write_race(s, me, warp)) >= 0) {
+        access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, true, false, warp);
+      } else if (write && s.read == epoch && (other = group_race(s.reader, s.read_warp, s.read_interval, me, warp)) >= 0) {
+        access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, true, false, warp);
       }
     }
-    if (write) {
-      if ((AOTC_EMU_CHECKS & kRace) && !atomic) {
-        if (s.written == epoch && s.writer != me && s.writer != kAtomic) {
-          shared_fault(kRace, kWriteAfterWrite, space, offset + i, size, true, s.writer);
-        } else if (s.read == epoch && s.reader != me) {
-          shared_fault(kRace, kWriteAfterRead, space, offset + i, size, true, s.reader == kMany ? kNobody : s.reader);
-        }
-      }
-      s.written = epoch;
-      s.writer = atomic ? kAtomic : me;
+  }
+  if (!write && !atomic) {
+    group_add(s.read, s.reader, s.read_warp, s.read_interval, me);
+  } else if (!atomic) {
+    s.written = epoch;
+    s.writer = me.id;
+    s.write_interval = me.interval;
+  } else if (write) {
+    group_add(s.updated, s.updater, s.update_warp, s.update_interval, me);
+    if (s.read == epoch && s.reader == me.id) s.read = 0;  // its own read was the guess this update checks
+    Suspect& suspect = suspects[me.id];
+    if (suspect.active && suspect.space == space && byte >= suspect.address && byte < suspect.address + suspect.size) {
+      suspect.active = false;
     }
+  }
+}
+
+AOTC_EMU_UNCHECKED static void check_bytes(Shadow* shadow, int space, unsigned long long offset, unsigned long long size,
+                                           bool write, bool atomic) {
+  const Accessor me = accessor();
+  for (unsigned long long i = 0; i < size; ++i) check_byte(shadow[offset + i], space, offset, offset + i, size, write, atomic, me);
+}
+
+AOTC_EMU_UNCHECKED static void check_global(unsigned long long address, unsigned long long size, bool write, bool aligned,
+                                            bool atomic) {
+  check_alignment_and_poison(address, size, write, aligned);
+  if (!(AOTC_EMU_CHECKS & kRace)) return;
+  const Accessor me = accessor();
+  Shadow* shadow = nullptr;  // of byte `first` of the access, whose page holds byte i
+  for (unsigned long long i = 0, first = 0; i < size; ++i) {
+    if (i == 0 || (address + i) % kPageBytes == 0) {  // one lookup a page
+      shadow = global_shadow(address + i);
+      first = i;
+    }
+    if (shadow != nullptr) check_byte(shadow[i - first], kGlobal, address, address + i, size, write, atomic, me);
+  }
+}
+
+// The suspect reads still standing when their threads reach a barrier or return.
+AOTC_EMU_UNCHECKED static void report_suspects(const detail::Fiber* fibers, int count) {
+  for (int t = 0; t < count; ++t) {
+    const unsigned id = static_cast<unsigned>(&fibers[t] - detail::fibers);
+    Suspect& suspect = suspects[id];
+    if (!suspect.active) continue;
+    suspect.active = false;
+    detail::thread_idx = fibers[t].thread_idx;
+    access_pc = suspect.pc;
+    access_fault(kRace, kReadAfterWrite, suspect.space, suspect.offset, suspect.size, false, suspect.other, false, true,
+                 suspect.same_warp);
+  }
+}
+
+// Called by the (single) worker when every live fiber waits at a barrier.
+AOTC_EMU_UNCHECKED static void end_phase(const detail::Fiber* fibers, int count) {
+  report_suspects(fibers, count);
+  int first = -1;
+  for (int t = 0; t < count; ++t) {
+    if (fibers[t].state == detail::kFinished) continue;
+    if (first < 0) {
+      first = t;
+    } else if ((AOTC_EMU_CHECKS & kSync) &&
+               (fibers[t].sync_line != fibers[first].sync_line || strcmp(fibers[t].sync_file, fibers[first].sync_file) != 0)) {
+      detail::thread_idx = fibers[t].thread_idx;
+      if (Fault* f = report(kSync, kDivergentBarrier, kGlobal)) {
+        put_thread(f->other_thread, first);
+        f->line = fibers[t].sync_line;
+        f->other_line = fibers[first].sync_line;
+        copy_text(f->file, fibers[t].sync_file, sizeof(f->file));
+      }
+    }
+  }
+  ++epoch;
+}
+
+// Called by the (single) worker once every fiber of the block has returned.
+AOTC_EMU_UNCHECKED static void end_block(const detail::Fiber* fibers, int count) { report_suspects(fibers, count); }
+
+// ---- warp collectives (aotc_emulator_warp.h) ---------------------------------------
+
+AOTC_EMU_UNCHECKED static Fault* warp_fault(int kind, const detail::Fiber& lane, unsigned id) {
+  if (!(AOTC_EMU_CHECKS & kSync)) return nullptr;
+  detail::thread_idx = lane.thread_idx;
+  Fault* f = report(kSync, kind, kGlobal);
+  if (f == nullptr) return nullptr;
+  fill_lane(f, id, -1);
+  f->mask = lane.mask;
+  f->line = lane.sync_line;
+  copy_text(f->file, lane.sync_file, sizeof(f->file));
+  copy_text(f->operation, lane.op_name, sizeof(f->operation));
+  return f;
+}
+
+AOTC_EMU_UNCHECKED static void lane_not_in_mask(const detail::Fiber& lane, unsigned id) { warp_fault(kLaneNotInMask, lane, id); }
+
+AOTC_EMU_UNCHECKED static void divergent_warp(const detail::Fiber& lane, unsigned id, const detail::Fiber& other, unsigned other_id) {
+  Fault* f = warp_fault(kDivergentWarp, lane, id);
+  if (f == nullptr) return;
+  f->other_lane = other_id % kWarpSize;
+  put_thread(f->other_thread, other_id);
+  f->reason = other.state == detail::kAtBarrier;
+  f->other_mask = other.mask;
+  f->other_line = other.sync_line;
+  copy_text(f->other_file, other.sync_file, sizeof(f->other_file));
+  copy_text(f->other_operation, f->reason ? "__syncthreads" : other.op_name, sizeof(f->other_operation));
+}
+
+AOTC_EMU_UNCHECKED static void inactive_source(const detail::Fiber& lane, unsigned id, int source, bool exited) {
+  Fault* f = warp_fault(kInactiveSource, lane, id);
+  if (f == nullptr) return;
+  const unsigned source_id = id - id % kWarpSize + static_cast<unsigned>(source);
+  f->other_lane = static_cast<unsigned>(source);
+  f->reason = source_id >= static_cast<unsigned>(detail::grid.threads) ? kSourceAbsent : exited ? kSourceExited : kSourceWaitsElsewhere;
+  if (f->reason != kSourceAbsent) put_thread(f->other_thread, source_id);
+}
+
+// ---- asynchronous copies (aotc_emulator_async.h) -------------------------------------
+
+// Bytes an asynchronous copy will land in at its wait: reading them first is reported.
+AOTC_EMU_UNCHECKED static void copy_issued(const void* destination, unsigned long long size) {
+  if (!(AOTC_EMU_CHECKS & kInit) || detail::current_fiber == nullptr) return;
+  const unsigned long long address = reinterpret_cast<unsigned long long>(destination);
+  const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
+  const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
+  Shadow* shadow = nullptr;
+  if (address >= section && address + size <= reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared)) {
+    shadow = static_shadow + (address - section);
+  } else if (address >= dynamic && address + size <= dynamic + dynamic_bytes) {
+    shadow = dynamic_shadow + (address - dynamic);
+  }
+  for (unsigned long long i = 0; shadow != nullptr && i < size; ++i) {
+    shadow[i].written = epoch;
+    shadow[i].writer = kPendingCopy;
   }
 }
 
@@ -368,26 +656,35 @@ AOTC_EMU_UNCHECKED static void access(const volatile void* pointer, unsigned lon
     const bool inside = offset + size <= section_end - section && object_of_byte[offset] != kNobody &&
                         object_of_byte[offset] == object_of_byte[offset + size - 1];
     if (!inside) {
-      if (AOTC_EMU_CHECKS & kMemory) shared_fault(kMemory, kOutOfBounds, kStaticShared, offset, size, write, kNobody);
+      if (AOTC_EMU_CHECKS & kMemory) access_fault(kMemory, kOutOfBounds, kStaticShared, offset, size, write, kNobody);
       return;
     }
     if ((AOTC_EMU_CHECKS & kMemory) && aligned && (address & (size - 1)) != 0) {
-      shared_fault(kMemory, kMisaligned, kStaticShared, offset, size, write, kNobody);
+      access_fault(kMemory, kMisaligned, kStaticShared, offset, size, write, kNobody);
     }
-    check_shared(static_shadow, kStaticShared, offset, size, write, atomic);
+    check_bytes(static_shadow, kStaticShared, offset, size, write, atomic);
   } else if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
     const unsigned long long offset = address - dynamic;
     if (offset + size > dynamic_bytes) {
-      if (AOTC_EMU_CHECKS & kMemory) shared_fault(kMemory, kOutOfBounds, kDynamicShared, offset, size, write, kNobody);
+      if (AOTC_EMU_CHECKS & kMemory) access_fault(kMemory, kOutOfBounds, kDynamicShared, offset, size, write, kNobody);
       return;
     }
     if ((AOTC_EMU_CHECKS & kMemory) && aligned && (address & (size - 1)) != 0) {
-      shared_fault(kMemory, kMisaligned, kDynamicShared, offset, size, write, kNobody);
+      access_fault(kMemory, kMisaligned, kDynamicShared, offset, size, write, kNobody);
     }
-    check_shared(dynamic_shadow, kDynamicShared, offset, size, write, atomic);
+    check_bytes(dynamic_shadow, kDynamicShared, offset, size, write, atomic);
   } else {
-    check_global(address, size, write, aligned);
+    check_global(address, size, write, aligned, atomic);
   }
+}
+
+// An asynchronous copy lands at its wait: the waiting thread reads its source
+// and writes its destination.
+AOTC_EMU_UNCHECKED static void copy_landed(void* destination, const void* source, unsigned long long copied,
+                                           unsigned long long size) {
+  access_pc = nullptr;
+  if (copied > 0) access(source, copied, false, false);
+  access(destination, size, true, false);
 }
 
 }  // namespace aotc_emu::check

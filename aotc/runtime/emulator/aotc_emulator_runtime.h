@@ -13,10 +13,16 @@
 //   a few cores.
 // Either way __syncthreads() is a barrier over the block's threads that have
 // not returned: a thread that returns early stops counting, as on the GPU.
+// Warps are 32 consecutive threads; a worker's share of fibers is whole
+// warps, and lanes meet at warp collectives (aotc_emulator_warp.h).
 #pragma once
 
 // The system headers it needs (sys/mman.h, ucontext.h) and the choice of
 // AOTC_EMU_ASM_SWITCH come from aotc_emulator.h, before any CUDA macro.
+
+// The emulator's own code that runs inside a CUDA thread: the checks
+// (AOTC_EMULATOR_CHECK) must not see its memory accesses as the kernel's.
+#define AOTC_EMU_RUNTIME __attribute__((no_sanitize_thread))
 
 namespace aotc_emu {
 
@@ -35,6 +41,7 @@ enum LaunchStatus : int {
   kKernelFault = 11,           // a check of AOTC_EMULATOR_CHECK failed: aotc_emu_fault()
   kNoAddressSanitizer = 12,    // the memory check needs libasan loaded first
   kFiberStackOverflow = 13,    // a fiber wrote below its stack: a red zone's canary changed
+  kWarpStuck = 14,             // a warp collective could never complete (a GPU would hang)
 };
 
 enum Threading : int { kFibers = 0, kOsThreads = 1 };
@@ -42,6 +49,8 @@ enum Threading : int { kFibers = 0, kOsThreads = 1 };
 // The largest opt-in dynamic shared memory of current GPUs (sm_90, sm_100).
 constexpr unsigned long long kMaxDynamicSharedBytes = 232448;
 constexpr int kMaxThreadsPerBlock = 1024;
+constexpr int kWarpSize = 32;
+constexpr int kMaxWarps = kMaxThreadsPerBlock / kWarpSize;
 constexpr unsigned long kFiberStackBytes = 256 * 1024;
 constexpr unsigned long kFiberGuardBytes = 64 * 1024;  // a multiple of any page size
 constexpr unsigned long kFiberCanaryBytes = 1024;      // the top of each red zone, checked
@@ -68,7 +77,7 @@ class BlockBarrier {
     arrived_.store(0, std::memory_order_relaxed);
   }
 
-  __attribute__((noinline)) Phase arrive_and_wait(int arrived_true, int arrived) {
+  AOTC_EMU_RUNTIME __attribute__((noinline)) Phase arrive_and_wait(int arrived_true, int arrived) {
     arrived_true_.fetch_add(arrived_true, std::memory_order_relaxed);
     arrived_.fetch_add(arrived, std::memory_order_relaxed);
     const unsigned gen = generation_.load(std::memory_order_acquire);
@@ -80,13 +89,16 @@ class BlockBarrier {
     return last_phase();
   }
 
-  __attribute__((noinline)) void retire() {
+  AOTC_EMU_RUNTIME __attribute__((noinline)) void retire() {
     live_.fetch_sub(1, std::memory_order_relaxed);
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) open_next_phase();
   }
 
   // Valid until the caller arrives again: the next phase cannot open before.
   Phase last_phase() const { return Phase{result_true_, result_arrived_}; }
+
+  // Counts the phases opened: a thread that read g before arriving still waits while it is g.
+  unsigned generation() const { return generation_.load(std::memory_order_acquire); }
 
  private:
   void open_next_phase() {
@@ -140,12 +152,27 @@ class BlockBarrier {
 #endif
 };
 
+// Where a CUDA thread is; a fiber sets it before it suspends.
+enum LaneState : unsigned char { kRunnable = 0, kAtBarrier = 1, kAtWarp = 2, kFinished = 3 };
+
+// A CUDA thread of the running block: its fiber (fibers), or its record (OS
+// threads, which use only the fields before the context).
 struct Fiber {
   uint3 thread_idx;
   int predicate;
-  bool finished;
-  int sync_line;          // the __syncthreads it waits at (the sync check)
+  unsigned char state;    // a LaneState; read by other threads under a warp's mutex (OS threads)
+  int sync_line;          // the __syncthreads or warp collective it waits at (the sync check)
   const char* sync_file;
+  // The warp collective it waits at, and its result (aotc_emulator_warp.h).
+  int op;
+  unsigned mask;
+  int operand, width;
+  unsigned long long value, result;
+  const char* op_name;
+  unsigned interval;            // __syncwarps this lane took part in, as the race check orders them
+  unsigned barrier_generation;  // OS threads: the phase of the __syncthreads it waits at
+  unsigned long long block;     // OS threads: the launch's block it runs (its number in run order)
+  unsigned wake;                // OS threads: bumped when its collective completes (a futex word)
 #if AOTC_EMU_ASM_SWITCH
   void* sp;  // saved stack pointer while suspended
 #else
@@ -170,7 +197,10 @@ static int worker_limit = 0;  // 0: the number of processors
 static std::vector<unsigned long long> block_order;  // empty: x-fastest order
 static thread_local uint3 thread_idx;
 static thread_local uint3 block_idx;
+static thread_local unsigned long long block_number;  // the running block's place in run order
+static unsigned long long launch_serial;              // counts the library's launches
 static thread_local Fiber* current_fiber;  // null outside fibers
+static thread_local Fiber* os_lane;        // OS threads: this thread's record
 static dim3 block_dim;
 static dim3 grid_dim;
 alignas(128) static unsigned char dynamic_shared[kMaxDynamicSharedBytes];
@@ -195,7 +225,7 @@ inline const dim3& grid_dimension() { return grid_dim; }
 static unsigned char* fiber_region = nullptr;
 static int fiber_region_stacks = 0;
 
-inline bool ensure_fiber_stacks(int count) {
+AOTC_EMU_RUNTIME inline bool ensure_fiber_stacks(int count) {
   if (count <= fiber_region_stacks) return true;
   const unsigned long slot = kFiberGuardBytes + kFiberStackBytes;
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
@@ -217,7 +247,7 @@ inline bool ensure_fiber_stacks(int count) {
 }
 
 // Whether every fiber of the last launch stayed within its stack.
-inline bool fiber_stacks_intact(int count) {
+AOTC_EMU_RUNTIME inline bool fiber_stacks_intact(int count) {
   for (int i = 1; i < count; ++i) {
     const uint64_t* zone = reinterpret_cast<const uint64_t*>(fiber_stacks[i] - kFiberCanaryBytes);
     for (unsigned long w = 0; w < kFiberCanaryBytes / 8; ++w) {
@@ -274,10 +304,10 @@ static thread_local void* scheduler_sp;
 static thread_local ucontext_t scheduler_context;
 #endif
 
-[[noreturn]] static void fiber_main() {
+[[noreturn]] AOTC_EMU_RUNTIME static void fiber_main() {
   Fiber* const self = current_fiber;
   grid.body(grid.invocation);
-  self->finished = true;
+  self->state = kFinished;
 #if AOTC_EMU_ASM_SWITCH
   aotc_emu_switch_context(&self->sp, scheduler_sp);
 #else
@@ -286,9 +316,10 @@ static thread_local ucontext_t scheduler_context;
   __builtin_unreachable();
 }
 
-inline void start_fiber(Fiber& fiber, unsigned char* stack) {
-  fiber.finished = false;
+AOTC_EMU_RUNTIME inline void start_fiber(Fiber& fiber, unsigned char* stack) {
+  fiber.state = kRunnable;
   fiber.predicate = 0;
+  fiber.interval = 0;
 #if AOTC_EMU_ASM_SWITCH
   // The frame aotc_emu_switch_context pops: six registers, then the return
   // address fiber_main, above which sits a null "return address" so that
@@ -307,7 +338,7 @@ inline void start_fiber(Fiber& fiber, unsigned char* stack) {
 #endif
 }
 
-inline void resume_fiber(Fiber& fiber) {
+AOTC_EMU_RUNTIME inline void resume_fiber(Fiber& fiber) {
   current_fiber = &fiber;
   thread_idx = fiber.thread_idx;
 #if AOTC_EMU_ASM_SWITCH
@@ -317,7 +348,7 @@ inline void resume_fiber(Fiber& fiber) {
 #endif
 }
 
-inline void suspend_fiber(Fiber& fiber) {
+AOTC_EMU_RUNTIME inline void suspend_fiber(Fiber& fiber) {
 #if AOTC_EMU_ASM_SWITCH
   aotc_emu_switch_context(&fiber.sp, scheduler_sp);
 #else
@@ -325,18 +356,39 @@ inline void suspend_fiber(Fiber& fiber) {
 #endif
 }
 
+}  // namespace aotc_emu::detail
+
+#include "aotc_emulator_warp.h"
+
+namespace aotc_emu::detail {
+
+#if !AOTC_EMU_CHECKS  // checked launches run fibers only
+// __syncthreads() in OS-thread mode, out of line: a kernel calls it at every
+// barrier, and inlining it everywhere costs compile time.
+AOTC_EMU_RUNTIME __attribute__((noinline)) inline Phase sync_block_os_thread(bool predicate) {
+  os_lane_stalls(kAtBarrier);  // lanes of its warp may wait at a collective that names it
+  const Phase phase = block_barrier.arrive_and_wait(predicate ? 1 : 0, 1);
+  __atomic_store_n(&os_lane->state, static_cast<unsigned char>(kRunnable), __ATOMIC_SEQ_CST);
+  return phase;
+}
+#endif
+
 // __syncthreads() and its counting variants.
-inline Phase sync_block(bool predicate, const char* file, int line) {
+AOTC_EMU_RUNTIME inline Phase sync_block(bool predicate, const char* file, int line) {
   Fiber* const fiber = current_fiber;
-  if (fiber == nullptr) return block_barrier.arrive_and_wait(predicate ? 1 : 0, 1);
+#if !AOTC_EMU_CHECKS
+  if (fiber == nullptr) return sync_block_os_thread(predicate);
+#endif
   fiber->predicate = predicate ? 1 : 0;
   fiber->sync_file = file;
   fiber->sync_line = line;
+  fiber->state = kAtBarrier;
   suspend_fiber(*fiber);  // the worker resumes us once the whole block has arrived
   return block_barrier.last_phase();
 }
 
-inline void enter_block(unsigned long long b) {
+AOTC_EMU_RUNTIME inline void enter_block(unsigned long long b) {
+  block_number = b;
   if (!block_order.empty()) b = block_order[b];
   block_idx = uint3{static_cast<unsigned>(b % grid.grid_x), static_cast<unsigned>((b / grid.grid_x) % grid.grid_y),
                     static_cast<unsigned>(b / (1ull * grid.grid_x * grid.grid_y))};
@@ -356,7 +408,7 @@ inline unsigned long long splitmix64(unsigned long long& state) {
   return z ^ (z >> 31);
 }
 
-inline int plan_block_order(unsigned long long blocks) {
+AOTC_EMU_RUNTIME inline int plan_block_order(unsigned long long blocks) {
   block_order.clear();
   const char* text = getenv("AOTC_EMULATOR_BLOCK_ORDER");
   if (text == nullptr || *text == 0 || strcmp(text, "in-order") == 0) return kLaunchOk;
@@ -383,26 +435,37 @@ inline int plan_block_order(unsigned long long blocks) {
   return kLaunchOk;
 }
 
-inline uint3 thread_coordinates(int tid) {
+AOTC_EMU_RUNTIME inline uint3 thread_coordinates(int tid) {
   const unsigned t = static_cast<unsigned>(tid);
   return uint3{t % grid.block_x, (t / grid.block_x) % grid.block_y, t / (grid.block_x * grid.block_y)};
 }
 
-inline void run_as_os_thread(int tid) {
+AOTC_EMU_RUNTIME inline void run_as_os_thread(int tid) {
   current_fiber = nullptr;
+  os_lane = &fibers[tid];
   thread_idx = thread_coordinates(tid);
+  os_lane->thread_idx = thread_idx;
   for (unsigned long long b = 0; b < grid.blocks; ++b) {
     enter_block(b);
+    os_lane->interval = 0;
+    // The state first: a lane that sees this block's number sees the reset state (os_warp_stalled).
+    __atomic_store_n(&os_lane->state, static_cast<unsigned char>(kRunnable), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&os_lane->block, b, __ATOMIC_SEQ_CST);
     grid.body(grid.invocation);
+    os_lane_stalls(kFinished);
     block_barrier.retire();
 #pragma omp barrier
   }
 }
 
-inline void run_as_worker(int worker, int workers) {
-  const int first = static_cast<int>(1ll * grid.threads * worker / workers);
-  const int last = static_cast<int>(1ll * grid.threads * (worker + 1) / workers);
+AOTC_EMU_RUNTIME inline void run_as_worker(int worker, int workers) {
+  // Whole warps per worker, so that a warp's lanes meet on one worker.
+  const int warps = (grid.threads + kWarpSize - 1) / kWarpSize;
+  const int first = static_cast<int>(kWarpSize * (1ll * warps * worker / workers));
+  const int end = static_cast<int>(kWarpSize * (1ll * warps * (worker + 1) / workers));
+  const int last = end < grid.threads ? end : grid.threads;
   for (int t = first; t < last; ++t) fibers[t].thread_idx = thread_coordinates(t);
+  worker_warp_waiters = 0;
   for (unsigned long long b = 0; b < grid.blocks; ++b) {
     enter_block(b);
 #if AOTC_EMU_CHECKS
@@ -411,21 +474,30 @@ inline void run_as_worker(int worker, int workers) {
     for (int t = first; t < last; ++t) start_fiber(fibers[t], fiber_stacks[t]);
     for (;;) {
       int waiting = 0, waiting_true = 0;
-      for (int t = first; t < last; ++t) {
-        if (fibers[t].finished) continue;
-        resume_fiber(fibers[t]);
-        if (!fibers[t].finished) {
+      for (int t = first; t < last; ++t) {  // run every fiber until it waits or returns
+        if (fibers[t].state == kRunnable) resume_fiber(fibers[t]);
+        if (fibers[t].state == kAtBarrier) {
           ++waiting;
           waiting_true += fibers[t].predicate;
         }
       }
       current_fiber = nullptr;
+      if (worker_warp_waiters != 0) {  // none can run on: complete the warp collectives, then again
+        settle_warps_hook(first, last);
+        continue;
+      }
       if (waiting == 0) break;
 #if AOTC_EMU_CHECKS
       check::end_phase(fibers + first, last - first);  // one worker: every thread of the block
 #endif
       block_barrier.arrive_and_wait(waiting_true, waiting);
+      for (int t = first; t < last; ++t) {
+        if (fibers[t].state == kAtBarrier) fibers[t].state = kRunnable;
+      }
     }
+#if AOTC_EMU_CHECKS
+    check::end_block(fibers + first, last - first);
+#endif
     block_barrier.retire();
 #pragma omp barrier
   }
@@ -485,7 +557,7 @@ inline int check_geometry(const unsigned* grid_size, const unsigned* block,
   return kLaunchOk;
 }
 
-inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned long long shared_bytes) {
+AOTC_EMU_RUNTIME inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned long long shared_bytes) {
   const int threads = static_cast<int>(block[0] * block[1] * block[2]);
 #if AOTC_EMU_CHECKS
   const bool use_fibers = true;  // the checks follow fibers
@@ -494,8 +566,9 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
 #endif
   int team = threads;
   if (use_fibers) {
+    const int warps = (threads + kWarpSize - 1) / kWarpSize;  // a worker runs whole warps
     team = worker_limit > 0 ? worker_limit : omp_get_num_procs();
-    team = team < 1 ? 1 : (team > threads ? threads : team);
+    team = team < 1 ? 1 : (team > warps ? warps : team);
 #if AOTC_EMU_CHECKS
     team = 1;  // the checks see each barrier phase whole, on one worker
 #endif
@@ -511,6 +584,8 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
   if (order != kLaunchOk) return order;
   block_dim = dim3(block[0], block[1], block[2]);
   grid_dim = dim3(grid_size[0], grid_size[1], grid_size[2]);
+  begin_warps(!use_fibers);
+  ++launch_serial;
   // Shared memory is uninitialised on a GPU: poison it so that reading it
   // before writing shows up (NaN, huge values) instead of passing by luck.
   __builtin_memset(dynamic_shared, 0xFF, shared_bytes);
@@ -541,6 +616,7 @@ inline int run_grid(const unsigned* grid_size, const unsigned* block, unsigned l
 #if AOTC_EMU_CHECKS
   if (check::end_launch()) return kKernelFault;
 #endif
+  if (warp_stuck) return kWarpStuck;
   return kLaunchOk;
 }
 

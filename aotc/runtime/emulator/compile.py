@@ -31,6 +31,7 @@ from aotc.runtime.emulator.checks import check_mask, requested_checks
 __all__ = [
     "CHECKED_FLAGS",
     "COMPILE_FLAGS",
+    "INCLUDE_DIR",
     "SHIM_HEADER",
     "TRANSLATION_SCHEMA",
     "Toolchain",
@@ -43,11 +44,13 @@ __all__ = [
 # Bump when the rewrites in _source.py or the trampolines below change.
 TRANSLATION_SCHEMA = 2
 SHIM_HEADER = Path(__file__).resolve().with_name("aotc_emulator.h")
-# Everything the shim includes; their bytes go into the toolchain identity.
+# The emulator's own versions of CUDA headers a kernel may include
+# (cuda_fp16.h, cooperative_groups.h, ...), found before any other.
+INCLUDE_DIR = SHIM_HEADER.with_name("include")
+# Everything the shim includes or a kernel may; their bytes go into the toolchain identity.
 _SHIM_FILES = (
-    SHIM_HEADER,
-    SHIM_HEADER.with_name("aotc_emulator_runtime.h"),
-    SHIM_HEADER.with_name("aotc_emulator_check.h"),
+    *sorted(SHIM_HEADER.parent.glob("aotc_emulator*.h")),
+    *sorted(path for path in INCLUDE_DIR.rglob("*") if path.is_file()),
 )
 COMPILE_FLAGS: tuple[str, ...] = (
     "-std=c++17",
@@ -133,6 +136,7 @@ def _probe(compiler: str, checks: tuple[str, ...] = ()) -> Toolchain:
     target = _run_quietly([path, "-dumpmachine"]).strip()
     shim = hashlib.sha256()
     for header in _SHIM_FILES:
+        shim.update(header.relative_to(SHIM_HEADER.parent).as_posix().encode() + b"\0")
         shim.update(header.read_bytes())
     shim_sha256 = shim.hexdigest()
     flags = COMPILE_FLAGS
@@ -285,7 +289,8 @@ def compile_library(
         preprocessed, built = unit_path.with_suffix(".ii"), unit_path.with_suffix(".so")
         unit_path.write_text(unit, encoding="utf-8", errors="surrogateescape")
         # Preprocess once, check what survives the preprocessor, compile that.
-        shim = ["-include", str(SHIM_HEADER)]
+        # -I, searched before CPATH and -isystem: a CUDA toolkit there must not win.
+        shim = ["-I", str(INCLUDE_DIR), "-include", str(SHIM_HEADER)]
         command = [tools.compiler, *tools.flags, "-E", *shim, "-x", "c++", str(unit_path)]
         _run_compiler([*command, "-o", str(preprocessed)], name, cwd=work)
         text = preprocessed.read_text(encoding="utf-8", errors="surrogateescape")

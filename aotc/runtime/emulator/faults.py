@@ -2,8 +2,9 @@
 
 The checked library records the first violation of a launch in a C struct
 (``Fault`` in ``aotc_emulator_check.h``); this reads it and names the kernel,
-the check, the block and thread, and the array and offset, and where
-addr2line can tell, the source line of the access.
+the check, the block and thread (and for warp-level faults the warp and the
+lane), the array and offset, and the source line: a warp collective's call
+site, or where addr2line can tell, the line of the access.
 """
 
 from __future__ import annotations
@@ -44,7 +45,28 @@ class _Fault(ctypes.Structure):
         ("pc", ctypes.c_ulonglong),
         ("array", ctypes.c_char * 128),
         ("file", ctypes.c_char * 128),
+        ("warp", ctypes.c_uint),
+        ("lane", ctypes.c_uint),
+        ("other_lane", ctypes.c_uint),
+        ("mask", ctypes.c_uint),
+        ("other_mask", ctypes.c_uint),
+        ("same_warp", ctypes.c_int),
+        ("atomic", ctypes.c_int),
+        ("other_atomic", ctypes.c_int),
+        ("reason", ctypes.c_int),
+        ("operation", ctypes.c_char * 32),
+        ("other_operation", ctypes.c_char * 32),
+        ("other_file", ctypes.c_char * 128),
     ]
+
+
+_SHIM_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_UNKNOWN_THREAD = 0xFFFFFFFF  # other_thread[0] when the other side is one of several threads
+_SOURCE_REASONS = {
+    0: "does not take part (the mask leaves it out, or it waits at another collective)",
+    1: "has returned",
+    2: "does not exist (the block's last warp is partial)",
+}
 
 
 def _dims(values: Any) -> str:
@@ -72,14 +94,51 @@ def _place(fault: _Fault) -> str:
     return f"{name} + {fault.offset} bytes (of {fault.extent})"
 
 
+def _race(fault: _Fault, block: str, thread: str, other: str) -> str:
+    kind = {1: "read after write", 2: "write after read", 3: "write after write"}[fault.kind]
+    access = "atomically updates" if fault.atomic else "writes" if fault.is_write else "reads"
+    verb = "updated atomically" if fault.other_atomic else {1: "wrote", 2: "read", 3: "wrote"}[fault.kind]
+    unknown = fault.other_thread[0] == _UNKNOWN_THREAD
+    whom = "other threads" if unknown else f"thread {other}"
+    text = f"{kind}: block {block} thread {thread} {access} {_place(fault)}, which {whom} {verb} since the last __syncthreads"
+    if fault.same_warp:  # lanes of one warp: a __syncwarp would have ordered them too
+        lanes = f"lane {fault.lane} and others" if unknown else f"lanes {fault.lane} and {fault.other_lane}"
+        text += f" (warp {fault.warp}, {lanes}: lanes of a warp are not in lockstep, and no __syncwarp orders them)"
+    return text
+
+
+def _warp(fault: _Fault, block: str, thread: str, other: str) -> str:
+    """A warp collective that broke CUDA's rules (the sync check)."""
+    operation, where = _text(fault.operation), f"{_text(fault.file)}:{fault.line}"
+    lane = f"in block {block} warp {fault.warp}, lane {fault.lane} (thread {thread})"
+    call = f"{operation} with mask {fault.mask:#010x}"
+    if fault.kind == 8:
+        elsewhere = _text(fault.other_operation)
+        if not fault.reason:
+            elsewhere += f" with mask {fault.other_mask:#010x}"
+        return (
+            f"divergent warp: {lane} waits at {call} ({where}), which names lane {fault.other_lane} (thread {other}), "
+            f"but that lane waits at {elsewhere} ({_text(fault.other_file)}:{fault.other_line})"
+        )
+    if fault.kind == 9:
+        return f"lane not in mask: {lane} calls {call}, which does not name lane {fault.lane} ({where})"
+    why = _SOURCE_REASONS.get(fault.reason, "does not take part")
+    return f"inactive source lane: {lane} reads lane {fault.other_lane} in {call}, but that lane {why} ({where})"
+
+
 def _describe(fault: _Fault) -> str:
     block, thread, other = _dims(fault.block), _dims(fault.thread), _dims(fault.other_thread)
     access = "writes" if fault.is_write else "reads"
     who = f"block {block} thread {thread}"
     if fault.kind in (1, 2, 3):
-        kind = {1: "read after write", 2: "write after read", 3: "write after write"}[fault.kind]
-        verb = {1: "wrote", 2: "read", 3: "wrote"}[fault.kind]
-        return f"{kind}: {who} {access} {_place(fault)}, which thread {other} {verb} since the last __syncthreads"
+        return _race(fault, block, thread, other)
+    if fault.kind in (8, 9, 10):
+        return _warp(fault, block, thread, other)
+    if fault.kind == 11:
+        return (
+            f"read before an asynchronous copy landed: {who} reads {_place(fault)}, which an asynchronous copy "
+            "fills only at its wait"
+        )
     if fault.kind == 4:
         return f"uninitialized read: {who} reads {_place(fault)}, which no thread of the block has written"
     if fault.kind in (5, 6):
@@ -96,20 +155,24 @@ def _describe(fault: _Fault) -> str:
 
 def _source_line(library_path: str, pc: int) -> str:
     """``file:line`` of the instruction before return address ``pc`` in the
-    library's file, from its debug information; "" when that cannot be read."""
+    library's file, from its debug information; "" when that cannot be read.
+    An access inlined from the emulator's own headers (an atomic, a half-type
+    operator) is named by the kernel line it was inlined into."""
     tool = shutil.which("addr2line")
     if not pc or tool is None:
         return ""
     # A library loaded from memory is /proc/self/fd/N, which names another file in addr2line.
     path = library_path.replace("/proc/self/", f"/proc/{os.getpid()}/", 1)
     try:
-        result = subprocess.run([tool, "-e", path, f"{pc - 1:#x}"], capture_output=True, text=True, timeout=60, check=False)
+        command = [tool, "-i", "-e", path, f"{pc - 1:#x}"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return ""
-    lines = result.stdout.strip().splitlines()
-    # The build's folder is ".", which addr2line may write more than once.
-    where = re.sub(r"^(?:\./)+| \(discriminator \d+\)$", "", lines[0]) if lines else ""
-    return "" if not where or where.startswith("??") or where.endswith(":?") else where
+    # Innermost frame first; the build's folder is ".", which addr2line may write more than once.
+    frames = [re.sub(r"^(?:\./)+| \(discriminator \d+\)$", "", line) for line in result.stdout.strip().splitlines()]
+    frames = [frame for frame in frames if frame and not frame.startswith("??") and not frame.endswith(":?")]
+    own = [frame for frame in frames if not frame.startswith(_SHIM_FOLDER)]
+    return (own or frames or [""])[0]
 
 
 def check_failure(kernel: Any, status: int) -> Exception:

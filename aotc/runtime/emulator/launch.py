@@ -197,9 +197,13 @@ class EmulatorKernel:
             ),
             10: f"grid {grid} has more blocks than AOTC_EMULATOR_BLOCK_ORDER can reorder (2**24)",
             13: "a thread overflowed its 256 KiB fiber stack (deep recursion or a large local array)",
+            14: (
+                "lanes of a warp wait at a warp collective whose mask names a lane that waits elsewhere, "
+                "where a GPU would hang (AOTC_EMULATOR_CHECK=sync names the lanes and lines)"
+            ),
         }
         message = f"launching {self.symbol}: " + messages.get(status, f"status {status}")
-        return RuntimeError(message) if status in (6, 8, 13) else ValueError(message)
+        return RuntimeError(message) if status in (6, 8, 13, 14) else ValueError(message)
 
 
 class EmulatorLibrary:
