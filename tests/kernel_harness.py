@@ -261,10 +261,18 @@ def _run_packed(launcher: Any, memory: DeviceArrays, a: np.ndarray, b: np.ndarra
         np.testing.assert_array_equal(memory.download(values["Kstar"], k_like), want_k)
 
 
+def kernel_named(index: Any, **axes: str) -> str:
+    """The one kernel of ``index`` whose axes are these (``pass_`` for pass)."""
+    want = {key.rstrip("_"): value for key, value in axes.items()}
+    found = [name for name, kernel in index.kernels.items() if {a: kernel.axes.get(a) for a in want} == want]
+    assert len(found) == 1, f"{len(found)} kernels have the axes {want}: {found}"
+    return found[0]
+
+
 def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Case, seed: int = 0) -> None:
     """Launch the kernel (semiring, dtype, pass, variant) on ``case``; assert it matches."""
     name, dtype, pass_name, variant = entry_kind
-    launcher = library.find(name, dtype, pass_name, variant)
+    launcher = library.kernel(kernel_named(library.index, semiring=name, dtype=dtype, pass_=pass_name, variant=variant))
     backend = library.backend
     semiring = reference_semiring(library.index, name)
     a, b = operands(case, dtype, semiring, seed)

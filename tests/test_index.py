@@ -89,15 +89,6 @@ def test_a_kernel_view_holds_params_geometry_images_and_resources() -> None:
     assert dict(kernel.resources["80"]) == {"registers": 40, "spill_stores": 2}
 
 
-def test_kernels_are_found_by_kind() -> None:
-    # The shims aotc.tropical finds its kernels by until the one binder replaces them: over the kernels' axes.
-    index = LibraryIndex(dumps(document()), "index.json")
-    assert index.find("maxplus", "f32", "argmax").name == "gemm_maxplus_argmax"
-    assert index.kinds()["gemm_minplus_forward"] == ("minplus", "f32", "forward", "single")
-    with pytest.raises(UnknownKernelError, match=r"^library 'mini' has no kernel for semiring=maxmul, dtype=f32, pass=forward, variant=single$"):
-        index.find("maxmul", "f32")
-
-
 def test_an_unknown_kernel_name_suggests_near_ones() -> None:
     index = LibraryIndex(dumps(document()), "index.json")
     with pytest.raises(UnknownKernelError, match=r"^library 'mini' has no kernel 'maxplus' \(did you mean: gemm_maxplus_forward, gemm_maxplus_argmax\)$"):

@@ -63,13 +63,12 @@ RESERVED_NAMES = frozenset(
     "threadIdx blockIdx blockDim gridDim warpSize dim3".split()
 )
 # Names refused for one kind of thing only, beside RESERVED_NAMES: a library's
-# name is its torch.ops namespace (aotc's own ops are torch.ops.aotc); a
-# family's is an attribute of aotc.kernels.Kernels, whose own attributes would
-# hide it; a parameter's or an axis's is a keyword of the family's call, which
-# takes stream= itself.
+# name is its torch.ops namespace; a family's is an attribute of
+# aotc.kernels.Kernels, whose own attributes would hide it; a parameter's or
+# an axis's is a keyword of the family's call, which takes stream= itself.
 RESERVED_FOR = {
     "library": frozenset({"aotc", "aten", "prim", "prims", "torch", "quantized"}),
-    "family": frozenset({"library", "names", "family", "torch_ops"}),
+    "family": frozenset({"library", "serial", "names", "family", "layout", "layout_of", "kernel", "torch_ops"}),
     "parameter": frozenset({"stream"}),
     "axis": frozenset({"stream"}),
 }

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from aotc.index._validate import toolkit_entry as parse_toolkit
     from aotc.index.library_index import LibraryIndex
-    from aotc.index.views import FileEntry, IndexKernel, KernelKey, Launch, Param, ToolkitEntry
+    from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 
 __all__ = [
     "INDEX_NAME",
@@ -32,7 +32,6 @@ __all__ = [
     "SOURCE_DIR",
     "FileEntry",
     "IndexKernel",
-    "KernelKey",
     "Launch",
     "LibraryIndex",
     "Param",
@@ -45,7 +44,7 @@ __all__ = [
 _LAZY = {
     "LibraryIndex": ("aotc.index.library_index", "LibraryIndex"),
     "parse_toolkit": ("aotc.index._validate", "toolkit_entry"),
-    **{name: ("aotc.index.views", name) for name in ("FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry")},
+    **{name: ("aotc.index.views", name) for name in ("FileEntry", "IndexKernel", "Launch", "Param", "ToolkitEntry")},
 }
 
 

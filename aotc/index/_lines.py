@@ -64,8 +64,6 @@ _NAME = rb"([A-Za-z_][A-Za-z0-9_]{0,63})"  # the validator's rule for names: no 
 _ENTRY = re.compile(rb'"' + _NAME + rb'":\[(\d{1,10}),"' + _NAME + rb'"\]')
 # A line's opening: the newline before it, its name, then its family.
 _LINE = re.compile(rb'\n"' + _NAME + rb'": \{"family": "' + _NAME + rb'", ')
-# A kernel's axes in its line: a flat object of names and integers, as the writer spells it.
-_AXES = re.compile(rb'"axes": (\{[^{}]*\})')
 # A directory entry's name: what loading reads of each kernel.
 _NAMES = re.compile(rb'"' + _NAME + rb'":\[')  # a literal first: the scan runs in C's fast search
 
@@ -135,22 +133,6 @@ class KernelLines:
             msg = f"{where}: its line does not end with ',' (not JSON)"
             raise IndexFormatError(msg)
         return line[len(found[0]) + 5 : None if last else -1]  # after '\n"name": '
-
-    def all_axes(self) -> dict[str, Any]:
-        """What each kernel's line gives as its axes, from one read of the kernels
-        table, each parsed from that one flat object (no entry is parsed whole);
-        unverified, as the directory is: a kernel chosen by them is checked
-        before it is used. A kernel whose line cannot be read is left out (its
-        use says why); None where a line has no such object."""
-        table = self._fetch(self._start, self._end, whole=True)
-        result = {}
-        for name in self.names:
-            try:
-                found = _AXES.search(self._body(name, table))
-                result[name] = None if found is None else parse_json_text(found.group(1).decode("utf-8", "replace"), f"{self.where}: kernels.{name}.axes", 2)
-            except IndexFormatError:
-                continue
-        return result
 
     def entry(self, name: str) -> Any:
         """The parsed entry of kernel ``name`` (strict JSON: no duplicate key, no NaN),

@@ -37,13 +37,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from aotc.index.views import FileEntry, IndexKernel, KernelKey, ToolkitEntry
+    from aotc.index.views import FileEntry, IndexKernel, ToolkitEntry
 
 __all__ = ["KernelTable", "LibraryIndex"]
-
-
-# The axes aotc.tropical finds a kernel by today. shim: removed with the one binder
-_KIND_AXES = ("semiring", "dtype", "pass", "variant")
 
 
 class KernelTable(Mapping):  # Mapping[str, IndexKernel]
@@ -51,14 +47,13 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
     known at once; a kernel's view is made, and verified where the index was
     opened lazily, when it is first asked for."""
 
-    __slots__ = ("_checked", "_entries", "_kinds", "_lines", "_where")
+    __slots__ = ("_checked", "_entries", "_lines", "_where")
 
     def __init__(self, where: str, checked: dict[str, IndexKernel], lines: Any = None) -> None:
         self._where = where
         self._checked = checked  # name -> verified view
         self._lines: _lines.KernelLines | None = lines  # None: every kernel was checked at open
         self._entries: dict[str, Any] = {}  # name -> the parsed entry of a kernel checked here
-        self._kinds: dict[str, KernelKey] | None = None  # shim: removed with the one binder
 
     def __getitem__(self, name: str) -> IndexKernel:
         found = self._checked.get(name)
@@ -88,20 +83,6 @@ class KernelTable(Mapping):  # Mapping[str, IndexKernel]
         if self._lines is None:
             return {name: k.family for name, k in self._checked.items()}
         return self._lines.families()
-
-    def kinds(self) -> dict[str, KernelKey]:  # shim: removed with the one binder
-        """Each kernel's (semiring, dtype, pass, variant), of the kernels whose axes
-        include those four, read from their axes once. Where the index was opened
-        lazily, from each kernel's line, unchecked: a kernel chosen by them is
-        checked when it is looked up (``[]``), before it is used."""
-        if self._kinds is None:
-            kinds = {}
-            found = {name: k.axes for name, k in self._checked.items()} if self._lines is None else self._lines.all_axes()
-            for name, axes in found.items():
-                if isinstance(axes, Mapping) and all(type(axes.get(a)) is str for a in _KIND_AXES):
-                    kinds[name] = (axes["semiring"], axes["dtype"], axes["pass"], axes["variant"])
-            self._kinds = kinds
-        return dict(self._kinds)
 
     def entry(self, name: str) -> Any:
         """The validated JSON entry of kernel ``name``, checking it if not yet
@@ -214,26 +195,6 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
         hint = f" (did you mean: {', '.join(close)})" if close else ""
         msg = f"library {self.name!r} has no kernel {name!r}{hint}"
         raise UnknownKernelError(msg)
-
-    def find(self, semiring: str, dtype: str, pass_: str = "forward", variant: str = "single") -> IndexKernel:  # shim: removed with the one binder
-        """The kernel whose axes are this semiring, dtype, pass and variant (``kinds``), checked."""
-        key = (semiring, dtype, pass_, variant)
-        names = [name for name, kind in self.kernels.kinds().items() if kind == key]
-        if not names:
-            msg = f"library {self.name!r} has no kernel for semiring={semiring}, dtype={dtype}, pass={pass_}, variant={variant}"
-            raise UnknownKernelError(msg)
-        if len(names) > 1:
-            msg = f"{self.where}: kernels.{names[1]}: has the semiring, dtype, pass and variant of kernel {names[0]!r}"
-            raise IndexFormatError(msg)
-        found = self.kernels[names[0]]
-        if tuple(found.axes.get(a) for a in _KIND_AXES) != key:  # what its line said, unchecked, was not its entry
-            msg = f"{self.where}: kernels.{found.name}: its axes are not the semiring, dtype, pass and variant it was found by"
-            raise IndexFormatError(msg)
-        return found
-
-    def kinds(self) -> dict[str, KernelKey]:  # shim: removed with the one binder
-        """Each kernel's (semiring, dtype, pass, variant), by name; see ``KernelTable.kinds``."""
-        return self.kernels.kinds()
 
     def archs(self, part: str) -> list[str]:
         """Every SASS (``part="sass"``) or PTX arch of any kernel, sorted as text."""

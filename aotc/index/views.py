@@ -13,11 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, ClassVar
 
-__all__ = ["Backward", "DeclaredParam", "FileEntry", "IndexKernel", "KernelKey", "Launch", "Param", "ToolkitEntry"]
-
-# (semiring, dtype, pass, variant): how the tropical API finds a kernel today
-# (LibraryIndex.find, kinds). shim: removed with the one binder
-KernelKey = tuple[str, str, str, str]
+__all__ = ["Backward", "DeclaredParam", "FileEntry", "IndexKernel", "Launch", "Param", "ToolkitEntry"]
 
 
 class FileEntry(Record):

@@ -112,7 +112,7 @@ def decide(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, st
         dims[declared.name] = _extent(name, extents[name], declared, dims)
     for p in kernel.signature or ():
         if p.scalar and p.dim and p.name in dims and dims[p.name] > INT_RANGES[p.dtype][1]:
-            msg = f"{bound_by.get(p.name, p.arg)}: {p.name}={dims[p.name]} is past the kernel's {p.dtype} limit"
+            msg = f"{bound_by.get(p.name, p.arg)}: {p.name}={dims[p.name]} is past the kernel's {p.dtype} limit of {INT_RANGES[p.dtype][1]}"
             raise ArgumentError(msg)
     out_shapes = {}
     for name in layout.outs:
@@ -162,7 +162,7 @@ def _extent(name: str, value: Any, declared: DeclaredParam, dims: dict[str, Any]
         raise ArgumentTypeError(msg)
     number = value.__index__()
     bound = declared.max
-    limit, what = INT_RANGES[declared.dtype][1], f"the kernel's {declared.dtype} limit"
+    limit, what = INT_RANGES[declared.dtype][1], f"the kernel's {declared.dtype} limit {INT_RANGES[declared.dtype][1]}"
     if type(bound) is int:
         limit, what = bound, f"its bound {bound}"
     elif bound is not None:

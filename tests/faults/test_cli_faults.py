@@ -202,7 +202,7 @@ def test_generate_keeps_every_file_it_did_not_write(run_aotc: RunAotc, tmp_path:
     (out / "notes.txt").write_text("keep\n")
     first = run_aotc("generate", str(ROWOPS), "-o", str(out))
     assert first.returncode == 0, first.stderr
-    assert first.stdout == f"{out}: 8 written, 0 unchanged, 0 removed\n"
+    assert first.stdout == f"{out}: 16 written, 0 unchanged, 0 removed\n"
     assert (out / "mine.cu").read_text() == "// a person's own kernel\n"
     assert (out / "notes.txt").is_file()
     assert (out / ".aotc-generated").read_text().splitlines() == sorted(
@@ -222,7 +222,7 @@ def test_generate_removes_only_the_sources_it_wrote_before(run_aotc: RunAotc, tm
     # Scan loses its i64 kernel; only that source (and its line map) goes.
     (project / "manifest.yaml").write_text(text.replace("dtype: [f32, f64, i32, i64], threads: [256], items: [4]", "dtype: [f32, f64, i32], threads: [256], items: [4]"))
     second = run_aotc("generate", str(project / "manifest.yaml"), "-o", str(out))
-    assert second.stdout == f"{out}: 0 written, 7 unchanged, 1 removed\n", second.stderr
+    assert second.stdout == f"{out}: 0 written, 15 unchanged, 1 removed\n", second.stderr
     assert not (out / "scan_i64.cu").exists() and not (out / "scan_i64.lines").exists()
     assert (out / "mine.cu").read_text() == "// mine\n"
 

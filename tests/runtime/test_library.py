@@ -73,7 +73,7 @@ lib.kernel("gemm_maxplus_f32_forward")
 steps["first use"] = under_lib()
 lib.kernel("gemm_maxplus_f32_forward")(1, 2, 3, 4, 5, 6, 6, 5, 5)
 steps["second use"] = under_lib()
-lib.find("minplus", "f32")
+lib.kernel("gemm_minplus_f32_forward")
 steps["other kernel"] = under_lib()
 print(json.dumps(steps))
 """
@@ -86,13 +86,11 @@ def test_loading_one_kernel_opens_only_the_index_and_its_fatbin(lib_dir: Path) -
     assert result.returncode == 0, result.stderr
     # Load reads the index's top level and directory; a first use reads that
     # kernel's own line of index.json (aotc.index._lines), then its fatbin.
-    # find() reads the kernels' axes in one read of the table first (a shim
-    # until the one binder: the directory gives families, not kinds).
     assert json.loads(result.stdout) == {
         "load": ["index.json"],
         "first use": ["index.json", "gemm_maxplus_f32_forward.fatbin"],
         "second use": [],
-        "other kernel": ["index.json", "index.json", "gemm_minplus_f32_forward.fatbin"],
+        "other kernel": ["index.json", "gemm_minplus_f32_forward.fatbin"],
     }
 
 
