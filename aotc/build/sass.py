@@ -33,6 +33,9 @@ __all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "ove
 # "/*17b0*/  @!P2 LDS.128 R12, [R103+-0x10] ;" -> address, opcode, operands
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _TARGET = re.compile(r"0x([0-9a-f]+)")
+# The same, with the guard kept: "@P0 BRA 0x10" and "BRA P1, 0x10" are conditional.
+_GUARDED = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P[0-6]\s+)?(?:@!?U?PT\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+_PREDICATE = re.compile(r"\s*!?U?P[0-6]\s*,")
 _WRITES = ("STG", "RED", "ATOM")
 FIGURED_PASSES = ("forward", "argmax", "backward_a", "backward_b")
 _LDS_BYTES = {"LDS.128": 16, "LDS.64": 8, "LDS.U8": 1, "LDS.S8": 1, "LDS.U16": 2, "LDS.S16": 2}
@@ -80,16 +83,46 @@ def _innermost_loops(code: list[tuple[int, str, str]]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b) for c, d in loops)]
 
 
+def _bytes(opcode: str, prefix: str) -> int:
+    """Bytes one LDS/STS instruction moves (4 unless its width says otherwise)."""
+    return _LDS_BYTES.get("LDS" + opcode[len(prefix) :], 4) if opcode.startswith(prefix) else 0
+
+
+def _hot_path(code: list[tuple[int, str, str, bool]], start: int, end: int) -> tuple[int, int]:
+    """(instructions, shared-memory bytes read) on one iteration's hot path:
+    of the paths from the loop's head to its back edge, those that store the
+    most to shared memory (a tile loop's path that stages the next tile), and
+    of these the shortest (16-byte global loads, not their per-element
+    fallback). A loop with no branch inside has one path: its whole body."""
+    body = [(address, opcode, operands, conditional) for address, opcode, operands, conditional in code if start <= address <= end]
+    at = {address: n for n, (address, *_) in enumerate(body)}
+    best: list[tuple[int, int, int] | None] = [None] * len(body)  # (stored, -instructions, shared read)
+    best[0] = (_bytes(body[0][1], "STS"), -1, _bytes(body[0][1], "LDS"))
+    for n, (address, opcode, operands, conditional) in enumerate(body[:-1]):
+        if best[n] is None:
+            continue
+        target = _TARGET.search(operands) if opcode.startswith("BRA") else None
+        successors = [] if target and not conditional else [n + 1]
+        if target and address < int(target[1], 16) <= end and int(target[1], 16) in at:
+            successors.append(at[int(target[1], 16)])
+        for m in successors:
+            stored, count, shared = best[n]  # type: ignore[misc]
+            op = body[m][1]
+            candidate = (stored + _bytes(op, "STS"), count - 1, shared + _bytes(op, "LDS"))
+            if best[m] is None or candidate[:2] > best[m][:2]:  # type: ignore[index]
+                best[m] = candidate
+    stored, count, shared = best[-1] or (0, -len(body), 0)
+    return -count, shared
+
+
 def k_loops(sass: str) -> list[tuple[int, int]]:
-    """(instructions, shared-memory bytes read) per innermost loop that reads shared memory."""
-    code = [(int(m[1], 16), m[2], m[3]) for m in _INSTRUCTION.finditer(sass)]
-    innermost = _innermost_loops(code)
+    """(instructions, shared-memory bytes read) per innermost loop that reads
+    shared memory, both counted on the loop's hot path (``_hot_path``)."""
+    code = [(int(m[1], 16), m[3], m[4], bool(m[2]) or bool(_PREDICATE.match(m[4]))) for m in _GUARDED.finditer(sass)]
     found = []
-    for start, end in innermost:
-        body = [opcode for address, opcode, _ in code if start <= address <= end]
-        shared = sum(_LDS_BYTES.get(op, 4) for op in body if op.startswith("LDS"))
-        if shared:
-            found.append((len(body), shared))
+    for start, end in _innermost_loops([(a, op, operands) for a, op, operands, _ in code]):
+        if any(op.startswith("LDS") for a, op, _, _ in code if start <= a <= end):
+            found.append(_hot_path(code, start, end))
     return found
 
 
@@ -113,8 +146,10 @@ def thread_tile(kernel: dict[str, Any]) -> tuple[int, int]:
 
 
 def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> list[float]:
-    """Instructions per term of each k loop in ``sass``, smallest first: with
-    plain tiles, the plain loop then the exact one."""
+    """Instructions per term of each tile loop in ``sass``, smallest first:
+    with plain tiles, the plain loop then the exact one. A tile loop's count is
+    all in: its k steps, and the loads, stores and barrier that stage the next
+    tile, on its hot path (``k_loops``)."""
     tm, tn = thread_tile(kernel)
     spec = semirings[kernel["semiring"]]
     semiring = Semiring(kernel["semiring"], spec["add"], spec["mul"], spec["zero"], spec["one"], spec.get("counting", False))
@@ -122,7 +157,11 @@ def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> li
     per_step = 1  # terms per element and output
     if kernel["variant"] == "packed":  # uint32 words of 32 k values
         element, per_step = 4, 32
-    return sorted(count / (shared / ((tm + tn) * element) * tm * tn * per_step) for count, shared in k_loops(sass))
+    loops = [(count, shared / ((tm + tn) * element)) for count, shared in k_loops(sass)]
+    # Loops that fold whole tiles, unrolled over their k steps; the one-step
+    # loops of a last, partial tile (BK not dividing K) run once per block.
+    most = max((steps for _, steps in loops), default=0)
+    return sorted(count / (steps * tm * tn * per_step) for count, steps in loops if steps == most)
 
 
 def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | None = None) -> dict[str, list[float]]:
