@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         # Batched kernels share their k loops' code with the single ones: CI time
         # is better spent on another arch.
         chosen = {name: f for name, f in figures.items() if not name.endswith("_batched")}
+        # An arch already budgeted keeps its kernels (each one more is CI time); a new arch gets them all.
+        kept = budget.get("archs", {}).get(args.arch)
+        chosen = {name: f for name, f in chosen.items() if kept is None or name in kept}
         budget.setdefault("archs", {})[args.arch] = {name: [round(x, 3) for x in f] for name, f in chosen.items()}
         budget["nvcc"] = index["toolkit"]["version"]
         text = json.dumps(budget, indent=1, sort_keys=True)

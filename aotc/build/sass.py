@@ -84,8 +84,11 @@ def _innermost_loops(code: list[tuple[int, str, str]]) -> list[tuple[int, int]]:
 
 
 def _bytes(opcode: str, prefix: str) -> int:
-    """Bytes one LDS/STS instruction moves (4 unless its width says otherwise)."""
-    return _LDS_BYTES.get("LDS" + opcode[len(prefix) :], 4) if opcode.startswith(prefix) else 0
+    """Bytes one LDS/STS instruction moves (4 unless its width says otherwise;
+    sm_75 writes LDS.U.128 where later archs write LDS.128)."""
+    if not opcode.startswith(prefix):
+        return 0
+    return _LDS_BYTES.get("LDS" + opcode[len(prefix) :].replace(".U.", "."), 4)
 
 
 def _hot_path(code: list[tuple[int, str, str, bool]], start: int, end: int) -> tuple[int, int]:

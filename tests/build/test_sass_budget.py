@@ -115,3 +115,55 @@ BACKWARD_STRAIGHT = """
 def test_per_write_counts_the_unrolled_loop_or_the_whole_kernel() -> None:
     assert _sass.per_write(BACKWARD_LOOP) == 5 / 2
     assert _sass.per_write(BACKWARD_STRAIGHT) == 6 / 2
+
+
+# A tile loop: it may skip staging the next tile (the last one), and it loads
+# either 16 bytes at once or per element. Its hot path stages the tile with the
+# vector load: 9 instructions, reading 16 bytes of shared memory.
+TILE_LOOP = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   LDS.128 R4, [R2] ;
+        /*0020*/                   FADD R8, R4, R5 ;
+        /*0030*/               @P0 BRA 0xb0 ;
+        /*0040*/              @!P1 BRA 0x70 ;
+        /*0050*/                   LDG.E.128 R12, [R10.64] ;
+        /*0060*/                   BRA 0xa0 ;
+        /*0070*/                   LDG.E R12, [R10.64] ;
+        /*0080*/                   LDG.E R13, [R10.64+0x4] ;
+        /*0090*/                   LDG.E R14, [R10.64+0x8] ;
+        /*00a0*/                   STS.128 [R3], R12 ;
+        /*00b0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*00c0*/                   BRA P2, 0x10 ;
+        /*00d0*/                   EXIT ;
+"""
+
+
+def test_k_loops_counts_the_path_that_stages_the_next_tile() -> None:
+    # Not the shortest path (no load, no store: 5), the per-element one (10), nor the whole body (12).
+    assert _sass.k_loops(TILE_LOOP) == [(9, 16)]
+
+
+# Two loops: an unrolled tile loop of two k steps (64 bytes at 4 x 4 f32 per
+# thread) and a one-step loop for the last, partial tile.
+UNROLLED = """
+        /*0000*/                   LDS.128 R4, [R2] ;
+        /*0010*/                   LDS.128 R8, [R2+0x10] ;
+        /*0020*/                   LDS.128 R12, [R2+0x20] ;
+        /*0030*/                   LDS.128 R16, [R2+0x30] ;
+        /*0040*/                   FADD R20, R4, R8 ;
+        /*0050*/               @P0 BRA 0x0 ;
+        /*0060*/                   LDS.128 R4, [R2] ;
+        /*0070*/                   LDS.128 R8, [R2+0x10] ;
+        /*0080*/               @P1 BRA 0x60 ;
+"""
+
+
+def test_per_term_reports_the_tile_loops() -> None:
+    kernel = {"launch": {"grid": [{"tile": 16}, {"tile": 16}], "block": [4, 4]}, "semiring": "maxplus", "dtype": "f32", "variant": "single"}
+    semirings = {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0"}}
+    assert _sass.per_term(UNROLLED, kernel, semirings) == [6 / (2 * 16)]
+
+
+def test_shared_widths_read_at_every_arch() -> None:
+    # sm_75 spells a 16-byte shared load LDS.U.128.
+    assert _sass.k_loops(TILE_LOOP.replace("LDS.128", "LDS.U.128")) == [(9, 16)]
