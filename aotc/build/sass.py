@@ -28,7 +28,7 @@ from typing import Any
 
 from aotc.semiring import DTYPES, Semiring
 
-__all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_figures", "over_budget", "per_write"]
+__all__ = ["Tools", "find_tool", "find_tools", "k_loops", "kernel_details", "kernel_figures", "over_budget", "per_write", "tile_steps"]
 
 # "/*17b0*/  @!P2 LDS.128 R12, [R103+-0x10] ;" -> address, opcode, operands
 _INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
@@ -51,6 +51,12 @@ class Tools:
         path = f"{Path(self.nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         command = [self.cuobjdump, "-sass", "-arch", f"sm_{arch}", str(fatbin)]
         return subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PATH": path}).stdout
+
+    def registers(self, fatbin: Path, arch: str) -> int | None:
+        """Registers per thread of the (one) kernel in ``fatbin`` at sm_``arch``."""
+        command = [self.cuobjdump, "--dump-resource-usage", "-arch", f"sm_{arch}", str(fatbin)]
+        found = re.search(r"REG:(\d+)", subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+        return int(found[1]) if found else None
 
 
 def find_tool(distribution: str, name: str) -> str | None:
@@ -150,9 +156,20 @@ def thread_tile(kernel: dict[str, Any]) -> tuple[int, int]:
 
 def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> list[float]:
     """Instructions per term of each tile loop in ``sass``, smallest first:
-    with plain tiles, the plain loop then the exact one. A tile loop's count is
-    all in: its k steps, and the loads, stores and barrier that stage the next
-    tile, on its hot path (``k_loops``)."""
+    with plain tiles, the plain loop then the exact one. A loop unrolled over a
+    tile's k steps is counted all in: its k steps, and the loads, stores and
+    barrier that stage the next tile, on its hot path (``k_loops``). A rolled
+    k loop is one k step (its tile's staging lies outside it)."""
+    return _tile_loops(sass, kernel, semirings)[0]
+
+
+def tile_steps(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> int:
+    """The k steps one iteration of ``per_term``'s loops folds: BK where they
+    are unrolled over a tile, 1 for a rolled k loop."""
+    return round(_tile_loops(sass, kernel, semirings)[1])
+
+
+def _tile_loops(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> tuple[list[float], float]:
     tm, tn = thread_tile(kernel)
     spec = semirings[kernel["semiring"]]
     semiring = Semiring(kernel["semiring"], spec["add"], spec["mul"], spec["zero"], spec["one"], spec.get("counting", False))
@@ -164,13 +181,21 @@ def per_term(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) -> li
     # Loops that fold whole tiles, unrolled over their k steps; the one-step
     # loops of a last, partial tile (BK not dividing K) run once per block.
     most = max((steps for _, steps in loops), default=0)
-    return sorted(count / (steps * tm * tn * per_step) for count, steps in loops if steps == most)
+    return sorted(count / (steps * tm * tn * per_step) for count, steps in loops if steps == most), most
 
 
 def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | None = None) -> dict[str, list[float]]:
     """Per-term figures of the library's kernels (or ``names``) at sm_``arch``:
     the k loops of forward and argmax kernels, one ``per_write`` figure for a
     backward kernel."""
+    return {name: figures for name, (figures, _, _) in kernel_details(folder, arch, tools, names, registers=False).items()}
+
+
+def kernel_details(
+    folder: Path, arch: str, tools: Tools, names: list[str] | None = None, *, registers: bool = True
+) -> dict[str, tuple[list[float], int, int | None]]:
+    """(``kernel_figures``' figures, k steps per loop iteration (``tile_steps``;
+    1 for backward kernels), registers per thread or None) per kernel."""
     index = json.loads((folder / "index.json").read_text())
     chosen = {
         name: kernel
@@ -178,15 +203,18 @@ def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | Non
         if kernel["pass"] in FIGURED_PASSES and (names is None or name in names)
     }
 
-    def figures(kernel: dict[str, Any], sass: str) -> list[float]:
+    def details(kernel: dict[str, Any]) -> tuple[list[float], int, int | None]:
+        fatbin = folder / kernel["fatbin"]["file"]
+        sass = tools.sass(fatbin, arch)
+        regs = tools.registers(fatbin, arch) if registers else None
         if kernel["pass"].startswith("backward"):
-            return [per_write(sass)]
-        return per_term(sass, kernel, index["semirings"])
+            return [per_write(sass)], 1, regs
+        figures, steps = _tile_loops(sass, kernel, index["semirings"])
+        return figures, round(steps), regs
 
     # Mostly waiting on cuobjdump: a few at a time.
     with ThreadPoolExecutor(max_workers=4) as pool:
-        listings = pool.map(lambda kernel: tools.sass(folder / kernel["fatbin"]["file"], arch), chosen.values())
-        return {name: figures(chosen[name], sass) for name, sass in zip(chosen, listings)}
+        return dict(zip(chosen, pool.map(details, chosen.values())))
 
 
 def over_budget(measured: dict[str, list[float]], budget: dict[str, list[float]], tolerance: float) -> list[str]:
