@@ -37,6 +37,9 @@ _TARGET = re.compile(r"0x([0-9a-f]+)")
 _GUARDED = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P[0-6]\s+)?(?:@!?U?PT\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _PREDICATE = re.compile(r"\s*!?U?P[0-6]\s*,")
 _WRITES = ("STG", "RED", "ATOM")
+# cuobjdump -elf: a kernel's ".nv.info.<kernel>" section, then one record per parameter.
+_INFO_SECTION = re.compile(r"\.nv\.info\.(\w+)")
+_KPARAM = re.compile(r"Ordinal\s*:\s*0x([0-9a-f]+)\s+Offset\s*:\s*0x([0-9a-f]+)\s+Size\s*:\s*0x([0-9a-f]+)")
 FIGURED_PASSES = ("forward", "argmax", "backward_a", "backward_b")
 _LDS_BYTES = {"LDS.128": 16, "LDS.64": 8, "LDS.U8": 1, "LDS.S8": 1, "LDS.U16": 2, "LDS.S16": 2}
 
@@ -51,6 +54,21 @@ class Tools:
         path = f"{Path(self.nvdisasm).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         command = [self.cuobjdump, "-sass", "-arch", f"sm_{arch}", str(fatbin)]
         return subprocess.run(command, capture_output=True, text=True, check=True, env={**os.environ, "PATH": path}).stdout
+
+    def params(self, image: Path, arch: str | None = None) -> dict[str, list[tuple[int, int]]]:
+        """(offset, size) of each kernel's parameters in order, from the
+        EIATTR_KPARAM_INFO records of ``image`` (a cubin, or a fatbin's sm_``arch`` cubin)."""
+        command = [self.cuobjdump, "-elf", *(["-arch", f"sm_{arch}"] if arch else []), str(image)]
+        found: dict[str, dict[int, tuple[int, int]]] = {}
+        kernel = None
+        for line in subprocess.run(command, capture_output=True, text=True, check=True).stdout.splitlines():
+            section = _INFO_SECTION.fullmatch(line.strip())
+            if section:
+                kernel = section[1]
+            record = _KPARAM.search(line)
+            if record and kernel:
+                found.setdefault(kernel, {})[int(record[1], 16)] = (int(record[2], 16), int(record[3], 16))
+        return {name: [records[n] for n in sorted(records)] for name, records in found.items()}
 
     def registers(self, fatbin: Path, arch: str) -> int | None:
         """Registers per thread of the (one) kernel in ``fatbin`` at sm_``arch``."""
