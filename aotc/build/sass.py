@@ -41,7 +41,7 @@ _WRITES = ("STG", "RED", "ATOM")
 _INFO_SECTION = re.compile(r"\.nv\.info\.(\w+)")
 _KPARAM = re.compile(r"Ordinal\s*:\s*0x([0-9a-f]+)\s+Offset\s*:\s*0x([0-9a-f]+)\s+Size\s*:\s*0x([0-9a-f]+)")
 FIGURED_PASSES = ("forward", "argmax", "backward_a", "backward_b")
-_LDS_BYTES = {"LDS.128": 16, "LDS.64": 8, "LDS.U8": 1, "LDS.S8": 1, "LDS.U16": 2, "LDS.S16": 2}
+_WIDTHS = {"128": 16, "64": 8, "U16": 2, "S16": 2, "U8": 1, "S8": 1}
 
 
 @dataclass(frozen=True)
@@ -108,23 +108,27 @@ def _innermost_loops(code: list[tuple[int, str, str]]) -> list[tuple[int, int]]:
 
 
 def _bytes(opcode: str, prefix: str) -> int:
-    """Bytes one LDS/STS instruction moves (4 unless its width says otherwise;
-    sm_75 writes LDS.U.128 where later archs write LDS.128)."""
+    """Bytes one load or store (LDS, STS, LDG) moves: its width's suffix
+    (LDS.128, LDG.E.64.CONSTANT, sm_75's LDS.U.128), else 4."""
     if not opcode.startswith(prefix):
         return 0
-    return _LDS_BYTES.get("LDS" + opcode[len(prefix) :].replace(".U.", "."), 4)
+    parts = opcode.split(".")[1:]
+    return next((size for suffix, size in _WIDTHS.items() if suffix in parts), 4)
 
 
 def _hot_path(code: list[tuple[int, str, str, bool]], start: int, end: int) -> tuple[int, int]:
-    """(instructions, shared-memory bytes read) on one iteration's hot path:
-    of the paths from the loop's head to its back edge, those that store the
-    most to shared memory (a tile loop's path that stages the next tile), and
-    of these the shortest (16-byte global loads, not their per-element
-    fallback). A loop with no branch inside has one path: its whole body."""
+    """(instructions, shared-memory bytes read) on one iteration's hot path.
+    Of the paths from the loop's head to its back edge: those that store the
+    most to shared memory (a tile loop's path that stages the next tile); of
+    these, those that load the most from global memory (in range, not the
+    pad's); of these, those with the fewest global loads (16 bytes at a time,
+    not per element); of these, the longest, so a fold that branches counts
+    its dearer side. A loop with no branch inside has one path: its body."""
     body = [(address, opcode, operands, conditional) for address, opcode, operands, conditional in code if start <= address <= end]
     at = {address: n for n, (address, *_) in enumerate(body)}
-    best: list[tuple[int, int, int] | None] = [None] * len(body)  # (stored, -instructions, shared read)
-    best[0] = (_bytes(body[0][1], "STS"), -1, _bytes(body[0][1], "LDS"))
+    # Per instruction, the best path reaching it: (stored, loaded, -loads, instructions, shared read).
+    best: list[tuple[int, ...] | None] = [None] * len(body)
+    best[0] = _step((0, 0, 0, 0, 0), body[0][1])
     for n, (address, opcode, operands, conditional) in enumerate(body[:-1]):
         if best[n] is None:
             continue
@@ -133,13 +137,17 @@ def _hot_path(code: list[tuple[int, str, str, bool]], start: int, end: int) -> t
         if target and address < int(target[1], 16) <= end and int(target[1], 16) in at:
             successors.append(at[int(target[1], 16)])
         for m in successors:
-            stored, count, shared = best[n]  # type: ignore[misc]
-            op = body[m][1]
-            candidate = (stored + _bytes(op, "STS"), count - 1, shared + _bytes(op, "LDS"))
-            if best[m] is None or candidate[:2] > best[m][:2]:  # type: ignore[index]
+            candidate = _step(best[n], body[m][1])  # type: ignore[arg-type]
+            if best[m] is None or candidate[:4] > best[m][:4]:  # type: ignore[index]
                 best[m] = candidate
-    stored, count, shared = best[-1] or (0, -len(body), 0)
-    return -count, shared
+    *_, count, shared = best[-1] or (0, 0, 0, len(body), 0)
+    return count, shared
+
+
+def _step(path: tuple[int, ...], opcode: str) -> tuple[int, ...]:
+    stored, loaded, loads, count, shared = path
+    ldg = _bytes(opcode, "LDG")
+    return stored + _bytes(opcode, "STS"), loaded + ldg, loads - (ldg > 0), count + 1, shared + _bytes(opcode, "LDS")
 
 
 def k_loops(sass: str) -> list[tuple[int, int]]:
@@ -196,10 +204,15 @@ def _tile_loops(sass: str, kernel: dict[str, Any], semirings: dict[str, Any]) ->
     if kernel["variant"] == "packed":  # uint32 words of 32 k values
         element, per_step = 4, 32
     loops = [(count, shared / ((tm + tn) * element)) for count, shared in k_loops(sass)]
-    # Loops that fold whole tiles, unrolled over their k steps; the one-step
-    # loops of a last, partial tile (BK not dividing K) run once per block.
+    # Loops unrolled over a tile's k steps (a plain and an exact one) fold
+    # whole tiles; then the one-step loops of a last, partial tile (BK not
+    # dividing K) run once per block and are left out. Otherwise every loop
+    # counts (ptxas may unroll one k loop by 2 and not another).
     most = max((steps for _, steps in loops), default=0)
-    return sorted(count / (steps * tm * tn * per_step) for count, steps in loops if steps == most), most
+    tile_loops = [(count, steps) for count, steps in loops if steps == most]
+    if len(tile_loops) < 2 or most == 1:
+        tile_loops, most = loops, 1
+    return sorted(count / (steps * tm * tn * per_step) for count, steps in tile_loops), most
 
 
 def kernel_figures(folder: Path, arch: str, tools: Tools, names: list[str] | None = None) -> dict[str, list[float]]:
