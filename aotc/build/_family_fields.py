@@ -166,7 +166,8 @@ def _dtype(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes, co
         if bad:
             check.fail(line, key, f"axis {value} has value {echo(bad[0])}, which is not a dtype (dtypes: {listing(ELEMENT_TYPES)})")
     elif not isinstance(value, str) or (value not in ELEMENT_TYPES and value not in constants):
-        check.fail(line, key, f"expected a dtype ({listing(ELEMENT_TYPES)}), or an axis or constant naming one ({listing([*axes.values, *sorted(constants)])}), got {describe(value)}")
+        # One listing, which listing() cuts to one short line, however many constants a family has.
+        check.fail(line, key, f"expected a dtype, or an axis or constant naming one ({listing([*ELEMENT_TYPES, *axes.values, *sorted(constants)])}), got {describe(value)}")
 
 
 @dataclass(frozen=True)

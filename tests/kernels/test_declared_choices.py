@@ -25,9 +25,13 @@ def test_tropical_is_declared_and_renders_what_the_gemm_form_did() -> None:
     declared, gemm_form = load_manifest(REPO / "kernels" / "manifest.yaml"), load_manifest(GEMM_FORM)
     assert all(isinstance(k, DeclaredKernelSpec) for k in declared.kernels)
     assert all(isinstance(k, KernelSpec) for k in gemm_form.kernels)
-    assert [k.name for k in declared.kernels] == [k.name for k in gemm_form.kernels]
+    # The GEMM form says a pass's own tiles (f32 forward, argmax) by a matrix
+    # block of its own, so its kernels come in another order: compared by name.
+    olds = {k.name: k for k in gemm_form.kernels}
+    assert sorted(k.name for k in declared.kernels) == sorted(olds)
     assert len(declared.kernels) == 86
-    for new, old in zip(declared.kernels, gemm_form.kernels):
+    for new in declared.kernels:
+        old = olds[new.name]
         assert new.params == old.params, new.name
         assert new.launch == old.launch, new.name
         assert render_kernel(declared, new) == render_kernel(gemm_form, old), new.name
@@ -46,7 +50,7 @@ def test_tropical_points_take_their_alternative_and_constants() -> None:
     assert kernels["gemm_counting_f64_forward"].signature.params[0].to_json()["array"]["lanes"] == 2
     packed = kernels["gemm_andor_bool_argmax_packed"].signature.params[0].to_json()["array"]
     assert (packed["dtype"], packed["pack"]) == ("u32", 32)
-    assert kernels["gemm_counting_f64_forward"].launch.shared_bytes_static == 2 * 8 * (64 + 64) * 16
+    assert kernels["gemm_counting_f64_forward"].launch.shared_bytes_static == 2 * 8 * (64 + 32) * 16
 
 
 FAMILY = """\
