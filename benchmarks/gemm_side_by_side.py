@@ -13,9 +13,10 @@ SASS the peer's own NVRTC call gets), and every parameter block is checked
 against its cubin's parameter records (offset and size of each) before
 anything launches. Both launch through aotc's cuda-python backend.
 
-Inputs are ``gemm_gpu.py``'s: integers in [-1000, 1000) ("plain": every aotc
-tile takes its plain loop) and the same with one value per 8 k rows and 64
-columns that no plain tile takes (NaN, 2^28 for i32, 2^60 for i64: "exact").
+Inputs are as ``gemm_gpu.py``'s: integers in [-1000, 1000) ("plain": every
+aotc tile takes its plain loop) and the same with one value per 8 k rows and
+32 columns that no plain tile takes (NaN, 2^28 for i32, 2^60 for i64:
+"exact"; 32, not 64, since counting f64's blocks are 32 columns wide now).
 Before timing, every kernel runs on a square and a ragged small shape against
 the NumPy reference (``aotc.reference``): aotc on plain and exact inputs, the
 peer on plain ones (non-negative for max-times), since it neither propagates
@@ -97,7 +98,7 @@ def inputs(rng: np.random.Generator, unit: Unit, shape: Shape, tiles: str, *, no
     b = rng.integers(low, 1000, size=(*lead, shape.k, shape.n, *lanes)).astype(NUMPY[unit.dtype])
     if unit.counting:
         a[..., 1], b[..., 1] = 1, 1
-    if tiles == "exact":  # k tiles are at most 16 deep, column blocks at least 32 wide
+    if tiles == "exact":  # k tiles are at least 8 deep, column blocks at least 32 wide: every tile
         (b[..., 0] if unit.counting else b)[..., ::8, ::32] = NOT_PLAIN[unit.dtype]
     return a, b
 
