@@ -94,7 +94,10 @@ def build(units: list[Unit], peer_cu: Path, arch: str, build_dir: Path, *, sourc
         cubin = build_dir / f"{name.replace(':', '-')}.sm_{arch}.{key}.cubin"
         if not cubin.exists():
             command = [nvcc, "-cubin", f"-arch=sm_{arch}", "--resource-usage", "-o", f"{cubin}.part", str(path)]
-            done = subprocess.run(command, capture_output=True, text=True)
+            # Without LD_PRELOAD: nvcc, a host program, crashes under a preloaded
+            # AddressSanitizer (the emulator's memory check preloads it).
+            env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+            done = subprocess.run(command, capture_output=True, text=True, env=env)
             if done.returncode != 0:
                 raise SystemExit(f"gemm_side_by_side: {' '.join(command)} failed:\n{done.stderr[-3000:]}")
             (build_dir / f"{cubin.name}.ptxas.txt").write_text(done.stdout + done.stderr)
