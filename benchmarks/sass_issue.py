@@ -8,6 +8,14 @@ lives in ``aotc/build/sass.py``, shared with the CI guard ``tests/build/test_sas
 ``--update-budget`` writes this arch's figures (single variants only) into
 ``benchmarks/sass_budget.json``, the table that guard holds the kernels to.
 
+A loop is counted on its hot path: the path that stages the next tile (its
+16-byte loads, not their per-element fallback). Float kernels unroll a full
+tile's k steps, so their figure is all in: the fold, and the next tile's
+loads, stores, vote and barrier. Integer and counting kernels keep a rolled
+k loop, counted per k step. ``regs`` is registers per thread
+(``cuobjdump --dump-resource-usage``): at most 128 lets two 256-thread blocks
+share an SM.
+
 Issue 3's limit is one add and one max per term, two instructions: SMs x clock
 x 128 / 2 terms per second. ``ceiling`` is 2 / (instructions per term), the
 share of that limit a k loop could reach if it issued an instruction every
@@ -54,27 +62,33 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"sass_issue: {tools}")
     index = json.loads((folder / "index.json").read_text())
     names = [name for name in index["kernels"] if args.kernel in name]
-    figures = _sass.kernel_figures(folder, args.arch, tools, names)
+    details = _sass.kernel_details(folder, args.arch, tools, names)
+    figures = {name: figures for name, (figures, _, _) in details.items()}
 
     print(f"SASS sm_{args.arch}, {index['library']} {index['aotc_version']}, {LibraryIndex.open(folder).toolkit_label()}\n")
-    print("| kernel | thread tile | plain tiles: instr/term (ceiling) | exact tiles: instr/term (ceiling) |")
-    print("| --- | --- | --- | --- |")
+    # "loop": what one counted iteration folds. "8 k steps": the loop is unrolled
+    # over a tile's 8 k steps and counted all in (the next tile's loads, stores
+    # and barrier too); "k step": a rolled k loop, its tile's staging outside it.
+    print("| kernel | thread tile | regs | loop | plain tiles: instr/term (ceiling) | exact tiles: instr/term (ceiling) |")
+    print("| --- | --- | --- | --- | --- | --- |")
     products = {name: f for name, f in figures.items() if not index["kernels"][name]["axes"]["pass"].startswith("backward")}
     for name, per_term in products.items():
         tm, tn = _sass.thread_tile(index["kernels"][name])
         cells = [f"{x:.2f} ({2 / x:.0%})" for x in per_term]
-        if len(cells) == 1 and index["kernels"][name]["dtype"] == "bool":
+        if len(cells) == 1 and index["kernels"][name]["axes"]["dtype"] == "bool":
             cells = [*cells, "none (every tile plain)"]
         elif len(cells) == 1:  # one k loop: no plain tiles (or a library built before them)
             cells = ["none", *cells]
-        print(f"| {name} | {tm}x{tn} | {' | '.join(cells or ['no k loop found'])} |")
+        _, steps, regs = details[name]
+        loop = "k step" if steps == 1 else f"{steps} k steps"
+        print(f"| {name} | {tm}x{tn} | {regs if regs is not None else '?'} | {loop} | {' | '.join(cells or ['no k loop found'])} |")
 
     backward = {name: f for name, f in figures.items() if name not in products}
     if backward:
         # One thread owns a row of grad_A or a column of grad_B and walks it; a term is one global write.
-        print("\n| backward kernel | instr/term (per global write) |\n| --- | --- |")
+        print("\n| backward kernel | regs | instr/term (per global write) |\n| --- | --- | --- |")
         for name, (per_write,) in backward.items():
-            print(f"| {name} | {per_write:.2f} |")
+            print(f"| {name} | {details[name][2]} | {per_write:.2f} |")
 
     if args.update_budget:
         budget = json.loads(BUDGET.read_text()) if BUDGET.is_file() else {}
@@ -82,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         # Batched kernels share their k loops' code with the single ones: CI time
         # is better spent on another arch.
         chosen = {name: f for name, f in figures.items() if not name.endswith("_batched")}
+        # An arch already budgeted keeps its kernels (each one more is CI time); a new arch gets them all.
+        kept = budget.get("archs", {}).get(args.arch)
+        chosen = {name: f for name, f in chosen.items() if kept is None or name in kept}
         budget.setdefault("archs", {})[args.arch] = {name: [round(x, 3) for x in f] for name, f in chosen.items()}
         budget["nvcc"] = index["toolkit"]["version"]
         text = json.dumps(budget, indent=1, sort_keys=True)

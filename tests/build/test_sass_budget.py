@@ -115,3 +115,87 @@ BACKWARD_STRAIGHT = """
 def test_per_write_counts_the_unrolled_loop_or_the_whole_kernel() -> None:
     assert _sass.per_write(BACKWARD_LOOP) == 5 / 2
     assert _sass.per_write(BACKWARD_STRAIGHT) == 6 / 2
+
+
+# A tile loop: it may skip staging the next tile (the last one); it loads
+# either 16 bytes at once or per element, or (a row past the matrix) sets the
+# pad and loads nothing; and its fold branches (a dearer side of two IMADs).
+# Its hot path stages the tile with the vector load and takes the fold's
+# dearer side: 13 instructions, reading 16 bytes of shared memory.
+TILE_LOOP = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   LDS.128 R4, [R2] ;
+        /*0020*/                   FADD R8, R4, R5 ;
+        /*0022*/               @P3 BRA 0x28 ;
+        /*0024*/                   IMAD R8, R8, R8, RZ ;
+        /*0026*/                   IMAD R8, R8, R8, RZ ;
+        /*0028*/                   BSYNC B0 ;
+        /*0030*/               @P0 BRA 0xb0 ;
+        /*0040*/              @!P1 BRA 0x70 ;
+        /*0050*/                   LDG.E.128 R12, [R10.64] ;
+        /*0060*/                   BRA 0xa0 ;
+        /*0070*/               @P4 BRA 0x98 ;
+        /*0078*/                   LDG.E R12, [R10.64] ;
+        /*0080*/                   LDG.E R13, [R10.64+0x4] ;
+        /*0090*/                   LDG.E R14, [R10.64+0x8] ;
+        /*0094*/                   BRA 0xa0 ;
+        /*0098*/                   MOV R12, 0x7f7fffff ;
+        /*009a*/                   MOV R13, 0x7f7fffff ;
+        /*009c*/                   MOV R14, 0x7f7fffff ;
+        /*009e*/                   MOV R15, 0x7f7fffff ;
+        /*00a0*/                   STS.128 [R3], R12 ;
+        /*00b0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*00c0*/                   BRA P2, 0x10 ;
+        /*00d0*/                   EXIT ;
+"""
+
+
+def test_k_loops_counts_the_path_that_stages_the_next_tile() -> None:
+    # Not the shortest path (no load, no store, no IMAD: 7), the per-element
+    # one (16), the pad's (16, loading nothing), the cheap side of the fold
+    # (11), nor the whole body (23).
+    assert _sass.k_loops(TILE_LOOP) == [(13, 16)]
+
+
+# Four loops: a plain and an exact tile loop unrolled over two k steps (64
+# bytes at 4 x 4 f32 per thread), and the one-step loops of a last, partial tile.
+UNROLLED = """
+        /*0000*/                   LDS.128 R4, [R2] ;
+        /*0010*/                   LDS.128 R8, [R2+0x10] ;
+        /*0020*/                   LDS.128 R12, [R2+0x20] ;
+        /*0030*/                   LDS.128 R16, [R2+0x30] ;
+        /*0040*/                   FADD R20, R4, R8 ;
+        /*0050*/               @P0 BRA 0x0 ;
+        /*0060*/                   LDS.128 R4, [R2] ;
+        /*0070*/                   LDS.128 R8, [R2+0x10] ;
+        /*0080*/                   LDS.128 R12, [R2+0x20] ;
+        /*0090*/                   LDS.128 R16, [R2+0x30] ;
+        /*00a0*/                   FADD R20, R4, R8 ;
+        /*00b0*/                   FMNMX R20, R4, R20, !PT ;
+        /*00c0*/               @P0 BRA 0x60 ;
+        /*00d0*/                   LDS.128 R4, [R2] ;
+        /*00e0*/                   LDS.128 R8, [R2+0x10] ;
+        /*00f0*/               @P1 BRA 0xd0 ;
+        /*0100*/                   LDS.128 R4, [R2] ;
+        /*0110*/                   LDS.128 R8, [R2+0x10] ;
+        /*0120*/               @P1 BRA 0x100 ;
+"""
+KERNEL = {"launch": {"grid": [{"tile": 16}, {"tile": 16}], "block": [4, 4]}, "semiring": "maxplus", "dtype": "f32", "variant": "single"}
+SEMIRINGS = {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0"}}
+
+
+def test_per_term_reports_the_tile_loops() -> None:
+    assert _sass.per_term(UNROLLED, KERNEL, SEMIRINGS) == [6 / (2 * 16), 7 / (2 * 16)]
+    assert _sass.tile_steps(UNROLLED, KERNEL, SEMIRINGS) == 2
+
+
+def test_per_term_keeps_every_loop_where_only_one_is_unrolled() -> None:
+    # ptxas unrolled one k loop by 2 and not the other: both are k loops.
+    one_unrolled = UNROLLED.split("        /*0060*/")[0] + "        /*00d0*/" + UNROLLED.split("        /*00d0*/")[1].split("        /*0100*/")[0]
+    assert _sass.per_term(one_unrolled, KERNEL, SEMIRINGS) == [3 / 16, 6 / (2 * 16)]
+    assert _sass.tile_steps(one_unrolled, KERNEL, SEMIRINGS) == 1
+
+
+def test_shared_widths_read_at_every_arch() -> None:
+    # sm_75 spells a 16-byte shared load LDS.U.128.
+    assert _sass.k_loops(TILE_LOOP.replace("LDS.128", "LDS.U.128")) == [(13, 16)]

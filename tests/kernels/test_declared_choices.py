@@ -35,7 +35,7 @@ def test_tropical_points_take_their_alternative_and_constants() -> None:
     assert kernels["gemm_counting_f64_forward"].signature.params[0].to_json()["array"]["lanes"] == 2
     packed = kernels["gemm_andor_bool_argmax_packed"].signature.params[0].to_json()["array"]
     assert (packed["dtype"], packed["pack"]) == ("u32", 32)
-    assert kernels["gemm_counting_f64_forward"].launch.shared_bytes_static == 2 * 8 * (64 + 64) * 16
+    assert kernels["gemm_counting_f64_forward"].launch.shared_bytes_static == 2 * 8 * (64 + 32) * 16
 
 
 FAMILY = """\

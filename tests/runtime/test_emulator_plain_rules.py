@@ -30,11 +30,11 @@ MANIFEST = tropical_manifest(
     ["{semiring: counting, dtype: f32, pass: [forward, argmax], variant: single}", "{semiring: andor, dtype: bool, pass: [forward, argmax], variant: single}"],
 )
 
-PLAIN_OK = "return x == x && x != {{ highest if semiring.zero == \"-inf\" else lowest }};"
+PLAIN_OK = 'return x {{ "<" if semiring.zero == "-inf" else ">" }} {{ highest if semiring.zero == "-inf" else lowest }};'
 # name: (text in common/semiring.cuh.j2, its replacement, the semiring it breaks)
 MUTATIONS = {
     # A NaN value folded plainly is skipped (NaN > v is false), not propagated.
-    "nan-let-in": (PLAIN_OK, "return x != {{ highest if semiring.zero == \"-inf\" else lowest }};", "counting"),
+    "nan-let-in": (PLAIN_OK, 'return !(x {{ ">=" if semiring.zero == "-inf" else "<=" }} {{ highest if semiring.zero == "-inf" else lowest }});', "counting"),
     # +inf + -inf makes a NaN inside a plain fold.
     "inf-let-in": (PLAIN_OK, "return x == x;", "counting"),
     # Plain folds add the counts of zero-valued terms; finishing must reset them.

@@ -44,7 +44,7 @@ BUGS = {
     "missing-syncthreads": (BARRIER, "        impure = !plain_next;\n"),
     "off-by-one-k-bound": (K_BOUND, "const int k_end = min(BK, K - t * BK + 1);"),
     # Row M of A is one past its last: a read past the end of A's allocation.
-    "off-by-one-row-bound": ("(row < M && col < K - e)", "(row <= M && col < K - e)"),
+    "off-by-one-row-bound": ("(row < M && ((full) || col < K - e))", "(row <= M && ((full) || col < K - e))"),
     # The first tile is loaded into registers but never stored to shared memory.
     "read-before-write": ("        AOTC_STORE_TILE(0);\n", ""),
     "barrier-in-thread-dependent-branch": (
