@@ -46,13 +46,12 @@ TROPICAL_MAY_IMPORT = {"__future__", "os", "stat", "_stat", "posixpath", "ntpath
 def test_import_aotc_tropical_imports_only_its_own_modules() -> None:
     start = set(imported_by("pass"))  # what the interpreter loads before any code runs
     modules = [m for m in imported_by("import aotc.tropical") if m not in start]
-    assert {"aotc.tropical", "aotc.tropical._call", "aotc.errors"} <= set(modules)
+    assert {"aotc.tropical", "aotc.tropical._api", "aotc.kernels", "aotc.errors"} <= set(modules)
     assert [m for m in modules if m.split(".")[0] != "aotc" and m not in TROPICAL_MAY_IMPORT] == []
-    # _torch_route (which imports no torch) decides whether a call goes to the ops;
-    # the ops themselves and the autograd glue load with the first tensor.
-    # _jax_route the same for JAX arrays; aotc.tropical._jax (and jax) load with the first one.
-    later = ("aotc.runtime", "aotc.build", "aotc.tropical._torch_ops", "aotc.tropical._packed")
-    assert [m for m in modules if m.startswith(later) or m in ("aotc.tropical._torch", "aotc.tropical._jax")] == []
+    # The library, the arrays, the binder's layouts and its torch ops and JAX
+    # route load with the first call that needs them.
+    later = ("aotc.runtime", "aotc.build", "aotc.arrays", "aotc.kernels._layout", "aotc.kernels._torch", "aotc.kernels._jax", "aotc.tropical._packed")
+    assert [m for m in modules if m.startswith(later)] == []
 
 
 # What a process imports on its way to its first launch must leave these out:
@@ -82,6 +81,6 @@ def test_the_first_launch_imports_no_dataclasses_inspect_typing_subprocess_pathl
     before = set(imported_by("import numpy", site=True))  # NumPy's and site's own imports are not aotc's to hold
     code = f"import sys; sys.argv[1:] = [{str(library)!r}]\n{_FIRST_LAUNCH}"
     modules = [m for m in imported_by(code, site=True) if m not in before]
-    assert {"aotc.runtime.library", "aotc.index.library_index", "aotc.runtime.launcher", "aotc.tropical._call"} <= set(modules)
+    assert {"aotc.runtime.library", "aotc.index.library_index", "aotc.runtime.launcher", "aotc.kernels._launch"} <= set(modules)
     banned = [m for m in modules if m.split(".")[0] in FIRST_LAUNCH_MUST_NOT_IMPORT]
     assert banned == []

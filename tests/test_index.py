@@ -206,7 +206,7 @@ def test_a_lazy_index_checks_each_kernel_at_its_first_use() -> None:
     index = LibraryIndex(dumps(document()), "index.json", lazy=True)
     assert (len(index.kernels), list(index.kernels)) == (3, ["gemm_maxplus_forward", "gemm_maxplus_argmax", "gemm_minplus_forward"])
     assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 0 checked>"
-    assert index.find("maxplus", "f32", "argmax") == LibraryIndex(dumps(document()), "index.json").kernel("gemm_maxplus_argmax")
+    assert index.kernel("gemm_maxplus_argmax") == LibraryIndex(dumps(document()), "index.json").kernel("gemm_maxplus_argmax")
     assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 1 checked>"
     assert index["semirings"]["maxplus"]["zero"] == "-inf"  # the top level checks no kernel
     assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 1 checked>"
@@ -239,27 +239,17 @@ def test_a_directory_pointing_at_another_kernels_line_is_refused() -> None:
     offset = data[data.index(second) + len(second) :].split(b",", 1)[0]
     data = data.replace(first, b'"gemm_maxplus_forward":[' + offset + b",", 1)
     lazy = LibraryIndex(data, "index.json", lazy=True)
-    assert lazy.find("maxplus", "f32", "argmax").name == "gemm_maxplus_argmax"  # its kind's scan skips the damaged line
+    assert lazy.kernel("gemm_maxplus_argmax").name == "gemm_maxplus_argmax"  # its own line is intact
     with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: the directory \(kernel_lines\) points at no line of this kernel"):
         lazy.kernel("gemm_maxplus_forward")
     with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: the directory \(kernel_lines\) points at no line"):
         LibraryIndex(data, "index.json")  # read whole (aotc inspect): the directory is held to the table
 
 
-def test_two_kernels_of_one_kind_are_refused_when_that_kind_is_used() -> None:
-    doc = document()
-    doc["kernels"]["gemm_maxplus_argmax"]["axes"]["pass"] = "forward"
-    for lazy in (True, False):
-        index = LibraryIndex(dumps(seal(doc)), "index.json", lazy=lazy)
-        assert index.find("minplus", "f32").name == "gemm_minplus_forward"  # another kind: unaffected
-        with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_argmax: has the semiring, dtype, pass and variant of kernel 'gemm_maxplus_forward'$"):
-            index.find("maxplus", "f32", "forward")
-
-
-def test_a_kind_its_line_gives_but_its_entry_does_not_is_refused() -> None:
+def test_axes_its_line_gives_but_its_entry_does_not_are_refused() -> None:
     data = dumps(document())
     edited = b'"semiring": "minplus", "dtype": "f32", "pass": "argmax"'  # the same length: the directory still points at it
     data = data.replace(b'"semiring": "maxplus", "dtype": "f32", "pass": "argmax"', edited, 1)
     index = LibraryIndex(data, "index.json", lazy=True)
     with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_argmax\.axes: checksum mismatch"):
-        index.find("minplus", "f32", "argmax")  # chosen by what its line says, checked before it is used
+        index.kernel("gemm_maxplus_argmax")  # its axes are checked before a family groups it by them

@@ -11,7 +11,7 @@ the axes the call names.
 
 from __future__ import annotations
 
-from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, echo
 from aotc.kernels._layout import Layout, layout_key
 
 TYPE_CHECKING = False
@@ -35,7 +35,15 @@ class Family:
         for kernel in kernels:
             groups.setdefault(layout_key(kernel), []).append(kernel)
         axes: dict[str, list[Any]] = {}
+        points: dict[tuple[Any, ...], str] = {}
         for kernel in kernels:
+            # The build gives each point one kernel; an index edited (and
+            # resealed) into two would leave a call no way to choose.
+            point = tuple(sorted((kernel.axes or {}).items()))
+            if point in points:
+                msg = f"{self.library.index.where}: kernels.{kernel.name}: has the axes of kernel {points[point]!r}, in family {name}"
+                raise IndexFormatError(msg)
+            points[point] = kernel.name
             for axis, value in (kernel.axes or {}).items():
                 values = axes.setdefault(axis, [])
                 if value not in values:

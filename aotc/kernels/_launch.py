@@ -64,6 +64,9 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
     memory = Memory(backend, host_memory, handle)
     for name, op in ops.items():
         memory.check(op, name)  # an array this backend cannot reach, before any copy
+    # The kernel is loaded before any copy or allocation: a load that fails
+    # (or that a stream capture refuses) leaves nothing behind.
+    launcher = library.kernel(decision.kernel.name, device, handle)
     inputs: list[tuple[Operand, str]] = []
     for name in layout.given:
         op, declared = ops[name], params[name]
@@ -95,7 +98,6 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
                 arguments.append(strides[p.name] if p.name in strides else decision.dims[p.name])
             else:
                 arguments.append(scalar_argument(values[p.arg], p.arg, p.dtype))
-        launcher = library.kernel(decision.kernel.name, device, handle)
         launcher(*arguments, stream=handle)
     finally:
         memory.finish()

@@ -20,7 +20,7 @@ importing torch: aotc imports torch only once a tensor is seen.
 
 from __future__ import annotations
 
-from types import ModuleType
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def constant_when_traced(function: Any) -> Any:
 
 
 # What the marked functions made, by key.
-MADE = ModuleType("aotc.kernels._traced.MADE")
+MADE = type(sys)("aotc.kernels._traced.MADE")  # a module object; type(sys) spares importing types
 
 
 def keep(key: str, value: Any) -> str:

@@ -102,7 +102,10 @@ def test_every_shipped_line_of_template_text_maps_to_itself(manifest: Path, tmp_
             path, number = origin.rsplit(":", 1)
             template_line = Path(path).read_text().split("\n")[int(number) - 1]
             if "{" not in template_line and text.strip():
-                assert text.strip() == template_line.strip(), (kernel.name, origin)
+                # A line starts as its template line does: a macro whose last
+                # line ends in {%- endmacro %} is continued by its call's line
+                # ("}" then " while (...);").
+                assert text.strip().startswith(template_line.strip()), (kernel.name, origin)
                 checked += 1
     assert checked > 100
 

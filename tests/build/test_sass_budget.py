@@ -180,7 +180,7 @@ UNROLLED = """
         /*0110*/                   LDS.128 R8, [R2+0x10] ;
         /*0120*/               @P1 BRA 0x100 ;
 """
-KERNEL = {"launch": {"grid": [{"tile": 16}, {"tile": 16}], "block": [4, 4]}, "semiring": "maxplus", "dtype": "f32", "variant": "single"}
+KERNEL = {"launch": {"grid": [{"tile": 16}, {"tile": 16}], "block": [4, 4]}, "axes": {"semiring": "maxplus", "dtype": "f32", "variant": "single"}}
 SEMIRINGS = {"maxplus": {"add": "max", "mul": "add", "zero": "-inf", "one": "0"}}
 
 

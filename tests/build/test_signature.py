@@ -84,7 +84,7 @@ def test_every_tropical_kernel_packs_into_one_block() -> None:
 
 
 def test_tropical_product_geometry_stages_tiles_of_a_and_b() -> None:
-    assert KERNELS["gemm_maxplus_f32_forward"].launch == LaunchGeometry((16, 16, 1), (("N", 128), ("M", 128), ("1", 1)), 2 * 8 * (128 + 128) * 4)
+    assert KERNELS["gemm_maxplus_f32_forward"].launch == LaunchGeometry((16, 16, 1), (("N", 128), ("M", 128), ("1", 1)), 2 * 16 * (128 + 128) * 4)  # tiles 16 deep
     assert KERNELS["gemm_maxplus_f64_argmax_batched"].launch.shared_bytes_static == 2 * 8 * (64 + 64) * 8
     assert KERNELS["gemm_andor_bool_forward_packed"].launch.shared_bytes_static == 2 * 8 * (64 + 64) * 4  # block_k counts words
 

@@ -194,7 +194,7 @@ def test_the_valid_document_loads_with_its_values() -> None:
     index = load(valid_document())
     kernel = index.kernel("k1")
     assert (kernel.launch.block, kernel.launch.grid[0], kernel.pack_format) == ((16, 16, 1), ("M", 128), "@QQiq")
-    assert index.find("maxplus", "f32", "argmax").name == "k2"
+    assert index.kernel("k2").axes["pass"] == "argmax"
     assert index.ptx_toolkit == (13, 0)
 
 

@@ -154,7 +154,8 @@ def _run(tmp_path: Path, mutation: str | None, semiring: str, dtype: str, pass_n
             values = {"A": memory.upload(a), "B": memory.upload(b), "C": memory.upload(c), "Kstar": memory.upload(kstar)}
             values.update(M=m, N=n, K=K, lda=K, ldb=n, ldc=n, ldk=n)
             params = struct.pack("@" + "".join(p.pack for p in kernel.params), *(values[p.name] for p in kernel.params))
-            grid = (-(-n // kernel.tile.block_n), -(-m // kernel.tile.block_m), 1)
+            tile = dict(kernel.constants)
+            grid = (-(-n // tile["block_n"]), -(-m // tile["block_m"]), 1)
             backend.launch(function, (grid, kernel.launch.block, 0), None, params)
             got_c, got_k = memory.download(values["C"], c), memory.download(values["Kstar"], kstar)
         finally:

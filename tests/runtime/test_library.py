@@ -15,9 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import aotc
+from aotc import tropical
 from aotc.errors import AotcError, DamagedLibraryError, IndexFormatError, NoKernelImageError
 from aotc.runtime.library import Library, load
 from aotc.runtime.select import ImageKind
@@ -61,6 +63,7 @@ sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "op
 lib_dir = sys.argv[1]
 from aotc.runtime.backends.noop import NoopBackend
 import aotc
+from aotc import tropical
 backend = NoopBackend()
 def under_lib():
     found = [p for p in opened if p.startswith(lib_dir)]
@@ -139,8 +142,15 @@ def test_unknown_kernel_names_the_close_ones(lib_dir: Path) -> None:
     lib = load(lib_dir, backend=RecordingBackend())
     with pytest.raises(KeyError, match="gemm_maxplus_f32_forward, gemm_maxplus_f32_forward_batched"):
         lib.kernel("gemm_maxplus_f32_forwar")
-    with pytest.raises(KeyError, match="semiring=maxmul"):
-        lib.find("maxmul", "f32")
+
+
+def test_two_kernels_of_one_point_of_a_family_are_refused(lib_dir: Path) -> None:
+    # Resealed as a build would: only the family's grouping can tell.
+    rewrite_index(lib_dir, lambda index: index["kernels"][FORWARD + "_batched"]["axes"].update(variant="single"))
+    lib = load(lib_dir, backend=RecordingBackend())
+    message = rf"^{re.escape(str(lib_dir))}/index\.json: kernels\.{FORWARD}(_batched)?: has the axes of kernel '{FORWARD}(_batched)?', in family gemm$"
+    with pytest.raises(IndexFormatError, match=message):
+        tropical.over(lib).matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))
 
 
 def test_damaged_fatbin_is_refused_in_one_line(lib_dir: Path) -> None:
@@ -185,7 +195,7 @@ def test_an_edited_block_size_is_refused_at_first_use(lib_dir: Path) -> None:
     backend = RecordingBackend()
     lib = load(lib_dir, backend=backend)
     with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: kernels\.{FORWARD}\.launch: checksum mismatch: edited after the build \(rebuild or reinstall the library\)$"):
-        lib.find("maxplus", "f32")  # found by its kind: checked before it is used, too
+        tropical.over(lib).matmul(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))  # found by its axes: checked before it is used, too
     assert backend.modules == []  # no image was read or loaded
 
 
@@ -312,7 +322,7 @@ def test_a_call_packs_the_parameters_in_c_layout_and_computes_the_grid(lib_dir: 
 
 def test_batched_grid_covers_the_batch(lib_dir: Path) -> None:
     backend = RecordingBackend()
-    launcher = load(lib_dir, backend=backend).find("maxplus", "f32", "forward", "batched")
+    launcher = load(lib_dir, backend=backend).kernel("gemm_maxplus_f32_forward_batched")
     assert launcher.params == (
         "A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc", "batch", "batch_stride_A", "batch_stride_B", "batch_stride_C",
     )  # fmt: skip
@@ -348,7 +358,7 @@ def test_bad_arguments_are_one_line(lib_dir: Path, args: tuple[Any, ...], error:
 
 def test_calls_import_hash_and_open_nothing(lib_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lib = load(lib_dir, backend=RecordingBackend())
-    launcher = lib.find("maxplus", "f32")  # first use: everything expensive happens here
+    launcher = lib.kernel(FORWARD)  # first use: everything expensive happens here
     lib.kernel(FORWARD)
 
     real_import = builtins.__import__
@@ -373,12 +383,11 @@ def test_calls_import_hash_and_open_nothing(lib_dir: Path, monkeypatch: pytest.M
     for _ in range(100):
         launcher(*forward_args())
         lib.kernel(FORWARD)(*forward_args())
-        lib.find("maxplus", "f32")(*forward_args())
         lib.launch(FORWARD, *forward_args())
     calling = False
     monkeypatch.undo()
     assert imports == []
-    assert len(lib.backend.launches) == 400  # type: ignore[attr-defined]
+    assert len(lib.backend.launches) == 300  # type: ignore[attr-defined]
 
 
 # -- thread safety ------------------------------------------------------------------
