@@ -5,7 +5,8 @@ call: the binding's argument binding, the call plan's lookup (kernel, dimensions
 out shapes), the arrays read, the out array checked or allocated, the
 pointers, one pack and the launch call. Beside it, in the same run: the bare
 launcher, and tropical's ``matmul(a, b, out=c)`` of the same size, the
-hand-written call path the binding is measured against.
+call path the binding is measured against (now bound by the same binder),
+and, with torch installed, tensor calls of both.
 Reported: the median over batches of the mean time per call in a batch, the
 cases interleaved batch by batch.
 
@@ -63,6 +64,9 @@ def main() -> None:
         cases["rowops.softmax(t), t.requires_grad (the op, recorded)"] = lambda: rowops.softmax(leaf)
         cases["torch.ops.rowops.softmax(t)"] = lambda: torch.ops.rowops.softmax(t)
         cases["rowops.scan(t), torch tensor"] = lambda: rowops.scan(t)
+        # Tropical's own tensor call, the same size: a declared family's is to cost no more.
+        cases["tropical.matmul(t, t), torch tensor"] = lambda: tropical.matmul(t, t)
+        cases["tropical.matmul(t, t, out=t_out), tensors"] = lambda: tropical.matmul(t, t, out=t_out)
     for function in cases.values():
         function()  # first use loads the kernel and makes the plan: not part of the per-call cost
     medians = run.interleaved_medians(cases, args.batches, args.calls)

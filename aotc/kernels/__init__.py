@@ -52,6 +52,8 @@ class Kernels:
         self._kernels = by_family
         self._families: dict[str, Family] = {}
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
+        self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the families made so far
+        self.gradient_steps: dict[str, Any] = {}  # kernel name -> its gradient kernels' steps (_gradients)
         self.serial = next(_serials)  # names it in _READY, where an id could be reused
 
     @property
@@ -74,6 +76,7 @@ class Kernels:
             checked = [self.library.index.kernel(kernel) for kernel in kernels]
             found = self._families[name] = Family(self, name, checked)
             self._layouts.update(found.layouts)
+            self._layout_of.update((kernel, layout) for layout in found.layouts.values() for kernel in layout.kernels)
         return found
 
     def layout(self, name: str) -> Layout:
@@ -96,8 +99,11 @@ class Kernels:
 
     def layout_of(self, kernel: str) -> Layout:
         """The layout that binds kernel ``kernel``."""
-        family = self.family(self.library.index.kernels.families()[kernel])
-        return next(layout for layout in family.layouts.values() if kernel in layout.kernels)
+        found = self._layout_of.get(kernel)
+        if found is None:
+            self.family(self.library.index.kernel(kernel).family)
+            found = self._layout_of[kernel]
+        return found
 
     def __getattr__(self, name: str) -> Any:
         """A family's callable: its one layout's entry, or the ``Family``; or a

@@ -91,27 +91,63 @@ def entry_for(layout: Layout) -> Any:
     ]
     torch = sys.modules.get("torch")
     tensor = _NoTensor if torch is None else torch.Tensor
+    if torch is not None:
+        from aotc.arrays.torch_direct import EAGER_CHECKS, EAGER_TEXT
+    else:  # no tensor reaches that branch
+        EAGER_CHECKS, EAGER_TEXT = {}, "False"
     tensors = " and ".join([f"type({name}) is _aotc_tensor" for name in given] + ["stream is None", "not _aotc_axes"] + [f"{name} is None" for name in outs])
     records = " or ".join(f"{name}.requires_grad" for name in given)
     scalars = ", ".join(f"{name!r}: {name}" for name in layout.arguments)
+    plain = " or ".join(f"{name}.is_meta or _aotc_wrapped({name})" for name in given)
     lines += [
         f"    elif {tensors}:",
         # Where autograd records nothing and nothing else would see the op
-        # (aotc.arrays.torch_direct), a repeat call takes the op kernel's plan itself.
-        f"        if not (_aotc_grad() and ({records})) and _aotc_direct(({', '.join(given)},)):",
-        "            try:",
-        f"                _aotc_tp = _aotc_tensor_plans.get({tensor_key_text(layout)})",
-        "            except TypeError:",
-        "                _aotc_tp = None",
-        "            if _aotc_tp is not None:",
-        f"                _aotc_o = _aotc_tp(({', '.join(given)},), {{{scalars}}})",
-        "                if _aotc_o is not None:",
-        *[f"                    _aotc_bump({name})" for name in layout.inouts],
-        f"                    return {_results(layout, '_aotc_o')}",
+        # (aotc.arrays.torch_direct, its checks inlined), a repeat call takes
+        # the op kernel's plan itself. A plan is made only for a real device's
+        # tensors (its key holds the device), and fails on one without storage.
+        f"        if {EAGER_TEXT}:",
+        f"            _aotc_key = {tensor_key_text(layout)}",
+        f"            if not (_aotc_grad() and ({records})):",
+        "                try:",
+        "                    _aotc_tp = _aotc_tensor_plans.get(_aotc_key)",
+        "                except TypeError:",
+        "                    _aotc_tp = None",
+        "                if _aotc_tp is not None:",
+        f"                    _aotc_o = _aotc_tp(({', '.join(given)},), {{{scalars}}})",
+        "                    if _aotc_o is not None:",
+        *[f"                        _aotc_bump({name})" for name in layout.inouts],
+        f"                        return {_results(layout, '_aotc_o')}",
         # No plan yet: the op's kernel itself, which leaves one.
-        f"            return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, True)",
+        f"                if not ({plain}):",
+        f"                    return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, True)",
+        # Recorded: past the dispatcher as an autograd.Function (_torch_eager),
+        # where an alike call already worked out how.
+        "            else:",
+        "                try:",
+        "                    _aotc_rec = _aotc_recordings.get(_aotc_key)",
+        "                except TypeError:",
+        "                    _aotc_rec = None",
+        f"                if _aotc_rec is not None and not ({plain}):",
+        f"                    _aotc_o = _aotc_rec.apply(({', '.join(given)},), {{{scalars}}})",
+        f"                    return {_results(layout, '_aotc_o')}",
         f"        return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, False)",
     ]
+    if outs:
+        # Every out tensor given (out=): the .out overload's plan, and the
+        # version bumps its kernel makes; autograd must record nothing (out=
+        # takes no gradient), else the full path refuses it in one line.
+        every = [*given, *outs]
+        lines += [
+            f"    elif {' and '.join(f'type({name}) is _aotc_tensor' for name in every)} and stream is None and not _aotc_axes:",
+            f"        if {EAGER_TEXT} and not (_aotc_grad() and ({' or '.join(f'{name}.requires_grad' for name in every)})):",
+            "            try:",
+            f"                _aotc_tp = _aotc_tensor_plans.get({tensor_key_text(layout, outs=True)})",
+            "            except TypeError:",
+            "                _aotc_tp = None",
+            f"            if _aotc_tp is not None and _aotc_tp(({', '.join(every)},), {{{scalars}}}) is not None:",
+            *[f"                _aotc_bump({name})" for name in layout.results],
+            f"                return {layout.results[0] if len(layout.results) == 1 else '(' + ''.join(f'{n}, ' for n in layout.results) + ')'}",
+        ]
     for axis in (*open_axes, *lengths):
         lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]
     lines += [f"    return _aotc_layout.full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
@@ -120,11 +156,10 @@ def entry_for(layout: Layout) -> Any:
     namespace: dict[str, Any] = {
         "_aotc_ndarray": ndarray, "_aotc_plans": layout.numpy_plans.plans, "_aotc_layout": layout,
         "_aotc_tensor": tensor, "_aotc_tensor_plans": layout.tensor_plans.plans, "_aotc_tensors": call_tensors,
+        "_aotc_recordings": layout.recordings.plans,
     }  # fmt: skip
     if torch is not None:
-        from aotc.arrays.torch_direct import direct_all
-
-        namespace.update(_aotc_grad=torch.is_grad_enabled, _aotc_direct=direct_all, _aotc_bump=torch.autograd.graph.increment_version)
+        namespace.update(EAGER_CHECKS, _aotc_grad=torch.is_grad_enabled, _aotc_bump=torch.autograd.graph.increment_version)
     # The source holds only the index's validated identifiers (no keyword, none of ours) and our own text.
     exec(compile("\n".join(lines), f"<aotc entry {layout.library.name}.{layout.name}>", "exec"), namespace)
     entry = namespace[layout.name]

@@ -44,7 +44,8 @@ __all__ = ["Direct", "call_gradients", "differentiable", "gradients", "no_gradie
 
 def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
     """The one line for differentiating a kernel that declares no gradient."""
-    where = f"{layout.name}" + (f" ({', '.join(f'{a}={v}' for a, v in kernel.axes.items() if a in layout.open_axes)})" if kernel.axes else "")
+    chosen = ", ".join(f"{a}={v}" for a, v in (kernel.axes or {}).items() if a in layout.open_axes)
+    where = f"{layout.name} ({chosen})" if chosen else layout.name
     return ArgumentError(f"{where}: declares no backward: in its manifest, so it cannot be differentiated")
 
 
@@ -71,66 +72,113 @@ def saved_names(kernel: IndexKernel) -> tuple[str, ...]:
 
 def gradients(
     kernels: Any, kernel: IndexKernel, saved: dict[str, Any], grads: dict[str, Any], arguments: dict[str, Any],
-    inputs: dict[str, tuple[tuple[int, ...], str]], framework: Framework,
+    inputs: dict[str, tuple[tuple[int, ...], str]], framework: Framework, memo: dict[int, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The gradients of ``kernel``'s in arrays, by manifest name, from:
     ``saved`` (the forward arrays its gradient kernels keep, by manifest name),
     ``grads`` (each result's gradient, by manifest name; None: no gradient),
     ``arguments`` (the forward's scalar arguments, by manifest name) and
     ``inputs`` (each in array's shape and dtype, by manifest name).
-    ``kernels`` is the library's bindings (``aotc.kernels.Kernels``)."""
-    backward = kernel.backward
-    if backward is None or backward.through:
-        msg = f"{kernel.name}: its gradient is not its own kernels'"
-        raise ArgumentError(msg)
+    ``kernels`` is the library's bindings (``aotc.kernels.Kernels``). ``memo``
+    keeps, for calls alike in their arrays' shapes and dtypes (a recorded
+    call's ``_torch_eager.Recording``), what each step does to its gradients."""
     found: dict[str, Any] = {}
-    for name, _ in backward.kernels:
-        target = kernels.kernel(name)
-        layout = kernels.layout_of(name)
+    for index, step in enumerate(_steps(kernels, kernel)):
+        layout = step.layout
         values: dict[str, Any] = {}
-        wanted: list[tuple[str, str]] = []  # (gradient array's binding name, the forward input it is the gradient of)
-        for p in target.signature or ():
-            if p.scalar:
-                if not p.dim:
-                    values[p.arg] = arguments[p.name]
-                continue
-            if p.role == "out":
-                wanted.append((p.arg, p.name.removeprefix("grad_")))
-            elif p.name in saved:
-                values[p.arg] = saved[p.name]
+        for arg, source, name in step.sources:
+            if source == _ARGUMENT:
+                values[arg] = arguments[name]
+            elif source == _SAVED:
+                values[arg] = saved[name]
             else:
-                grad = grads.get(p.name.removeprefix("grad_"))
+                grad = grads.get(name)
                 if grad is None:  # a result with no gradient flowing back: zeros of its shape
-                    grad = framework.zeros_like(saved[p.name.removeprefix("grad_")])
-                values[p.arg] = grad
-        axes = {axis: value for axis, value in (target.axes or {}).items() if axis in layout.open_axes}
-        natural = _natural_shapes(layout, target, values, axes, framework)
-        sums: dict[str, tuple[int, ...]] = {}
-        for arg, of in wanted:
-            shape = inputs[of][0]
-            if natural[arg] == shape:
-                continue
-            if getattr(framework, "in_kernel_sums", True) and _sums_in_kernel(layout.bound[target.name][arg], natural[arg], shape):
-                values[arg] = framework.zeros(shape, inputs[of][1], values[layout.given[0]])  # the kernel sums into it
-            else:
-                sums[arg] = shape
-        results = framework.call(layout, values, axes)
-        for arg, of in wanted:
-            grad = results[arg]
-            if arg in sums:
-                grad = framework.sum_to(grad, sums[arg])
-            found[of] = grad
+                    grad = framework.zeros_like(saved[name])
+                values[arg] = grad
+        fits = memo.get(index) if memo is not None else None
+        if fits is None:
+            fits = _fits(step, inputs, _natural_shapes(layout, values, step.axes, framework), framework)
+            if memo is not None:
+                memo[index] = fits
+        for arg, how, shape, dtype in fits:
+            if how == _SUMMED_IN_KERNEL:
+                values[arg] = framework.zeros(shape, dtype, values[layout.given[0]])  # the kernel sums into it
+        results = framework.call(layout, values, step.axes)
+        for arg, how, shape, _ in fits:
+            found[step.wanted_of[arg]] = framework.sum_to(results[arg], shape) if how == _SUMMED_AFTER else results[arg]
     return found
 
 
-def _natural_shapes(layout: Any, kernel: IndexKernel, values: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
+# How a gradient kernel's result gets its input's shape: as it is, summed
+# by the kernel into a zeroed array of that shape, or summed afterwards.
+_AS_IS, _SUMMED_IN_KERNEL, _SUMMED_AFTER = 0, 1, 2
+
+
+def _fits(step: _Step, inputs: dict[str, tuple[tuple[int, ...], str]], natural: dict[str, Any], framework: Framework) -> tuple[tuple[str, int, Any, str], ...]:
+    """Per gradient of ``step``: (binding name, how it fits its input's shape, that shape, its dtype)."""
+    fits = []
+    for arg, of in step.wanted:
+        shape, dtype = inputs[of]
+        how = _AS_IS
+        if natural[arg] != shape:
+            in_kernel = getattr(framework, "in_kernel_sums", True) and _sums_in_kernel(step.layout.bound[step.kernel.name][arg], natural[arg], shape)
+            how = _SUMMED_IN_KERNEL if in_kernel else _SUMMED_AFTER
+        fits.append((arg, how, shape, dtype))
+    return tuple(fits)
+
+
+# Where a gradient kernel's argument comes from: the forward's scalar
+# argument, an array the forward kept, or a result's gradient.
+_ARGUMENT, _SAVED, _GRAD = 0, 1, 2
+
+
+class _Step:
+    """One gradient kernel of a kernel's backward, as every call runs it: its
+    layout, the axes that pick it there, where each argument comes from
+    ((binding name, source, manifest name)), and the gradients it computes
+    ((binding name, the forward input it is the gradient of))."""
+
+    __slots__ = ("axes", "kernel", "layout", "sources", "wanted", "wanted_of")
+
+    def __init__(self, kernels: Any, name: str, saved: tuple[str, ...]) -> None:
+        self.kernel = target = kernels.kernel(name)
+        self.layout = layout = kernels.layout_of(name)
+        self.axes = {axis: value for axis, value in (target.axes or {}).items() if axis in layout.open_axes}
+        sources, wanted = [], []
+        for p in target.signature or ():
+            if p.scalar:
+                if not p.dim:
+                    sources.append((p.arg, _ARGUMENT, p.name))
+            elif p.role == "out":
+                wanted.append((p.arg, p.name.removeprefix("grad_")))
+            elif p.name in saved:
+                sources.append((p.arg, _SAVED, p.name))
+            else:
+                sources.append((p.arg, _GRAD, p.name.removeprefix("grad_")))
+        self.sources, self.wanted, self.wanted_of = tuple(sources), tuple(wanted), dict(wanted)
+
+
+def _steps(kernels: Any, kernel: IndexKernel) -> tuple[_Step, ...]:
+    """``kernel``'s gradient kernels as steps, worked out once a library's bindings."""
+    found = kernels.gradient_steps.get(kernel.name)
+    if found is None:
+        backward = kernel.backward
+        if backward is None or backward.through:
+            msg = f"{kernel.name}: its gradient is not its own kernels'"
+            raise ArgumentError(msg)
+        found = kernels.gradient_steps[kernel.name] = tuple(_Step(kernels, name, saves) for name, saves in backward.kernels)
+    return found
+
+
+def _natural_shapes(layout: Any, values: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
     """The shapes the gradient kernel's out arrays would be allocated at."""
-    from aotc.kernels._shapes import decide
+    from aotc.kernels._shapes import decided
 
     shapes = {name: framework.shape(values[name]) for name in layout.given}
     dtypes = {name: framework.dtype(values[name]) for name in layout.given}
     extents = {name: values.get(name) for name in layout.sizes}
-    return decide(layout, shapes, dtypes, axes, extents, {}).out_shapes
+    return decided(layout, shapes, dtypes, axes, extents, {}).out_shapes
 
 
 def _sums_in_kernel(declared: Any, natural: tuple[int, ...], shape: tuple[int, ...]) -> bool:

@@ -45,30 +45,36 @@ def tensor_key_text(layout: Layout, *, outs: bool = False) -> str:
 _compiled: dict[tuple[Any, ...], Any] = {}
 
 
-def _function(layout: Layout, names: tuple[str, ...], text: str) -> Any:
-    key = (names, text)
-    found = _compiled.get(key)
+def _function(layout: Layout, kind: str, names: tuple[str, ...], text: Any) -> Any:
+    """The key function of ``kind`` for ``layout`` and the names it takes, in
+    order: made once a layout (kept in its ``key_functions``), and once a text
+    and names across layouts."""
+    code = text(layout)
+    found = _compiled.get((names, code))
     if found is None:
         namespace: dict[str, Any] = {}
         # Validated identifiers and our own text, as the entry's (aotc.kernels._entry).
-        exec(compile(f"def _aotc_key({', '.join(names)}):\n    return {text}\n", f"<aotc key {layout.name}>", "exec"), namespace)
-        found = _compiled[key] = namespace["_aotc_key"]
-    return found
+        exec(compile(f"def _aotc_key({', '.join(names)}):\n    return {code}\n", f"<aotc key {layout.name}>", "exec"), namespace)
+        found = _compiled[(names, code)] = namespace["_aotc_key"]
+    layout.key_functions[kind] = (found, names)
+    return found, names
 
 
 def numpy_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
     """The key the generated entry builds for a NumPy call with these values (and axes, by name; None: not given)."""
-    names = (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes)
-    return _function(layout, names, numpy_key_text(layout))(*(values.get(name) for name in names))
+    function, names = layout.key_functions.get("numpy") or _function(layout, "numpy", (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes), numpy_key_text)
+    return function(*[values.get(name) for name in names])
 
 
 def tensor_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
     """The key of a tensor call with these values and axes, by name (None: an axis not given)."""
-    names = (*layout.given, *layout.open_axes, *layout.sizes)
-    return _function(layout, names, tensor_key_text(layout))(*(values.get(name) for name in names))
+    function, names = layout.key_functions.get("tensor") or _function(layout, "tensor", (*layout.given, *layout.open_axes, *layout.sizes), tensor_key_text)
+    return function(*[values.get(name) for name in names])
 
 
 def tensor_out_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
     """The key of a ``.out`` overload call with these values (its out tensors among them)."""
-    names = (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes)
-    return _function(layout, names, tensor_key_text(layout, outs=True))(*(values.get(name) for name in names))
+    function, names = layout.key_functions.get("tensor out") or _function(
+        layout, "tensor out", (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes), lambda lay: tensor_key_text(lay, outs=True)
+    )
+    return function(*[values.get(name) for name in names])

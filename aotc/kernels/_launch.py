@@ -29,7 +29,7 @@ from aotc.arrays.placement import device_of, output, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers
 from aotc.errors import ArgumentError
 from aotc.kernels._arguments import scalar_argument
-from aotc.kernels._shapes import decide
+from aotc.kernels._shapes import decided
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,27 +109,13 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
 
 def decision_for(layout: Any, ops: dict[str, Operand], values: dict[str, Any], axes: dict[str, Any]) -> Decision:
     """The decision for these operands (in and inout, by name) and these values'
-    out arrays and extents: found by their shapes and dtypes, else decided and kept."""
+    out arrays and extents (``_shapes.decided``)."""
     outs = {name: as_operand(values[name], name) for name in layout.outs if values.get(name) is not None}
+    dtypes = {name: op.dtype for name, op in ops.items()}
+    dtypes.update((name, op.dtype) for name, op in outs.items())
+    shapes = {name: op.shape for name, op in ops.items()}
     extents = {name: values.get(name) for name in layout.sizes}
-    try:
-        key = (
-            tuple((op.shape, op.dtype) for op in ops.values()),
-            tuple((name, op.shape, op.dtype) for name, op in outs.items()),
-            tuple(axes.items()),
-            tuple(extents.values()),
-        )
-        found = layout.decisions.plans.get(key)
-    except TypeError:  # an unhashable axis value or extent: decide() names it
-        key, found = None, None
-    if found is None:
-        dtypes = {name: op.dtype for name, op in ops.items()}
-        dtypes.update((name, op.dtype) for name, op in outs.items())
-        shapes = {name: op.shape for name, op in ops.items()}
-        found = decide(layout, shapes, dtypes, axes, extents, {name: op.shape for name, op in outs.items()})
-        if key is not None:
-            layout.decisions.keep(key, found)
-    return found
+    return decided(layout, shapes, dtypes, axes, extents, {name: op.shape for name, op in outs.items()})
 
 
 def _in_place(op: Operand, declared: DeclaredParam, host_memory: bool) -> bool:

@@ -89,6 +89,8 @@ class Layout:
         self.decisions = PlanTable()  # a call's shapes, dtypes, axes and extents -> its Decision (_shapes)
         self.numpy_plans = PlanTable()  # looked up by the generated entry (_entry)
         self.tensor_plans = PlanTable()  # looked up by the op's kernel and the entry (_tensor_plan)
+        self.recordings = PlanTable()  # eager calls autograd records, by their tensor key (_torch_eager)
+        self.key_functions: dict[str, Any] = {}  # the plan keys' functions, by kind (_keys)
         self.jax_calls = PlanTable()  # the JAX route's callbacks and gradients (_jax)
         self.torch_op: Any = None  # torch.ops.<library>.<name>, once registered (_torch_ops)
         self.torch_kernel: Any = None  # that op's kernel

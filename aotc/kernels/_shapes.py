@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from aotc.index import DeclaredParam, IndexKernel
 
-__all__ = ["GRID_LIMITS", "INT_RANGES", "Decision", "decide"]
+__all__ = ["GRID_LIMITS", "INT_RANGES", "Decision", "decide", "decided"]
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 # The integer scalars' ranges, from the one dtype table: what a dimension, an
@@ -57,6 +57,27 @@ class Decision:
         self.out_dtypes = {name: params[name].dtype for name in out_shapes}
         self.fills = {name: params[name].fill for name in out_shapes if params[name].fill is not None}
         self.grid = grid
+
+
+def decided(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, str], axes: dict[str, Any],
+            extents: dict[str, Any], out_given: dict[str, tuple[int, ...]]) -> Decision:  # fmt: skip
+    """``decide``, kept in the layout's plan table (``shapes`` in the layout's
+    ``given`` order): a repeat call with alike arrays, axes and extents finds it."""
+    try:
+        key = (
+            tuple((shape, dtypes[name]) for name, shape in shapes.items()),
+            tuple((name, shape, dtypes[name]) for name, shape in out_given.items()),
+            tuple(axes.items()),
+            tuple(extents.values()),
+        )
+        found = layout.decisions.plans.get(key)
+    except TypeError:  # an unhashable axis value or extent: decide() names it
+        key, found = None, None
+    if found is None:
+        found = decide(layout, shapes, dtypes, axes, extents, out_given)
+        if key is not None:
+            layout.decisions.keep(key, found)
+    return found
 
 
 def decide(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, str], axes: dict[str, Any],

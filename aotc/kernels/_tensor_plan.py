@@ -59,65 +59,108 @@ def make_tensor_plan(
     device = first.device
     signature = decision.kernel.signature or ()
     layout_of_params = [(i, p.arg) for i, p in enumerate(signature) if not p.scalar]
-    given = {name: i for i, name in layout_of_params if name in names}
-    outs = [] if outs_given else [(i, arrays[name].shape, arrays[name].dtype, decision.fills.get(name)) for i, name in layout_of_params if name in layout.outs]
-    fills = [(names.index(name), value) for name, value in decision.fills.items()] if outs_given else []
-    returned = [names.index(name) for name in layout.outs] if outs_given else None
+    # The out tensors a plan makes (in the signature's order), or, for the
+    # .out overload, those it fills and returns.
+    made = [] if outs_given else [(name, tuple(arrays[name].shape), arrays[name].dtype, decision.fills.get(name)) for _, name in layout_of_params if name in layout.outs]
+    fills = decision.fills if outs_given else {}
+    returned = tuple(names.index(name) for name in layout.outs) if outs_given else None
     scalars = [(i, p.arg) for i, p in enumerate(signature) if p.scalar and not p.dim and not p.extent]
-    template = list(arguments)
     # Each written tensor against every other: the bounds of the pointer
     # difference at which their bytes meet.
     spans = {name: span(as_operand(arrays[name], name), arrays[name].element_size()) for name in names}
     apart = [
-        (i, j, *meets(spans[other], spans[name]))
-        for i, name in enumerate(names)
+        (name, other, *meets(spans[other], spans[name]))
+        for name in names
         if name in layout.results
-        for j, other in enumerate(names)
+        for other in names
         if other != name and 0 not in arrays[name].shape and 0 not in arrays[other].shape
     ]
-    empty, full = torch.empty, torch.full
+    # Pointers first and every other parameter fixed by the key: only the
+    # pointers are packed per call (as the NumPy plans do); else all of it.
+    lead = next((i for i, p in enumerate(signature) if p.scalar), len(signature))
+    split = not scalars and lead == len(layout_of_params)
     # The grid follows from the key's shapes: bound once, as the NumPy plans' is
     # (an empty grid has none: the launcher's own call then skips the launch).
-    bound = launcher.bind(arguments, len(arguments))
+    bound = launcher.bind(arguments, lead if split else len(arguments))
     if bound is None:
         return None
-    pack, launch, function, geometry = bound.pack_head, bound.launch, bound.function, bound.shape
     if host:
-        wait = backend.stream_synchronize
-        current = None
+        wait, current = backend.stream_synchronize, None
     else:
         from aotc.arrays.kinds.torch import current_stream
 
-        wait = None
-        current = current_stream(device)
+        wait, current = None, current_stream(device)
+    recipe = tuple(
+        ("p", p.arg) if not p.scalar else ("a", p.arg) if not p.dim and not p.extent else ("c", i)
+        for i, p in enumerate(signature[: lead if split else len(signature)])
+    )
+    factory = _factory(names, recipe, tuple(m[0] for m in made), tuple(fills), returned, tuple((n, o) for n, o, _, _ in apart), current is not None, wait is not None)
+    return factory(
+        bound, {name: (shape, dtype, device, fill) for name, shape, dtype, fill in made}, fills,
+        {(n, o): (low, high) for n, o, low, high in apart}, dict(enumerate(arguments)), torch.empty, torch.full, current, wait,
+    )  # fmt: skip
 
-    def plan(tensors: tuple[Any, ...], scalar_values: dict[str, Any]) -> tuple[Any, ...] | None:
-        args = template.copy()
-        try:
-            for name, tensor in zip(names, tensors):
-                args[given[name]] = tensor.data_ptr()
-        except RuntimeError:
-            return None  # no storage (a functorch wrapper that left its transform): the full path decides
-        for i, j, low, high in apart:
-            if low < args[given[names[i]]] - args[given[names[j]]] < high:
-                return None  # a written tensor meets another's bytes: the full path says so
-        results = []
-        for i, shape, dtype, fill in outs:
-            out = empty(shape, dtype=dtype, device=device) if fill is None else full(shape, fill, dtype=dtype, device=device)
-            args[i] = out.data_ptr()
-            results.append(out)
-        for index, value in fills:
-            tensors[index].fill_(value)
-        for i, name in scalars:
-            args[i] = scalar_values[name]
-        try:
-            params = pack(*args)
-        except (struct.error, TypeError, OverflowError):
-            return None  # a scalar the kernel cannot take: the full path names it
-        stream = 0 if current is None else current()
-        launch(function, geometry, stream, params)
-        if wait is not None:
-            wait(stream)  # host memory: the results are read once this returns
-        return tuple(results) if returned is None else tuple(tensors[k] for k in returned)
 
-    return plan
+_factories: dict[tuple[Any, ...], Any] = {}
+
+
+def _factory(names: tuple[str, ...], recipe: tuple[tuple[str, Any], ...], made: tuple[str, ...], filled: tuple[str, ...],
+             returned: list[int] | None, apart: tuple[tuple[str, str], ...], streamed: bool, waits: bool) -> Any:  # fmt: skip
+    """The plan factory for this shape of plan, generated once: the tensors'
+    names, how the parameters are packed, the out tensors it makes, those it
+    fills, what it returns, the overlaps it checks and how it picks its stream."""
+    key = (names, recipe, made, filled, tuple(returned) if returned is not None else None, apart, streamed, waits)
+    found = _factories.get(key)
+    if found is None:
+        found = _factories[key] = _generate(*key)
+    return found
+
+
+def _generate(names: tuple[str, ...], recipe: tuple[tuple[str, Any], ...], made: tuple[str, ...], filled: tuple[str, ...],
+              returned: tuple[int, ...] | None, apart: tuple[tuple[str, str], ...], streamed: bool, waits: bool) -> Any:  # fmt: skip
+    """The source of a plan factory, compiled. Its names are the layout's validated
+    binding names, prefixed, and our own text (as ``_entry``'s)."""
+    lines = [
+        "def _aotc_factory(_aotc_bound, _aotc_made, _aotc_fills, _aotc_apart, _aotc_constants, _aotc_empty, _aotc_full, _aotc_current, _aotc_wait):",
+        "    _aotc_launch, _aotc_function, _aotc_shape = _aotc_bound.launch, _aotc_bound.function, _aotc_bound.shape",
+        "    _aotc_pack, _aotc_tail = _aotc_bound.pack_head, _aotc_bound.tail",
+    ]
+    lines += [f"    _aotc_c{i} = _aotc_constants[{i}]" for part, i in recipe if part == "c"]
+    lines += [f"    _aotc_shape_{n}, _aotc_dtype_{n}, _aotc_device_{n}, _aotc_fill_{n} = _aotc_made[{n!r}]" for n in made]
+    lines += [f"    _aotc_value_{n} = _aotc_fills[{n!r}]" for n in filled]
+    lines += [f"    _aotc_low_{n}_{o}, _aotc_high_{n}_{o} = _aotc_apart[({n!r}, {o!r})]" for n, o in apart]
+    lines += [
+        "    def plan(_aotc_tensors, _aotc_scalars):",
+        f"        {''.join(f'{n}, ' for n in names)}= _aotc_tensors",
+        "        try:",
+        *[f"            _aotc_p_{n} = {n}.data_ptr()" for n in names],
+        "        except RuntimeError:",
+        "            return None  # no storage (a functorch wrapper that left its transform): the full path decides",
+    ]
+    for n, o in apart:  # a written tensor that meets another's bytes: the full path says so
+        lines += [f"        if _aotc_low_{n}_{o} < _aotc_p_{n} - _aotc_p_{o} < _aotc_high_{n}_{o}:", "            return None"]
+    for n in made:
+        lines += [
+            f"        if _aotc_fill_{n} is None:",
+            f"            {n} = _aotc_empty(*_aotc_shape_{n}, dtype=_aotc_dtype_{n}, device=_aotc_device_{n})",
+            "        else:",
+            f"            {n} = _aotc_full(_aotc_shape_{n}, _aotc_fill_{n}, dtype=_aotc_dtype_{n}, device=_aotc_device_{n})",
+            f"        _aotc_p_{n} = {n}.data_ptr()",
+        ]
+    lines += [f"        {n}.fill_(_aotc_value_{n})" for n in filled]
+    packed = ", ".join(f"_aotc_p_{name}" if part == "p" else f"_aotc_c{name}" if part == "c" else f"_aotc_scalars[{name!r}]" for part, name in recipe)
+    lines += [
+        "        try:",
+        f"            _aotc_params = _aotc_pack({packed}) + _aotc_tail",
+        "        except (struct.error, TypeError, OverflowError):",
+        "            return None  # a scalar the kernel cannot take: the full path names it",
+        f"        _aotc_stream = {'_aotc_current()' if streamed else '0'}",
+        "        _aotc_launch(_aotc_function, _aotc_shape, _aotc_stream, _aotc_params)",
+    ]
+    if waits:
+        lines.append("        _aotc_wait(_aotc_stream)  # host memory: the results are read once this returns")
+    results = made if returned is None else tuple(names[k] for k in returned)
+    lines += [f"        return ({''.join(f'{n}, ' for n in results)})", "    return plan", ""]
+    namespace: dict[str, Any] = {"struct": struct}
+    exec(compile("\n".join(lines), "<aotc tensor plan>", "exec"), namespace)
+    return namespace["_aotc_factory"]

@@ -22,8 +22,10 @@ from typing import Any
 import torch
 
 from aotc.arrays.kinds.torch import dtype_name
+from aotc.dtypes import DTYPES
 from aotc.kernels._gradients import gradients, saved_names
 from aotc.kernels._torch_autograd import _Torch
+from aotc.kernels._keys import tensor_key
 from aotc.kernels._torch_registry import op_of
 
 TYPE_CHECKING = False
@@ -41,9 +43,14 @@ class _Direct(_Torch):
     def call(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]:
         if torch.is_grad_enabled():
             return _Torch.call(layout, values, axes)
+        given = {name: values[name] for name in layout.outs if values.get(name) is not None}
+        if not given and not layout.inouts:  # a repeat call: the op kernel's plan, found as the kernel would find it
+            plan = layout.tensor_plans.plans.get(tensor_key(layout, {**values, **axes}))
+            outs = plan(tuple(values[name] for name in layout.given), values) if plan is not None else None
+            if outs is not None:
+                return dict(zip(layout.outs, outs))
         op_of(layout)  # registered, and its kernels made
         arguments = [values[name] for name in layout.positional]
-        given = {name: values[name] for name in layout.outs if values.get(name) is not None}
         if given:
             missing = [name for name in layout.outs if name not in given]
             if missing:
@@ -54,50 +61,98 @@ class _Direct(_Torch):
         return dict(zip(layout.outs, outs if isinstance(outs, tuple) else (outs,)))
 
 
+class Recording:
+    """What a recorded call on tensors alike (one key: ``_keys.tensor_key``)
+    does every time, worked out at its first call: the kernel it is
+    differentiated by, the layout that runs forward (``route``: the layout
+    itself, or the one its kernel is differentiated through) and that
+    layout's plan, which arrays the backward keeps, and the inputs' shapes
+    and dtypes. ``apply`` records a call."""
+
+    __slots__ = ("arguments", "inputs", "kernel", "layout", "manifest", "memo", "nondiff", "plan", "results", "route", "route_axes", "route_given", "saved", "saves")
+
+    def __init__(self, layout: Layout, route: Layout, route_axes: dict[str, Any], values: dict[str, Any]) -> None:
+        self.layout, self.route, self.route_axes = layout, route, route_axes
+        route_kernel = route.choose({n: dtype_name(values[n].dtype) for n in route.given}, route_axes, {n: tuple(values[n].shape) for n in route.given})
+        self.kernel = route_kernel
+        signature = route_kernel.signature or ()
+        self.route_given = tuple(layout.given.index(name) for name in route.given)
+        self.plan: Any = None  # the route's tensor plan, once its first call made one
+        self.memo: dict[int, Any] = {}  # what the backward's steps do, once worked out (_gradients)
+        self.arguments = tuple((p.name, p.arg) for p in signature if p.scalar and not p.dim)
+        self.manifest = {p.arg: p.name for p in signature if not p.scalar}
+        self.inputs = {self.manifest[name]: (tuple(values[name].shape), dtype_name(values[name].dtype)) for name in layout.given}
+        self.saved = saved_names(route_kernel)
+        # Each kept array: (0, index) an input of the call, (1, index) a result of the route.
+        by_name = {p.name: (1, route.outs.index(p.arg)) if p.role == "out" else (0, layout.given.index(p.arg)) for p in signature if not p.scalar}
+        self.saves = tuple(by_name[name] for name in self.saved)
+        self.results = tuple(route.outs.index(name) for name in layout.outs)
+        self.nondiff = tuple(i for i, p in enumerate(route.outs) if DTYPES[route.bound[route_kernel.name][p].dtype].kind != "float")
+
+    def apply(self, tensors: tuple[Any, ...], scalars: dict[str, Any]) -> tuple[Any, ...]:
+        """The call's results (a tuple in ``layout.outs`` order), recorded."""
+        outs = Recorded.apply(self, scalars, *tensors)
+        return outs if isinstance(outs, tuple) else (outs,)
+
+    def forward(self, tensors: tuple[Any, ...], scalars: dict[str, Any]) -> tuple[Any, ...]:
+        """The route's results (in its ``outs`` order): its plan, else its kernel's full path."""
+        given = tuple(tensors[i] for i in self.route_given)
+        plan = self.plan
+        if plan is not None:
+            outs = plan(given, scalars)
+            if outs is not None:
+                return outs
+        route = self.route
+        values = dict(zip(route.given, given))
+        values.update(scalars)
+        found = _Direct.call(route, values, self.route_axes)
+        self.plan = route.tensor_plans.plans.get(tensor_key(route, {**values, **self.route_axes}))
+        return tuple(found[name] for name in route.outs)
+
+
 class Recorded(torch.autograd.Function):
-    """A recorded call: ``apply(layout, route, route_axes, scalars, *tensors)`` with
-    ``route`` the layout whose kernel runs forward (``layout``'s own, or the one
-    its kernel is differentiated through) and ``tensors`` ``layout``'s given arrays."""
+    """A recorded call: ``apply(recording, scalars, *tensors)``, ``tensors`` the
+    layout's given arrays (``Recording``)."""
 
     @staticmethod
-    def forward(ctx: Any, layout: Layout, route: Layout, route_axes: dict[str, Any], scalars: dict[str, Any], *tensors: Any) -> Any:
-        values = dict(zip(layout.given, tensors))
-        values.update(scalars)
-        outs = _Direct.call(route, values, route_axes)
-        kernel = route.choose({n: dtype_name(values[n].dtype) for n in route.given}, route_axes, {n: tuple(values[n].shape) for n in route.given})
-        arrays = {p.name: outs[p.arg] if p.role == "out" else values[p.arg] for p in kernel.signature or () if not p.scalar}
-        ctx.layout, ctx.kernel = layout, kernel
-        ctx.arguments = {p.name: values[p.arg] for p in kernel.signature or () if p.scalar and not p.dim}
-        ctx.manifest = {p.arg: p.name for p in kernel.signature or () if not p.scalar}
-        ctx.inputs = {ctx.manifest[name]: (tuple(t.shape), dtype_name(t.dtype)) for name, t in zip(layout.given, tensors)}
-        ctx.saved = saved_names(kernel)
-        ctx.save_for_backward(*(arrays[name] for name in ctx.saved))
-        results = tuple(outs[name] for name in layout.outs)
-        ctx.mark_non_differentiable(*(r for r in results if not r.is_floating_point()))
+    def forward(ctx: Any, recording: Recording, scalars: dict[str, Any], *tensors: Any) -> Any:
+        outs = recording.forward(tensors, scalars)
+        ctx.recording, ctx.scalars = recording, scalars
+        ctx.save_for_backward(*(outs[i] if kind else tensors[i] for kind, i in recording.saves))
+        if recording.nondiff:
+            ctx.mark_non_differentiable(*(outs[i] for i in recording.nondiff))
+        results = tuple(outs[i] for i in recording.results)
         return results[0] if len(results) == 1 else results
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
-        layout, kernel = ctx.layout, ctx.kernel
-        by_result = {ctx.manifest[name]: grad for name, grad in zip(layout.outs, grads)}
-        saved = dict(zip(ctx.saved, ctx.saved_tensors))
-        found = gradients(layout.family.bindings, kernel, saved, by_result, ctx.arguments, ctx.inputs, _Direct)
-        return (None, None, None, None, *(found.get(ctx.manifest[name]) for name in layout.given))
+        recording = ctx.recording
+        layout, manifest = recording.layout, recording.manifest
+        by_result = {manifest[name]: grad for name, grad in zip(layout.outs, grads)}
+        saved = dict(zip(recording.saved, ctx.saved_tensors))
+        arguments = {name: ctx.scalars[arg] for name, arg in recording.arguments}
+        found = gradients(layout.family.bindings, recording.kernel, saved, by_result, arguments, recording.inputs, _Direct, recording.memo)
+        return (None, None, *(found.get(manifest[name]) for name in layout.given))
 
 
 def call_recorded(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any:
-    """``layout``'s call on ``values`` as ``Recorded``: its out arrays (a tuple),
-    or None where its kernel declares no gradient (the op then records the call,
-    and its formula refuses the gradient if one is asked)."""
-    kernel = layout.choose({n: dtype_name(values[n].dtype) for n in layout.given}, axes, {n: tuple(values[n].shape) for n in layout.given})
-    if kernel.backward is None:
+    """``layout``'s call on ``values`` recorded past the dispatcher: its out
+    arrays (a tuple), or None where its kernel declares no gradient (the op
+    then records the call, and its formula refuses the gradient if one is asked)."""
+    key = tensor_key(layout, {**values, **axes})
+    try:
+        recording = layout.recordings.plans.get(key)
+    except TypeError:  # an unhashable axis value: the op names it
         return None
-    route, route_axes = layout, axes
-    if kernel.backward.through:
-        bindings = layout.family.bindings
-        target = bindings.kernel(kernel.backward.through)
-        route = bindings.layout_of(target.name)
-        route_axes = {axis: value for axis, value in (target.axes or {}).items() if axis in route.open_axes}
-    scalars = {name: values[name] for name in layout.arguments}
-    outs = Recorded.apply(layout, route, route_axes, scalars, *(values[name] for name in layout.given))
-    return outs if isinstance(outs, tuple) else (outs,)
+    if recording is None:
+        kernel = layout.choose({n: dtype_name(values[n].dtype) for n in layout.given}, axes, {n: tuple(values[n].shape) for n in layout.given})
+        if kernel.backward is None:
+            return None
+        route, route_axes = layout, axes
+        if kernel.backward.through:
+            bindings = layout.family.bindings
+            target = bindings.kernel(kernel.backward.through)
+            route = bindings.layout_of(target.name)
+            route_axes = {axis: value for axis, value in (target.axes or {}).items() if axis in route.open_axes}
+        recording = layout.recordings.keep(key, Recording(layout, route, route_axes, values))
+    return recording.apply(tuple(values[name] for name in layout.given), {name: values[name] for name in layout.arguments})
