@@ -1,7 +1,7 @@
 """Whether an eager tensor call may skip PyTorch's dispatcher and run the op's kernel itself.
 
-The custom ops (tropical's ``aotc::`` ops, and a declared family's
-``<library>::<family>``) are what torch.compile, FakeTensorMode,
+The custom ops (a declared layout's ``<library>::<layout>``, tropical's
+``tropical::gemm_forward`` among them) are what torch.compile, FakeTensorMode,
 torch.func, autocast, subclasses and autograd see. In a plain eager call none
 of them is there, and the dispatcher only hands the call to the op's kernel,
 a Python function, at some 3 us a call (RESULTS.md). ``direct`` says when
@@ -31,7 +31,7 @@ _C = torch._C  # noqa: SLF001 - the dispatcher's own state
 _functorch = _C._functorch  # noqa: SLF001
 _Tensor = torch.Tensor
 _compiling = torch.compiler.is_compiling
-# Public: _torch_plan's tensor matmul entry spells these checks out itself.
+# Public: PyTorch's own answers, one by one.
 inference = torch.is_inference_mode_enabled
 dispatch_modes = _C._len_torch_dispatch_stack  # noqa: SLF001 - FakeTensorMode, make_fx's proxy mode, ...
 function_modes = _C._is_torch_function_mode_enabled  # noqa: SLF001

@@ -52,7 +52,7 @@ class Kernels:
         self._kernels = by_family
         self._families: dict[str, Family] = {}
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
-        self.serial = next(_serials)  # names it in _READY, where an id could be reused
+        self.serial = next(_serials)  # names it in _traced.MADE's keys, where an id could be reused
 
     @property
     def names(self) -> tuple[str, ...]:
