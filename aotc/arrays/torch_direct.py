@@ -1,7 +1,7 @@
 """Whether an eager tensor call may skip PyTorch's dispatcher and run the op's kernel itself.
 
-The custom ops (one per layout of a declared family,
-``torch.ops.<library>.<layout>``) are what torch.compile, FakeTensorMode,
+The custom ops (a declared layout's ``<library>::<layout>``, tropical's
+``tropical::gemm_forward`` among them) are what torch.compile, FakeTensorMode,
 torch.func, autocast, subclasses and autograd see. In a plain eager call none
 of them is there, and the dispatcher only hands the call to the op's kernel,
 a Python function, at some 3 us a call (RESULTS.md). ``direct_all`` says when

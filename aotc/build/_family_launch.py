@@ -124,7 +124,7 @@ class _Expression:
         return self._node(tree.body)
 
     def _constant(self, value: int) -> Extent:
-        if not 0 <= value <= 1 << 31:  # a constant of the manifest may be any 64-bit integer
+        if not 0 <= value <= 1 << 31:  # a constant may be any 64-bit integer; a launch takes these
             self.fail(f"{value} is out of range (0 to 2**31)")
         return Extent((), value, 1)
 

@@ -54,7 +54,7 @@ class Kernels:
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
         self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the families made so far
         self.gradient_steps: dict[str, Any] = {}  # kernel name -> its gradient kernels' steps (_gradients)
-        self.serial = next(_serials)  # names it in _READY, where an id could be reused
+        self.serial = next(_serials)  # names it in _traced.MADE's keys, where an id could be reused
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -18,10 +18,11 @@ a trailing axis of length 2 (value, count). PyTorch tensors go through
 custom ops, ``torch.ops.tropical.gemm_forward`` and kin (one per pass), with
 autograd and fake implementations for ``torch.compile`` (``aotc.kernels``).
 
-Empty products launch nothing: M, N or the batch 0 gives an empty result, and
-K = 0 the semiring zero everywhere (argmax -1). ``out=`` and ``k_out=`` must
-be writable, contiguous, of the result's shape, dtype and device, and share no
-memory with an input or with each other.
+M, N or the batch 0 gives an empty result and launches nothing; K = 0
+launches the kernels, which, with no term to fold, write the semiring zero
+everywhere (argmax -1). ``out=`` and ``k_out=`` must be writable, contiguous,
+of the result's shape, dtype and device, and share no memory with an input or
+with each other.
 
 Bool matrices for an or/and semiring can also be packed 32 values to a word
 (``pack_bool``) and multiplied packed (``matmul_packed``), which folds 32
@@ -30,8 +31,9 @@ packed (``packed=True``). ``matmul(a, b, "andor")`` packs by itself when it
 pays (see ``Tropical._packs``).
 
 Host arrays are used in place on host-memory backends (the CPU emulator) and
-copied to the device and back on GPU backends. Strided or transposed inputs
-are copied to row-major first. Errors are one line naming the argument.
+copied to the device and back on GPU backends. Inputs whose rows are
+contiguous are read where they lie; others (a transpose) are copied to
+row-major first. Errors are one line naming the argument.
 
 A call runs on its operands' device (a tensor's device; a CUDA array's, or
 failing that the driver's answer for its pointer), in that device's context,

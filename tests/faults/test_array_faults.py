@@ -227,7 +227,7 @@ RESULTS: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
     # big-endian inputs are read through a native copy, never as swapped bytes
     "big-endian-inputs": (lambda: tropical.matmul(A75.astype(">f4"), B53.astype(">f4")), lambda: _ref(A75, B53)),
     "semiring-str-enum": (lambda: tropical.matmul(A75, B53, SemiringName.MINPLUS), lambda: _ref(A75, B53, "minplus")),
-    # empty dimensions: an empty result, or for K = 0 the zero, with no launch
+    # empty dimensions: an empty result with no launch; K = 0: the zero, which the kernels write
     "m0": (lambda: tropical.matmul(np.ones((0, 3)), B32), lambda: _ref(np.ones((0, 3)), B32)),
     "n0": (lambda: tropical.matmul(A23, np.ones((3, 0))), lambda: _ref(A23, np.ones((3, 0)))),
     "k0-maxplus": (lambda: tropical.matmul_argmax(np.ones((2, 0)), np.ones((0, 3))), lambda: _ref(np.ones((2, 0)), np.ones((0, 3)), argmax=True)),

@@ -33,6 +33,15 @@ for dtype in (np.int32, np.int64):
 x = rng.normal(size=(5, 3000))
 np.testing.assert_allclose(rowops.scan(x), reference.scan(x), rtol=1e-10, atol=1e-10)
 checked.append("scan float64")
+# The histogram's width is the caller's (bins); its counts start at zero (fill: 0).
+for dtype in (np.float32, np.float64):
+    x = rng.normal(size=(6, 2500)).astype(dtype)
+    for bins in (1, 7, 300):
+        np.testing.assert_array_equal(rowops.histogram(x, bins, -2.0, 2.0), reference.histogram(x, bins, -2.0, 2.0))
+    checked.append(f"histogram {np.dtype(dtype).name}")
+x, g, h = rng.normal(size=(7, 300)), rng.normal(size=300), rng.normal(size=300)
+np.testing.assert_allclose(rowops.scale_shift(x, g, h), reference.scale_shift(x, g, h), rtol=1e-12, atol=1e-12)
+checked.append("scale_shift")
 
 try:
     import torch
@@ -41,7 +50,8 @@ except ImportError:
 if torch is not None:
     ops = rowops.kernels().torch_ops()  # torch.ops.rowops
     t = torch.randn(4, 700, dtype=torch.float64)
-    for name, args in (("softmax", (t,)), ("scan", (t,))):
+    g, h = torch.randn(700, dtype=torch.float64), torch.randn(700, dtype=torch.float64)
+    for name, args in (("softmax", (t,)), ("scan", (t,)), ("histogram", (t, 16, -1.0, 1.0)), ("scale_shift", (t, g, h))):
         result = torch.library.opcheck(getattr(ops, name).default, args)
         assert all(v == "SUCCESS" for v in result.values()), result
     compiled = torch.compile(lambda x: rowops.scan(rowops.softmax(x)), fullgraph=True)
@@ -49,6 +59,9 @@ if torch is not None:
     # softmax's backward: (its manifest entry names softmax_backward) checked against finite differences.
     assert torch.autograd.gradcheck(rowops.softmax, (t[:2, :30].clone().requires_grad_(True),), eps=1e-6, atol=1e-7)
     assert torch.autograd.gradcheck(rowops.softmax, (t[:4, :30].reshape(2, 2, 30).clone().requires_grad_(True),), eps=1e-6, atol=1e-7)
+    # scale_shift's backward is two kernels: scale_shift_grad_x for x, scale_shift_grad_params for g and h.
+    small = (t[:3, :20].clone(), g[:20].clone(), h[:20].clone())
+    assert torch.autograd.gradcheck(rowops.scale_shift, tuple(a.requires_grad_(True) for a in small), eps=1e-6, atol=1e-7)
     checked.append("torch.library.opcheck, torch.compile(fullgraph=True) and gradcheck")
 
 print(f"rowops: {len(rowops.kernels().library)} kernels agree with the NumPy references: {', '.join(checked)}")
