@@ -17,31 +17,19 @@ from __future__ import annotations
 
 import torch
 
+from aotc.arrays.eager_checks import EAGER_TEXT, functions
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EAGER_CHECKS", "EAGER_TEXT", "direct_all"]
+__all__ = ["EAGER_CHECKS", "direct_all"]
 
-# PyTorch's own answers to "is anything but a plain eager call going on": no
-# public API asks the dispatcher these, so its private bindings are read once.
-_C = torch._C  # noqa: SLF001 - the dispatcher's own state
 _Tensor = torch.Tensor
-_wrapped = _C._functorch.is_functorch_wrapped_tensor  # noqa: SLF001
-# The checks that hold for the whole call, by the names the generated entries
-# (aotc.kernels._entry) inline them under, a call level less on the hottest
-# path; dynamo folds only the first, so it comes first.
-EAGER_CHECKS = {
-    "_aotc_compiling": torch.compiler.is_compiling,
-    "_aotc_dispatch_modes": _C._len_torch_dispatch_stack,  # noqa: SLF001 - FakeTensorMode, make_fx's proxy mode, ...
-    "_aotc_function_modes": _C._is_torch_function_mode_enabled,  # noqa: SLF001
-    "_aotc_transforms": _C._are_functorch_transforms_active,  # noqa: SLF001 - vmap, grad, functionalize
-    "_aotc_autocast": _C._is_any_autocast_enabled,  # noqa: SLF001
-    "_aotc_inference": torch.is_inference_mode_enabled,
-}
-EAGER_TEXT = " and ".join(f"not {name}()" for name in EAGER_CHECKS) + " and _aotc_tracing() is None"
-EAGER_CHECKS["_aotc_tracing"] = _C._get_tracing_state  # noqa: SLF001 - torch.jit.trace
-EAGER_CHECKS["_aotc_wrapped"] = _wrapped
+# The checks that hold for the whole call, and the per-tensor one, by the
+# names the generated entries inline them under (aotc.arrays.eager_checks).
+EAGER_CHECKS = functions(torch)
+_wrapped = EAGER_CHECKS["_aotc_wrapped"]
 _eager = eval(f"lambda: {EAGER_TEXT}", dict(EAGER_CHECKS))
 
 

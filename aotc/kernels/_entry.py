@@ -9,7 +9,7 @@ functions written as Python source from its signature and compiled once:
 - the **entry**, ``softmax(x, *, y=None, dtype=None, stream=None, **axes)``,
   with the layout's own binding names: for NumPy arrays on a host-memory
   backend it builds the plan key in straight-line code and runs the plan; for
-  plain PyTorch tensors (torch imported when the entry was made) that
+  plain PyTorch tensors (bound when torch is imported, ``bind_arrays``) that
   autograd does not record and nothing else would see, the tensor plan the
   op's kernel left (``_tensor_plan``); anything else, and any call no plan
   answers, goes to ``Layout.full`` or the PyTorch route, which decide
@@ -35,6 +35,7 @@ import sys
 
 from aotc.arrays.memory import on_host_memory
 from aotc.arrays.kinds import as_operand
+from aotc.arrays.eager_checks import EAGER_TEXT
 from aotc.arrays.operands import data_pointers, direct_pointer, meets, span
 from aotc.kernels._keys import numpy_key, numpy_key_text, tensor_key_text
 from aotc.kernels._shapes import INT_RANGES
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
     from aotc.kernels._layout import Layout
 
-__all__ = ["entry_for", "make_plan"]
+__all__ = ["bind_arrays", "entry_for", "make_plan"]
 
 
 def _generatable(layout: Layout) -> bool:
@@ -55,17 +56,14 @@ def _generatable(layout: Layout) -> bool:
 
 
 class _NoTensor:
-    """The array type of a library not imported when the entry was made (or whose
-    pointers a plan cannot read): no argument has it, so its branch is never taken."""
+    """The array type of a library not imported yet: no argument has it, so the
+    entry's branch for that library is not taken until ``bind_arrays`` binds it."""
 
 
 def entry_for(layout: Layout) -> Any:
     """The layout's generated entry, or None where its names rule one out."""
     if not _generatable(layout):
         return None
-    # NumPy calls take plans where NumPy's data pointers are read directly (64-bit, the probe passed).
-    numpy = sys.modules.get("numpy")
-    ndarray = numpy.ndarray if numpy is not None and sys.maxsize > 2**32 and direct_pointer() else _NoTensor
     given, outs, open_axes, lengths = layout.given, layout.outs, layout.open_axes, layout.lengths
     positional = ", ".join(layout.positional)
     # The keywords other than out arrays: the open axes, and the lengths of packed dimensions.
@@ -89,12 +87,6 @@ def entry_for(layout: Layout) -> Any:
         "            if _aotc_result is not None:",
         "                return _aotc_result",
     ]
-    torch = sys.modules.get("torch")
-    tensor = _NoTensor if torch is None else torch.Tensor
-    if torch is not None:
-        from aotc.arrays.torch_direct import EAGER_CHECKS, EAGER_TEXT
-    else:  # no tensor reaches that branch
-        EAGER_CHECKS, EAGER_TEXT = {}, "False"
     tensors = " and ".join([f"type({name}) is _aotc_tensor" for name in given] + ["stream is None", "not _aotc_axes"] + [f"{name} is None" for name in outs])
     records = " or ".join(f"{name}.requires_grad" for name in given)
     scalars = ", ".join(f"{name!r}: {name}" for name in layout.arguments)
@@ -154,18 +146,40 @@ def entry_for(layout: Layout) -> Any:
     from aotc.kernels._torch_route import call_tensors
 
     namespace: dict[str, Any] = {
-        "_aotc_ndarray": ndarray, "_aotc_plans": layout.numpy_plans.plans, "_aotc_layout": layout,
-        "_aotc_tensor": tensor, "_aotc_tensor_plans": layout.tensor_plans.plans, "_aotc_tensors": call_tensors,
+        "_aotc_ndarray": _NoTensor, "_aotc_plans": layout.numpy_plans.plans, "_aotc_layout": layout,
+        "_aotc_tensor": _NoTensor, "_aotc_tensor_plans": layout.tensor_plans.plans, "_aotc_tensors": call_tensors,
         "_aotc_recordings": layout.recordings.plans,
     }  # fmt: skip
-    if torch is not None:
-        namespace.update(EAGER_CHECKS, _aotc_grad=torch.is_grad_enabled, _aotc_bump=torch.autograd.graph.increment_version)
+    # NumPy or PyTorch may still be imported: Layout.full binds it then.
+    namespace["_aotc_unbound"] = bind_arrays(namespace)
     # The source holds only the index's validated identifiers (no keyword, none of ours) and our own text.
     exec(compile("\n".join(lines), f"<aotc entry {layout.library.name}.{layout.name}>", "exec"), namespace)
     entry = namespace[layout.name]
     entry.layout = layout
     entry.__doc__ = f"{layout!r}: generated from its declared signature (aotc.kernels._entry)."
     return entry
+
+
+def bind_arrays(namespace: dict[str, Any]) -> bool:
+    """Bind into an entry's namespace the array types (and PyTorch's checks) of
+    NumPy and PyTorch where each is imported and not yet bound; returns whether
+    one may still come. Until then the entry's branch for that library is never
+    taken, and ``Layout.full`` calls this again: PyTorch imported after a
+    layout's first NumPy call gives every later call, through any reference to
+    the entry, the same plans as imported first."""
+    if namespace["_aotc_ndarray"] is _NoTensor:
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            # NumPy calls take plans where NumPy's data pointers are read directly (64-bit, the probe passed).
+            namespace["_aotc_ndarray"] = numpy.ndarray if sys.maxsize > 2**32 and direct_pointer() else None
+    if namespace["_aotc_tensor"] is _NoTensor:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            from aotc.arrays.torch_direct import EAGER_CHECKS
+
+            namespace.update(EAGER_CHECKS, _aotc_grad=torch.is_grad_enabled, _aotc_bump=torch.autograd.graph.increment_version)
+            namespace["_aotc_tensor"] = torch.Tensor  # last: it opens the branch the names above serve
+    return namespace["_aotc_ndarray"] is _NoTensor or namespace["_aotc_tensor"] is _NoTensor
 
 
 def _results(layout: Layout, got: str) -> str:

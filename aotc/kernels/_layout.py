@@ -22,7 +22,7 @@ import sys
 from aotc.arrays.kinds import kind_of
 from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.kernels._entry import entry_for, make_plan
+from aotc.kernels._entry import bind_arrays, entry_for, make_plan
 from aotc.kernels._launch import launch
 from aotc.kernels._plans import PlanTable
 
@@ -96,6 +96,8 @@ class Layout:
         self.torch_kernel: Any = None  # that op's kernel
         self.torch_out_kernel: Any = None  # its .out overload's
         self.entry = entry_for(self)  # None: the Layout itself is called
+        # Its namespace (the entry's globals), where the array libraries are bound once imported.
+        self._entry_names: dict[str, Any] | None = None if self.entry is None else self.entry.__globals__
 
     def __repr__(self) -> str:
         outs = "".join(f", {name}=None" for name in self.outs)
@@ -143,6 +145,9 @@ class Layout:
     def full(self, args: tuple[Any, ...], outs: dict[str, Any], stream: Any, kwargs: dict[str, Any]) -> Any:
         """The generated entry's way in when no plan answered: its positional
         arguments, its out arrays (None: not given) and its other keywords."""
+        names = self._entry_names
+        if names["_aotc_unbound"]:  # NumPy or PyTorch imported since the entry was made?
+            names["_aotc_unbound"] = bind_arrays(names)
         values, axes = self.bind_arguments(args, kwargs)
         values.update((name, out) for name, out in outs.items() if out is not None)
         return self.call(values, axes, stream)
