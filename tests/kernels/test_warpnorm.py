@@ -224,20 +224,98 @@ def test_a_lane_dropped_from_the_shuffle_mask_is_named(monkeypatch: pytest.Monke
     ), text
 
 
+# ---- the half types, before the binder has them ----------------------------------------------
+# The manifest declares f32 and f64 until aotc's binder takes f16 and bf16
+# arrays. The templates are written for them already: the f32 point's context
+# with the element type swapped renders what an f16 or bf16 point will (the
+# accumulation type, and mean, rstd and eps with it, stays f32).
+
+HALVES = {"f16": "__half", "bf16": "__nv_bfloat16"}
+IN_ACC = {"mean", "rstd", "grad_mean", "grad_rstd", "eps"}  # typed by acc, not by dtype
+# Rounding the result to the half type is at most half its ulp, relative: 2^-11
+# (f16) and 2^-8 (bf16), a bound a store that truncates breaks; the float sums
+# add far less, and atol covers them where y is near 0 (and f16's subnormals).
+HALF_TOLERANCE = {"f16": {"rtol": 5e-4, "atol": 1e-5}, "bf16": {"rtol": 4e-3, "atol": 1e-5}}
+
+
+def _render_half(family: str, dtype: str) -> str:
+    from aotc.build.codegen import _context, _environment  # the build's own rendering, at a point it cannot declare yet
+
+    manifest = load_manifest(WARPNORM / "manifest.yaml")
+    kernel = next(k for k in manifest.kernels if k.family == family and dict(k.axes)["dtype"] == "f32")
+    context = _context(manifest, kernel)
+    ctype = HALVES[dtype]
+    context["dtype"] = dtype
+    context["kernel_name"] = f"{family}_{dtype}"
+    context["params"] = ", ".join(p.declaration().replace("float", ctype, 1) if p.name not in IN_ACC else p.declaration() for p in kernel.params)
+    context["ctype"] = {name: ctype if name not in IN_ACC else c for name, c in context["ctype"].items()}
+    return _environment(manifest.templates_dir).get_template(kernel.template).render(context)
+
+
+def _to_half(values: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """(the half type's bits, as uint16; the values they hold, as float32). bf16
+    is a float32's upper half: rounded to nearest even by hand, as NumPy has no bf16."""
+    if dtype == "f16":
+        half = values.astype(np.float16)
+        return half.view(np.uint16), half.astype(np.float32)
+    bits = values.astype(np.float32).view(np.uint32)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return bits, _from_half(bits, dtype)
+
+
+def _from_half(bits: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "f16":
+        return bits.view(np.float16).astype(np.float32)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def _pointers(*arrays: np.ndarray) -> list[ctypes.c_void_p]:
+    return [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+
+
+@pytest.mark.parametrize("dtype", sorted(HALVES))
+def test_half_types_load_and_store_through_the_conversions(dtype: str) -> None:
+    rows, cols = 6, 77
+    softmax, layernorm = (
+        load_library_bytes(compile_library_bytes(_render_half(family, dtype).encode(), [f"{family}_{dtype}"], source_name=f"{family}_{dtype}.cu"))
+        for family in ("softmax", "layernorm")
+    )
+    x_bits, x = _to_half(RNG.normal(size=(rows, cols)) * 3 + 0.5, dtype)
+    gamma_bits, gamma = _to_half(RNG.normal(size=cols), dtype)
+    beta_bits, beta = _to_half(RNG.normal(size=cols), dtype)
+    grid, block = -(-rows // WARPS), 32 * WARPS
+
+    y_bits = np.zeros_like(x_bits)
+    softmax.launch(f"softmax_{dtype}", grid, block, 0, [*_pointers(x_bits, y_bits), ctypes.c_int(rows), ctypes.c_int(cols)])
+    np.testing.assert_allclose(_from_half(y_bits, dtype), reference.softmax(x), **HALF_TOLERANCE[dtype])
+
+    y_bits, mean, rstd = np.zeros_like(x_bits), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
+    args = [*_pointers(x_bits, gamma_bits, beta_bits, y_bits, mean, rstd), ctypes.c_int(rows), ctypes.c_int(cols), ctypes.c_float(1e-5)]
+    layernorm.launch(f"layernorm_{dtype}", grid, block, 0, args)
+    want_y, want_mean, want_rstd = reference.layernorm(x, gamma, beta, 1e-5)
+    np.testing.assert_allclose(_from_half(y_bits, dtype), want_y, **HALF_TOLERANCE[dtype])
+    np.testing.assert_allclose(mean, want_mean, **LAYERNORM_TOLERANCE[np.float32])  # float sums of exact half values
+    np.testing.assert_allclose(rstd, want_rstd, **LAYERNORM_TOLERANCE[np.float32])
+
+
 # ---- nvcc -------------------------------------------------------------------------------------
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 def test_the_rendered_sources_compile_for_sm_80(tmp_path: Path) -> None:
+    """The declared kernels, and each family at f16 and bf16 as the binder will declare them."""
     manifest = load_manifest(WARPNORM / "manifest.yaml")
     assert len(manifest.kernels) == 10
     # Without the checked run's libasan preload, which is for Python, not for nvcc (it crashes it).
     env = {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
-    for kernel in manifest.kernels:
-        source = tmp_path / f"{kernel.name}.cu"
-        source.write_text(render_kernel(manifest, kernel))
+    sources = {kernel.name: render_kernel(manifest, kernel) for kernel in manifest.kernels}
+    sources.update({f"{family}_{dtype}": _render_half(family, dtype) for family in sorted({k.family for k in manifest.kernels}) for dtype in HALVES})
+    assert len(sources) == 20
+    for name, text in sources.items():
+        source = tmp_path / f"{name}.cu"
+        source.write_text(text)
         result = subprocess.run(
-            ["nvcc", "-cubin", "-arch=sm_80", "-Werror=all-warnings", "-o", str(tmp_path / f"{kernel.name}.cubin"), str(source)],
+            ["nvcc", "-cubin", "-arch=sm_80", "-Werror=all-warnings", "-o", str(tmp_path / f"{name}.cubin"), str(source)],
             capture_output=True, text=True, timeout=300, env=env,
         )  # fmt: skip
-        assert result.returncode == 0, f"{kernel.name}: {result.stderr[-2000:]}"
+        assert result.returncode == 0, f"{name}: {result.stderr[-2000:]}"
