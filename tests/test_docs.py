@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO
 
-DOCS = ["README.md", "examples/rowops/README.md"]
+DOCS = ["README.md", "examples/rowops/README.md", "examples/warpnorm/README.md"]
 TUTORIAL = "examples/rowops/README.md"
 
 

@@ -1,4 +1,4 @@
-"""Declared-family libraries for the tests: the rowops example, and small manifests.
+"""Declared-family libraries for the tests: the rowops and warpnorm examples, and small manifests.
 
 ``declared_library`` renders a manifest's kernels with the real codegen and
 indexes them with stand-in fatbins, as ``runtime_support.make_library`` does
@@ -16,10 +16,14 @@ from typing import Any
 import pytest
 from runtime.runtime_support import stand_in_library
 
-__all__ = ["AXPY", "BADD", "ROWOPS", "axpy", "badd", "declared_library", "reference", "rowops", "write_project"]
+__all__ = [
+    "AXPY", "BADD", "ROWOPS", "WARPNORM", "axpy", "badd", "declared_library", "reference", "rowops", "warpnorm",
+    "warpnorm_reference", "write_project",
+]  # fmt: skip
 
 REPO = Path(__file__).resolve().parents[2]
 ROWOPS = REPO / "examples" / "rowops" / "kernels"
+WARPNORM = REPO / "examples" / "warpnorm" / "kernels"
 
 # A family with an inout array, a float argument and a product grid: y += alpha * x.
 AXPY = {
@@ -122,16 +126,17 @@ def declared_library(root: Path, manifest_path: Path) -> Path:
     return stand_in_library(load_manifest(manifest_path), root)
 
 
-def _reference() -> Any:
-    """The example's NumPy references, without its package (which loads its built library)."""
-    spec = importlib.util.spec_from_file_location("rowops_reference", REPO / "examples" / "rowops" / "rowops" / "reference.py")
+def _reference(example: str) -> Any:
+    """An example's NumPy references, without its package (which loads its built library)."""
+    spec = importlib.util.spec_from_file_location(f"{example}_reference", REPO / "examples" / example / example / "reference.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-reference = _reference()
+reference = _reference("rowops")
+warpnorm_reference = _reference("warpnorm")
 
 
 # One library of each name per process, whichever test modules use the fixture:
@@ -150,6 +155,18 @@ def rowops(tmp_path_factory: pytest.TempPathFactory) -> Any:
         lib = declared_library(tmp_path_factory.mktemp("rowops"), ROWOPS / "manifest.yaml")
         _made["rowops"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
     return _made["rowops"]
+
+
+@pytest.fixture(scope="session")
+def warpnorm(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The warpnorm example's library on the emulator; one per process (its torch ops are named warpnorm)."""
+    import aotc
+    import aotc.kernels
+
+    if "warpnorm" not in _made:
+        lib = declared_library(tmp_path_factory.mktemp("warpnorm"), WARPNORM / "manifest.yaml")
+        _made["warpnorm"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    return _made["warpnorm"]
 
 
 @pytest.fixture(scope="session")
