@@ -156,8 +156,9 @@ say "downstream project built against the aotc wheel, ran on the emulator, and i
 #    and venv, its Python blocks under the emulator and again without a backend
 #    (each must end in NoDeviceError's line here); then the rowops tutorial from an
 #    empty folder: aotc's wheel, the package's files as the page shows them, its
-#    build, its calls, tests/check.py, and a wheel that passes twine check --strict.
-for doc in README.md examples/rowops/README.md; do
+#    build, its calls, tests/check.py, and a wheel that passes twine check --strict;
+#    then examples/warpnorm's README the same way (its package installed from a copy).
+for doc in README.md examples/rowops/README.md examples/warpnorm/README.md; do
   flags=(--pip torch==2.13.0 jax==0.10.2 jaxlib==0.10.2)
   [ "$doc" = README.md ] && flags+=(--clone --no-gpu-too)
   log="$work/docs-${doc//\//-}.log"
