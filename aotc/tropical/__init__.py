@@ -184,7 +184,10 @@ def matmul_argmax(
 ) -> tuple[Any, Any]:
     """``(C, k)``: the product and, per element, the k of its best term (ties
     to the smallest k; -1 where no term beats the semiring zero)."""
-    return (_shared["api"] or _api()).matmul_argmax(a, b, semiring, out=out, k_out=k_out, stream=stream)
+    api = _shared["api"] or _api()
+    if type(semiring) is str and semiring in api._plain_argmax:  # noqa: SLF001 - as matmul's
+        return api._argmax.entry(a, b, out=out, k_out=k_out, semiring=semiring, stream=stream)  # noqa: SLF001
+    return api.matmul_argmax(a, b, semiring, out=out, k_out=k_out, stream=stream)
 
 
 def matmul_backward(grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None) -> tuple[Any, Any]:

@@ -66,6 +66,10 @@ class Tropical:
         self._differentiable = frozenset(backward.axes["semiring"]) if backward is not None else frozenset()
         forward = self._forward
         self._plain = frozenset(forward.axes["semiring"]) - self._packable if forward is not None and forward.entry is not None else frozenset()
+        # The semirings whose matmul_argmax is the argmax layout's entry, the semiring its keyword.
+        argmax = self._argmax
+        chosen = argmax is not None and argmax.entry is not None and "semiring" in argmax.open_axes
+        self._plain_argmax = frozenset(argmax.axes["semiring"]) if chosen else frozenset()
 
     def __repr__(self) -> str:
         return f"<aotc.tropical.Tropical over library {self.library.name!r}>"
