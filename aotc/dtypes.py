@@ -127,16 +127,21 @@ def bf16_bits(value: float) -> int:
     """The bits of the bfloat16 nearest ``value`` as a float (f32), ties to even,
     as ``__float2bfloat16`` rounds: the one place a bf16 scalar is made. NaN
     stays NaN (its quiet bit kept); a finite value past bf16's range is an
-    ``OverflowError``, as ``struct`` raises for the other floats."""
+    ``ArgumentError`` (``struct`` raises ``OverflowError`` for the other floats)."""
     import struct
 
-    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    from aotc.errors import ArgumentError
+
+    msg = f"{value!r} does not fit bf16"
+    try:
+        (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    except OverflowError:  # past float's range, so past bf16's
+        raise ArgumentError(msg) from None
     if bits & 0x7FFFFFFF > 0x7F800000:  # NaN: keep the sign, make it quiet
         return (bits >> 16) | 0x0040
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
     if rounded & 0x7FFF == 0x7F80 and bits & 0x7FFFFFFF != 0x7F800000:
-        msg = f"{value!r} is out of bfloat16's range"
-        raise OverflowError(msg)
+        raise ArgumentError(msg)
     return rounded
 
 

@@ -42,7 +42,7 @@ def scalar_argument(value: Any, name: str, kind: str) -> Any:
             return bf16_bits(number)
         if kind == "f16":
             struct.pack("e", number)  # rounds to nearest even; a finite value past 65504 overflows
-    except OverflowError:
+    except (OverflowError, ArgumentError):  # struct's for f16, bf16_bits' for bf16
         msg = f"{name}: {number!r} does not fit {kind}"
         raise ArgumentError(msg) from None
     return number

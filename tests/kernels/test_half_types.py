@@ -161,8 +161,10 @@ def test_bf16_bits_round_to_nearest_even_as_ml_dtypes(value: float) -> None:
 def test_bf16_bits_keep_nan_and_refuse_past_the_range() -> None:
     bits = bf16_bits(float("nan"))
     assert bits & 0x7F80 == 0x7F80 and bits & 0x7F
-    with pytest.raises(OverflowError):
+    with pytest.raises(ArgumentError, match=r"^3\.4e\+38 does not fit bf16$"):
         bf16_bits(3.4e38)  # rounds past bf16's largest finite value
+    with pytest.raises(ArgumentError, match=r"^1e\+39 does not fit bf16$"):
+        bf16_bits(1e39)  # past float's range too
 
 
 # Rendering: the headers the parameter list needs.

@@ -2,7 +2,8 @@
 
 On the CPU, ``numpy.from_dlpack`` gives a NumPy view of the same memory,
 which is the operand from then on (a NumPy operand: results are NumPy
-arrays); a dtype NumPy cannot view (bf16) is read from the capsule in place. On a CUDA device the capsule's ``DLManagedTensor`` is read in place
+arrays); a dtype NumPy cannot view (bf16) is read from the capsule in place,
+as on a CUDA device, where the capsule's ``DLManagedTensor`` is read in place
 (``aotc.arrays.dlpack``). Such an array is read where it lies and never
 written: DLPack says nothing of writability (JAX's arrays are immutable), and
 aotc cannot make another array of its kind, so a product of CUDA DLPack
