@@ -1,8 +1,14 @@
 """Render one self-contained ``.cu`` file per kernel (``DeclaredKernelSpec``) with Jinja2.
 
-Generated files include no headers at all (shared device code is pulled in
-with Jinja ``{% include %}``), so the very same bytes compile under nvcc, under
-NVRTC at run time, and as host C++ in the CPU emulator.
+Generated files include no headers of their own (shared device code is pulled
+in with Jinja ``{% include %}``), so the very same bytes compile under nvcc,
+under NVRTC at run time, and as host C++ in the CPU emulator. The one
+exception is a parameter list that names a CUDA type: ``__half`` and
+``__nv_bfloat16`` come from cuda_fp16.h and cuda_bf16.h (nvcc finds them in
+its toolkit, the emulator provides its own, and NVRTC, which has them not built
+in, is given the folder that holds them: ``aotc._cuda_headers``); such a source
+opens with their ``#include`` (and is compiled outside the build cache, which
+does not key what an include reads: ``aotc.build.fatbin_cache``).
 
 A file is rewritten only when its bytes change. With the build's codegen step
 declared as producing these files, an unrelated manifest edit leaves their
@@ -95,8 +101,9 @@ def _context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object
 
 
 def render_kernel(manifest: Manifest, kernel: DeclaredKernelSpec, env: jinja2.Environment | None = None) -> str:
-    """The ``.cu`` source of one kernel, followed by the check that its compiled
-    parameter list is the declared one (``aotc.build.signature.parameter_check``)."""
+    """The ``.cu`` source of one kernel, after the headers its parameter list's
+    C types need and followed by the check that its compiled parameter list is
+    the declared one (``aotc.build.signature.parameter_check``)."""
     env = env or _environment(manifest.templates_dir)
     context = _context(manifest, kernel)
     try:
@@ -105,7 +112,8 @@ def render_kernel(manifest: Manifest, kernel: DeclaredKernelSpec, env: jinja2.En
         where, line = _template_position(exc, manifest.templates_dir)
         msg = f"{where or kernel.template}{f':{line}' if line else ''}: rendering {kernel.name}: {exc.message or exc}"
         raise BuildError(msg) from None
-    return source + parameter_check(kernel.family, kernel.symbol, tuple((p.name, p.ctype) for p in kernel.params))
+    headers = "".join(f"#include <{header}>\n" for header in kernel.signature.headers)
+    return headers + source + parameter_check(kernel.family, kernel.symbol, tuple((p.name, p.ctype) for p in kernel.params))
 
 
 def source_lines(manifest: Manifest, kernel: DeclaredKernelSpec, source: str, marking: jinja2.Environment) -> bytes:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from aotc._cuda_headers import include_options
 from aotc.build._files import write_if_changed
 from aotc.build.line_map import explain
 
@@ -178,7 +179,7 @@ def compile_fatbin(
     tool = load_toolchain(cuda)
     _check_archs(tool, sass, "SASS")
     _check_archs(tool, ptx, "PTX")
-    base = [*BASE_OPTIONS, *options]
+    base = [*BASE_OPTIONS, *include_options(source, name), *options]
     images: list[tuple[str, bytes, bool]] = []
     report: list[str] = []
     diagnostics: list[tuple[str, list[str]]] = []  # (target, log lines that are not ptxas' report)

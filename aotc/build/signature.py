@@ -52,7 +52,7 @@ class Param:
 
     name: str
     ctype: str
-    kind: str  # "ptr", or a scalar type: "i32", "i64", "f32", "f64"
+    kind: str  # "ptr", or a scalar type (``SCALAR_TYPES``): "i32", "f32", "f16", ...
 
     @property
     def pack(self) -> str:
@@ -214,6 +214,13 @@ class Signature:
     def arrays(self) -> tuple[ArrayParam, ...]:
         return tuple(p for p in self.params if isinstance(p, ArrayParam))
 
+    @property
+    def headers(self) -> tuple[str, ...]:
+        """The CUDA headers that declare its parameters' C types (``__half``'s
+        cuda_fp16.h, ``__nv_bfloat16``'s cuda_bf16.h), sorted; none for C's own."""
+        dtypes = (p.dtype if isinstance(p, ArrayParam) else DTYPES[p.type] for p in self.params)
+        return tuple(sorted({d.header for d in dtypes} - {""}))
+
     def to_json(self) -> list[dict[str, object]]:
         return [p.to_json() for p in self.params]
 
@@ -227,8 +234,8 @@ def parameter_check(family: str, symbol: str, ctypes: tuple[tuple[str, str], ...
     ``params``; this holds it to the declaration, in the same compile that
     builds the kernel. It is types and constants only: no code, no symbol, so
     the compiled image is the same bytes with or without it. It uses no
-    header, as generated sources include none (nvcc, NVRTC and the
-    emulator's host compiler all take it).
+    header, as generated sources include none of their own (nvcc, NVRTC and
+    the emulator's host compiler all take it).
     """
     count = len(ctypes)
     lines = [

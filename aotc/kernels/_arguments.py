@@ -3,6 +3,9 @@ launcher launches (``_launch``, jaxlib's for JAX); each refusal one line."""
 
 from __future__ import annotations
 
+import struct
+
+from aotc.dtypes import bf16_bits
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.kernels._shapes import INT_RANGES
 
@@ -10,11 +13,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["scalar_argument"]
+__all__ = ["CONVERTED", "scalar_argument"]
+
+# The scalar kinds a caller's number is packed as only through scalar_argument:
+# bf16 travels as its bits, and an f16 past 65504 is refused here (struct would
+# raise OverflowError). The generated plans call it for these.
+CONVERTED = frozenset({"f16", "bf16"})
 
 
 def scalar_argument(value: Any, name: str, kind: str) -> Any:
-    """A caller's scalar as the kernel takes it: an int in range, or a float."""
+    """A caller's scalar as the kernel takes it: an int in range, a float, or
+    for a bf16 parameter the 16 bits of the nearest bfloat16 (its pack code is
+    "H": ``struct`` has no bfloat16)."""
     if isinstance(value, bool) or not hasattr(value, "__index__" if kind in INT_RANGES else "__float__"):
         what = "an integer" if kind in INT_RANGES else "a number"
         msg = f"{name}: expected {what} ({kind}), got {echo(value)}"
@@ -26,4 +36,13 @@ def scalar_argument(value: Any, name: str, kind: str) -> Any:
             msg = f"{name}: {number} does not fit {kind}"
             raise ArgumentError(msg)
         return number
-    return float(value)
+    number = float(value)
+    try:
+        if kind == "bf16":
+            return bf16_bits(number)
+        if kind == "f16":
+            struct.pack("e", number)  # rounds to nearest even; a finite value past 65504 overflows
+    except (OverflowError, ArgumentError):  # struct's for f16, bf16_bits' for bf16
+        msg = f"{name}: {number!r} does not fit {kind}"
+        raise ArgumentError(msg) from None
+    return number

@@ -27,6 +27,7 @@ import sys
 from aotc.arrays.memory import on_host_memory
 from aotc.arrays.kinds import as_operand
 from aotc.arrays.operands import meets, span
+from aotc.kernels._arguments import CONVERTED, scalar_argument
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def make_tensor_plan(
 
         wait, current = None, current_stream(device)
     recipe = tuple(
-        ("p", p.arg) if not p.scalar else ("a", p.arg) if not p.dim and not p.extent else ("c", i)
+        ("p", p.arg) if not p.scalar else ("c", i) if p.dim or p.extent else ("v", (p.arg, p.dtype)) if p.dtype in CONVERTED else ("a", p.arg)
         for i, p in enumerate(signature[: lead if split else len(signature)])
     )
     factory = _factory(names, recipe, tuple(m[0] for m in made), tuple(fills), returned, tuple((n, o) for n, o, _, _ in apart), current is not None, wait is not None)
@@ -148,7 +149,7 @@ def _generate(names: tuple[str, ...], recipe: tuple[tuple[str, Any], ...], made:
             f"        _aotc_p_{n} = {n}.data_ptr()",
         ]
     lines += [f"        {n}.fill_(_aotc_value_{n})" for n in filled]
-    packed = ", ".join(f"_aotc_p_{name}" if part == "p" else f"_aotc_c{name}" if part == "c" else f"_aotc_scalars[{name!r}]" for part, name in recipe)
+    packed = ", ".join(_packed(part, name) for part, name in recipe)
     lines += [
         "        try:",
         f"            _aotc_params = _aotc_pack({packed}) + _aotc_tail",
@@ -161,6 +162,19 @@ def _generate(names: tuple[str, ...], recipe: tuple[tuple[str, Any], ...], made:
         lines.append("        _aotc_wait(_aotc_stream)  # host memory: the results are read once this returns")
     results = made if returned is None else tuple(names[k] for k in returned)
     lines += [f"        return ({''.join(f'{n}, ' for n in results)})", "    return plan", ""]
-    namespace: dict[str, Any] = {"struct": struct}
+    namespace: dict[str, Any] = {"struct": struct, "_aotc_scalar": scalar_argument}
     exec(compile("\n".join(lines), "<aotc tensor plan>", "exec"), namespace)
     return namespace["_aotc_factory"]
+
+
+def _packed(part: str, name: Any) -> str:
+    """The expression a plan packs for one parameter of its recipe: a pointer, a
+    constant, the caller's scalar, or ("v") one converted as the full path does."""
+    if part == "p":
+        return f"_aotc_p_{name}"
+    if part == "c":
+        return f"_aotc_c{name}"
+    if part == "v":
+        arg, kind = name
+        return f"_aotc_scalar(_aotc_scalars[{arg!r}], {arg!r}, {kind!r})"
+    return f"_aotc_scalars[{name!r}]"

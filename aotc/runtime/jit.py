@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from aotc._cuda_headers import include_options
 from aotc.errors import BuildError, CacheError
 from aotc.runtime.cache import CacheKey, DiskCache, answers_cache, default_cache
 
@@ -216,7 +217,7 @@ def jit_key(source: bytes, capability: tuple[int, int], nvrtc: NvrtcInfo | None 
     nvrtc = nvrtc or _require_nvrtc()
     major, minor = capability
     return CacheKey.for_source(
-        source, options=nvrtc_options(capability), target=f"sm_{major}{minor}", compiler=nvrtc.compiler
+        source, options=(*nvrtc_options(capability), *include_options(source, "source")), target=f"sm_{major}{minor}", compiler=nvrtc.compiler
     )
 
 
@@ -231,7 +232,7 @@ def compile_cubin(source: bytes, name: str, capability: tuple[int, int]) -> byte
     err, program = nvrtc.nvrtcCreateProgram(bytes(source), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
     try:
-        options = [option.encode() for option in nvrtc_options(capability)]
+        options = [option.encode() for option in (*nvrtc_options(capability), *include_options(bytes(source), name))]
         (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             msg = f"NVRTC failed to compile {name} for sm_{capability[0]}{capability[1]}: {_first_error(nvrtc, program)}"

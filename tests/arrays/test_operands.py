@@ -43,7 +43,7 @@ def test_numpy_pointer_of_a_view_points_into_the_base() -> None:
 
 
 @pytest.mark.parametrize(
-    ("dtype", "name"), [(np.float64, "f64"), (np.int32, "i32"), (np.int64, "i64"), (np.bool_, "bool"), (np.float16, "float16")]
+    ("dtype", "name"), [(np.float64, "f64"), (np.int32, "i32"), (np.int64, "i64"), (np.bool_, "bool"), (np.float16, "f16"), (np.uint8, "u8"), (np.complex64, "complex64")]
 )
 def test_numpy_dtype_names(dtype: Any, name: str) -> None:
     assert as_operand(np.zeros(2, dtype), "x").dtype == name  # unsupported dtypes keep NumPy's name, for the error
@@ -126,8 +126,8 @@ def test_cuda_array_interface_device_from_id_or_index() -> None:
 
 
 def test_cuda_array_interface_null_pointer_and_foreign_dtype() -> None:
-    op = as_operand(FakeCudaArray((0,), "<f2", pointer=None), "x")  # type: ignore[arg-type]
-    assert (op.pointer, op.dtype) == (0, "<f2")
+    op = as_operand(FakeCudaArray((0,), "<c8", pointer=None), "x")  # type: ignore[arg-type]
+    assert (op.pointer, op.dtype) == (0, "<c8")
 
 
 def test_cuda_array_interface_part_element_strides_are_an_error() -> None:

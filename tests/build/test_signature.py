@@ -32,7 +32,7 @@ def test_param_pack_codes_declaration_and_json() -> None:
 
 def test_param_of_unknown_kind_has_no_pack_code() -> None:
     with pytest.raises(KeyError):
-        _ = Param("x", "__half", "f16").pack
+        _ = Param("x", "__nv_fp8_e4m3", "f8").pack
 
 
 def test_launch_geometry_json() -> None:

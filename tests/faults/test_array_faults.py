@@ -157,7 +157,7 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
     "batch-mismatch": (lambda _: tropical.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 2))), ArgumentError, "b: shape (3, 3, 2) gives batch=3, but a gave batch=2"),
     "empty-batch-mismatch": (lambda _: tropical.matmul(np.ones((0, 2, 3)), np.ones((3, 3, 2))), ArgumentError, "b: shape (3, 3, 2) gives batch=3, but a gave batch=0"),
     "mixed-dtypes": (lambda _: tropical.matmul(np.ones((2, 3), np.float32), B32), ArgumentError, "b: dtype f64 does not match a's f32"),
-    "int16": (lambda _: tropical.matmul(np.ones((2, 3), np.int16), np.ones((3, 2), np.int16)), ArgumentError, "a: dtype int16, but gemm_forward's kernels for semiring=maxplus take f32, f64, i32 or i64 there"),
+    "int16": (lambda _: tropical.matmul(np.ones((2, 3), np.int16), np.ones((3, 2), np.int16)), ArgumentError, "a: dtype i16, but gemm_forward's kernels for semiring=maxplus take f32, f64, i32 or i64 there"),
     "complex": (lambda _: tropical.matmul(A23 + 0j, B32 + 0j), ArgumentError, "dtype complex128"),
     "bool-maxplus": (lambda _: tropical.matmul(np.ones((2, 3), bool), np.ones((3, 2), bool), "maxplus"), ArgumentError, "dtype bool"),
     "counting-no-pairs": (lambda _: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), "counting"), ArgumentError, "then 2 values an element), got shape (2, 3)"),

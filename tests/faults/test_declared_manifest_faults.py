@@ -122,7 +122,7 @@ FAULTS: list[tuple[str, str, int, str, str]] = [
     ("shared-over-48k", edit("      block: [threads]\n", "      block: [threads]\n      shared: 49153\n"), 17, "families.fam.launch.shared", "shared memory is 0 to 49152 bytes"),
     ("shared-scientific", edit("      block: [threads]\n", "      block: [threads]\n      shared: 1e9\n"), 17, "families.fam.launch.shared", "is not allowed"),
     # Signatures the bindings could not bind.
-    ("unknown-dtype", edit("dtype: [f32, f64]", "dtype: [f16]"), 10, "families.fam.signature.x.array", "'f16', which is not a dtype"),
+    ("unknown-dtype", edit("dtype: [f32, f64]", "dtype: [f8]"), 10, "families.fam.signature.x.array", "'f8', which is not a dtype"),
     ("unknown-role", edit("role: in, shape", "role: both, shape"), 10, "families.fam.signature.x.role", "expected one of in, out, inout"),
     ("unknown-scalar-type", edit(PARAMS, "      n: u8\n"), 13, "families.fam.signature.n", "unknown scalar type 'u8'"),
     ("optional-not-leading", edit("x: {array: dtype, role: in, shape: [rows, n]}", "x: {array: dtype, role: in, shape: [rows, n], optional: [n]}"), 10, "families.fam.signature.x.optional", "must be the shape's leading dimensions"),

@@ -130,7 +130,7 @@ DOCUMENT_FAULTS = [
     ("checksum not hex", _set("kernels.k1.checksum.launch", "zz"), False, "kernels.k1.launch checksum: 'zz' is not a sha256 digest"),
     ("top checksum gone", _delete("checksum"), False, "checksum: missing"),
     # types and ranges of what a launch uses
-    ("kind unknown", _set("kernels.k1.params[0].kind", "float"), True, "kernels.k1.params[0].kind: 'float' is not one of ptr, f32, f64, i32, i64"),
+    ("kind unknown", _set("kernels.k1.params[0].kind", "float"), True, "kernels.k1.params[0].kind: 'float' is not one of ptr, f32, f64, i32, i64, u32, f16, bf16, u64"),
     ("pack disagrees", _set("kernels.k1.params[2].pack", "q"), True, "kernels.k1.params[2].pack: 'q' is not the pack code of kind 'i32' ('i')"),
     ("param twice", _set("kernels.k1.params[1].name", "A"), True, "kernels.k1.params[1].name: 'A' names two parameters"),
     ("params not a list", _set("kernels.k1.params", {}), True, "kernels.k1.params: is an object, not a list"),

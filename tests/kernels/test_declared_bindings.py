@@ -96,9 +96,9 @@ def test_a_numeric_max_bounds_an_extent(tmp_path: Path) -> None:
         ("arg: values}", "arg: dtype}", "signature.x.arg: at dtype=f32, dtype is also an axis, which the bindings take by keyword"),
         ("      rows: i32\n", "      rows: {scalar: i32, arg: r}\n", "signature.rows.arg: at dtype=f32, rows is bound from the arrays, never passed: it takes no arg"),
         # a scalar typed by an axis or constant
-        (("axes: {dtype: [f32, i32]}", "c0: dtype"), ("axes: {dtype: [f32, i32], kind: [f64, bool]}", "c0: kind"), "signature.c0: at dtype=f32, kind=bool, kind is 'bool', which is not a scalar type (f32, f64, i32, i64)"),
+        (("axes: {dtype: [f32, i32]}", "c0: dtype"), ("axes: {dtype: [f32, i32], kind: [f64, bool]}", "c0: kind"), "signature.c0: at dtype=f32, kind=bool, kind is 'bool', which is not a scalar type (f32, f64, i32, i64, u32, f16, bf16, u64)"),
         ("      c0: dtype\n", "      c0: low\n", "signature.c0: at dtype=f32, low is '-inf', which is not a scalar type"),
-        ("      c0: dtype\n", "      c0: {scalar: kind}\n", "signature.c0: unknown scalar type 'kind' (known: f32, f64, i32, i64, or an axis or constant naming one)"),
+        ("      c0: dtype\n", "      c0: {scalar: kind}\n", "signature.c0: unknown scalar type 'kind' (known: f32, f64, i32, i64, u32, f16, bf16, u64, or an axis or constant naming one)"),
         # fill:
         ("shape: [rows, n], arg: values}", "shape: [rows, n], arg: values, fill: 0}", "signature.x.fill: only an out array is filled before the launch; this one is 'in'"),
         ("fill: low}", "fill: inf}", "signature.y.fill: expected a number, -inf, +inf, true or false, or a constant naming one (low), got str 'inf'"),

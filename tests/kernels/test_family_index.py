@@ -73,7 +73,7 @@ def _rewrite(lib: Path, change: Any) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda e: e["signature"][0]["array"].update(dtype="f16"), r"kernels\.softmax_f32\.signature\[0\]\.array\.dtype: 'f16' is not one of f32, f64, i32, i64, bool, u32$"),
+        (lambda e: e["signature"][0]["array"].update(dtype="f8"), r"kernels\.softmax_f32\.signature\[0\]\.array\.dtype: 'f8' is not one of f32, f64, i32, i64, bool, u32, f16, bf16, i8, u8, i16, u16, u64$"),
         (lambda e: e["signature"][3].update(dim=False), r"kernels\.softmax_f32\.signature\[3\]\.dim: False for rows, which an array's shape names$"),
         (lambda e: e["signature"][0]["array"].update(optional=["rows"]), r"signature\[0\]\.array\.optional: \['rows'\] is not a run of the shape's leading dimensions$"),
         (lambda e: e["signature"][0]["array"].update(optional="batch"), r"signature\[0\]\.array\.optional: is "),

@@ -108,7 +108,7 @@ ERRORS = {
     "mixed-dtypes": (lambda: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2))), "b: dtype f64 does not match a's f32"),
     "no-kernel-for-dtype": (
         lambda: tropical.matmul(np.ones((2, 3), np.int16), np.ones((3, 2), np.int16)),
-        "a: dtype int16, but gemm_forward's kernels for semiring=maxplus take f32, f64, i32 or i64 there",
+        "a: dtype i16, but gemm_forward's kernels for semiring=maxplus take f32, f64, i32 or i64 there",
     ),
     "bool-needs-andor": (lambda: tropical.matmul(np.ones((2, 3), bool), np.ones((3, 2), bool), "maxplus"), "dtype bool"),
     "unknown-semiring": (lambda: tropical.matmul(np.ones((2, 3)), np.ones((3, 2)), "maxplux"), "semiring: unknown 'maxplux' (known: maxplus"),

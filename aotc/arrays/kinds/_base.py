@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aotc.dtypes import DTYPES
+from aotc.dtypes import DTYPES, bf16_bits, numpy_dtype
 from aotc.errors import ArgumentError, ArgumentTypeError
 
 TYPE_CHECKING = False
@@ -62,7 +62,11 @@ class ArrayKind:
             return
         import numpy as np
 
-        backend.copy_to_device_async(op.pointer, np.full(op.shape, value, dtype.numpy), stream)
+        if dtype.name == "bf16":  # its bits, as a scalar's: NumPy has no bfloat16 of its own
+            pattern = np.full(op.shape, bf16_bits(value), np.uint16)
+        else:
+            pattern = np.full(op.shape, value, numpy_dtype(dtype, op.dtype))
+        backend.copy_to_device_async(op.pointer, pattern, stream)
 
     # Whether an array of this kind may be a result written in place at all.
     written_in_place = True

@@ -17,7 +17,7 @@ import sys
 
 from aotc.arrays.kinds._base import ArrayKind
 from aotc.arrays.operands import Operand
-from aotc.dtypes import DTYPES, by_typestr
+from aotc.dtypes import DTYPES, by_typestr, numpy_dtype
 from aotc.errors import ArgumentError, echo
 
 TYPE_CHECKING = False
@@ -94,7 +94,7 @@ class CupyKind(CudaArrayKind):
 
     def allocate(self, like: Operand, shape: tuple[int, ...], dtype: str, stream: Any, name: str, fill: Any = None) -> Any:
         cupy = sys.modules["cupy"]
-        numpy_name = DTYPES[dtype].numpy
+        numpy_name = numpy_dtype(DTYPES[dtype], name)
         with cupy.cuda.Device(like.obj.device.id), _CupyStream(cupy, like.obj.device.id, stream):
             if fill is None:
                 return cupy.empty(shape, numpy_name)
@@ -111,7 +111,7 @@ class GpuArrayKind(CudaArrayKind):
 
     def allocate(self, like: Operand, shape: tuple[int, ...], dtype: str, stream: Any, name: str, fill: Any = None) -> Any:
         gpuarray = sys.modules["pycuda.gpuarray"]
-        numpy_name = DTYPES[dtype].numpy
+        numpy_name = numpy_dtype(DTYPES[dtype], name)
         if fill is None:
             return gpuarray.empty(shape, numpy_name)
         if fill == 0:

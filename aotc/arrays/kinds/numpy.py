@@ -6,7 +6,7 @@ import numpy as np
 
 from aotc.arrays.kinds._base import ArrayKind
 from aotc.arrays.operands import Operand, numpy_pointer
-from aotc.dtypes import DTYPES, by_numpy
+from aotc.dtypes import DTYPES, by_numpy, numpy_dtype
 from aotc.errors import ArgumentError
 
 TYPE_CHECKING = False
@@ -55,10 +55,10 @@ class NumpyKind(ArrayKind):
         return self.read(np.ascontiguousarray(op.obj), name)
 
     def allocate(self, like: Operand, shape: tuple[int, ...], dtype: str, stream: Any, name: str, fill: Any = None) -> Any:
-        numpy_name = DTYPES[dtype].numpy
+        kind = numpy_dtype(DTYPES[dtype], name)
         if fill is None:
-            return np.empty(shape, numpy_name)
-        return np.zeros(shape, numpy_name) if fill == 0 else np.full(shape, fill, numpy_name)
+            return np.empty(shape, kind)
+        return np.zeros(shape, kind) if fill == 0 else np.full(shape, fill, kind)
 
     def writable(self, op: Operand) -> bool:
         return bool(op.obj.flags.writeable)

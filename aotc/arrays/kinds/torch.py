@@ -116,8 +116,17 @@ class TorchKind(ArrayKind):
     def sum_to(self, op: Operand, shape: tuple[int, ...]) -> Any:
         return op.obj.sum_to_size(shape)
 
+    def fill(self, op: Operand, value: Any, stream: int, backend: Any) -> None:
+        if op.on_host:
+            op.obj.fill_(value)  # PyTorch's own: NumPy cannot view a bfloat16 tensor
+            return
+        super().fill(op, value, stream, backend)
+
     def host_array(self, op: Operand) -> Any:
-        return op.obj.numpy()
+        obj = op.obj
+        if obj.dtype is torch.bfloat16:
+            obj = obj.view(torch.uint16)  # its bytes, for staging: NumPy has no bfloat16 of its own
+        return obj.numpy()
 
 
 TORCH = TorchKind()
