@@ -1,8 +1,9 @@
 """examples/warpnorm: a row softmax and a layernorm written one warp a row with
 __shfl_xor_sync butterfly reductions, and their gradient kernels, against the
 example's NumPy references: from NumPy, PyTorch (opcheck, gradcheck,
-torch.compile) and JAX (jit, grad); clean under the emulator's warp-level
-checks, with a dropped shuffle lane named; and compiled by nvcc for sm_80.
+torch.compile) and JAX (jit, grad), at f32 and f64, and at f16 and bf16 (the
+sums in f32); clean under the emulator's warp-level checks, with a dropped
+shuffle lane named; and compiled by nvcc for sm_80.
 
 The library is the example's manifest rendered by the real codegen
 (``declared_library``), so the emulator runs the sources the wheel ships.
@@ -18,6 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -32,6 +34,7 @@ from declared_support import warpnorm_reference as reference
 RNG = np.random.default_rng(34)
 DTYPES = [np.float32, np.float64]
 WARPS = 4  # the manifest's warps a block: rows a block
+FAMILIES = ("layernorm", "layernorm_grad_params", "layernorm_grad_x", "softmax", "softmax_backward")
 
 # Per dtype: the kernels sum in float (f32) or double (f64), in another order
 # than the float64 reference, and exp and sqrt are the C library's.
@@ -224,78 +227,112 @@ def test_a_lane_dropped_from_the_shuffle_mask_is_named(monkeypatch: pytest.Monke
     ), text
 
 
-# ---- the half types, before the binder has them ----------------------------------------------
-# The manifest declares f32 and f64 until aotc's binder takes f16 and bf16
-# arrays. The templates are written for them already: the f32 point's context
-# with the element type swapped renders what an f16 or bf16 point will (the
-# accumulation type, and mean, rstd and eps with it, stays f32).
+# ---- the half types ---------------------------------------------------------------------------
+# f16 and bf16 arrays as a user passes them: NumPy's float16 and ml_dtypes'
+# bfloat16, torch.float16 and torch.bfloat16, jnp.float16 and jnp.bfloat16.
+# Their sums are f32 (the manifest's acc), and so are layernorm's mean and rstd.
+# The references take the half inputs' values (exact in float32) and compute in
+# float64, so what is left is the kernels' f32 sums and one rounding to the half type.
 
-HALVES = {"f16": "__half", "bf16": "__nv_bfloat16"}
-IN_ACC = {"mean", "rstd", "grad_mean", "grad_rstd", "eps"}  # typed by acc, not by dtype
+HALVES = {"f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
+HALF_SHAPES = [(3, 31), (6, 77)]  # lanes with no column; a second block with two spare warps
 # Rounding the result to the half type is at most half its ulp, relative: 2^-11
 # (f16) and 2^-8 (bf16), a bound a store that truncates breaks; the float sums
 # add far less, and atol covers them where y is near 0 (and f16's subnormals).
 HALF_TOLERANCE = {"f16": {"rtol": 5e-4, "atol": 1e-5}, "bf16": {"rtol": 4e-3, "atol": 1e-5}}
+# The gradients round once to the half type as well (their largest relative
+# error is that bound, as y's is); twice it leaves room for the f32 sums before
+# it: grad_x is a difference of terms as large as gamma * grad_y (a few units)
+# that may cancel near 0, where atol, some 100 times f32's error in such terms,
+# holds it, and grad_gamma and grad_beta add over the rows.
+HALF_GRADIENT_TOLERANCE = {"f16": {"rtol": 1e-3, "atol": 1e-4}, "bf16": {"rtol": 8e-3, "atol": 1e-4}}
 
 
-def _render_half(family: str, dtype: str) -> str:
-    from aotc.build.codegen import _context, _environment  # the build's own rendering, at a point it cannot declare yet
-
-    manifest = load_manifest(WARPNORM / "manifest.yaml")
-    kernel = next(k for k in manifest.kernels if k.family == family and dict(k.axes)["dtype"] == "f32")
-    context = _context(manifest, kernel)
-    ctype = HALVES[dtype]
-    context["dtype"] = dtype
-    context["kernel_name"] = f"{family}_{dtype}"
-    context["params"] = ", ".join(p.declaration().replace("float", ctype, 1) if p.name not in IN_ACC else p.declaration() for p in kernel.params)
-    context["ctype"] = {name: ctype if name not in IN_ACC else c for name, c in context["ctype"].items()}
-    return _environment(manifest.templates_dir).get_template(kernel.template).render(context)
+def _half_inputs(shape: tuple[int, int], dtype: str) -> tuple[np.ndarray, ...]:
+    """x, gamma, beta and grad_y as NumPy arrays of the half type."""
+    x, gamma, beta = _layernorm_inputs(shape, np.float32)
+    return tuple(a.astype(HALVES[dtype]) for a in (x, gamma, beta, RNG.normal(size=shape).astype(np.float32)))
 
 
-def _to_half(values: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    """(the half type's bits, as uint16; the values they hold, as float32). bf16
-    is a float32's upper half: rounded to nearest even by hand, as NumPy has no bf16."""
-    if dtype == "f16":
-        half = values.astype(np.float16)
-        return half.view(np.uint16), half.astype(np.float32)
-    bits = values.astype(np.float32).view(np.uint32)
-    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    return bits, _from_half(bits, dtype)
+def _wide(array: Any) -> np.ndarray:
+    """A half array's values as float32 (exact), from NumPy, PyTorch or JAX."""
+    if hasattr(array, "detach"):
+        return array.detach().float().numpy()
+    return np.asarray(array).astype(np.float32)
 
 
-def _from_half(bits: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "f16":
-        return bits.view(np.float16).astype(np.float32)
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
-def _pointers(*arrays: np.ndarray) -> list[ctypes.c_void_p]:
-    return [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+def _assert_half(got: Any, want: np.ndarray, tolerance: dict[str, float], what: str) -> None:
+    np.testing.assert_allclose(_wide(got), want, **tolerance, err_msg=what)
 
 
 @pytest.mark.parametrize("dtype", sorted(HALVES))
-def test_half_types_load_and_store_through_the_conversions(dtype: str) -> None:
-    rows, cols = 6, 77
-    softmax, layernorm = (
-        load_library_bytes(compile_library_bytes(_render_half(family, dtype).encode(), [f"{family}_{dtype}"], source_name=f"{family}_{dtype}.cu"))
-        for family in ("softmax", "layernorm")
-    )
-    x_bits, x = _to_half(RNG.normal(size=(rows, cols)) * 3 + 0.5, dtype)
-    gamma_bits, gamma = _to_half(RNG.normal(size=cols), dtype)
-    beta_bits, beta = _to_half(RNG.normal(size=cols), dtype)
-    grid, block = -(-rows // WARPS), 32 * WARPS
+@pytest.mark.parametrize("shape", HALF_SHAPES)
+def test_half_arrays_from_numpy(warpnorm: Any, shape: tuple[int, int], dtype: str) -> None:  # noqa: F811
+    x, gamma, beta, grad_y = _half_inputs(shape, dtype)
+    wide = [_wide(a) for a in (x, gamma, beta, grad_y)]
+    y = warpnorm.softmax(x)
+    assert y.dtype == HALVES[dtype] and y.shape == shape
+    _assert_half(y, reference.softmax(wide[0]), HALF_TOLERANCE[dtype], "softmax")
+    (grad_x,) = warpnorm.layout("softmax").gradients({"x": x, "y": y}, {"y": grad_y}, {}).values()
+    assert grad_x.dtype == HALVES[dtype]
+    _assert_half(grad_x, reference.softmax_backward(wide[3], _wide(y)), HALF_GRADIENT_TOLERANCE[dtype], "softmax grad_x")
 
-    y_bits = np.zeros_like(x_bits)
-    softmax.launch(f"softmax_{dtype}", grid, block, 0, [*_pointers(x_bits, y_bits), ctypes.c_int(rows), ctypes.c_int(cols)])
-    np.testing.assert_allclose(_from_half(y_bits, dtype), reference.softmax(x), **HALF_TOLERANCE[dtype])
-
-    y_bits, mean, rstd = np.zeros_like(x_bits), np.zeros(rows, np.float32), np.zeros(rows, np.float32)
-    args = [*_pointers(x_bits, gamma_bits, beta_bits, y_bits, mean, rstd), ctypes.c_int(rows), ctypes.c_int(cols), ctypes.c_float(1e-5)]
-    layernorm.launch(f"layernorm_{dtype}", grid, block, 0, args)
-    want_y, want_mean, want_rstd = reference.layernorm(x, gamma, beta, 1e-5)
-    np.testing.assert_allclose(_from_half(y_bits, dtype), want_y, **HALF_TOLERANCE[dtype])
+    y, mean, rstd = warpnorm.layernorm(x, gamma, beta, 1e-5)
+    assert (y.dtype, mean.dtype, rstd.dtype) == (HALVES[dtype], np.float32, np.float32)  # acc: f32 sums
+    want_y, want_mean, want_rstd = reference.layernorm(*wide[:3], 1e-5)
+    _assert_half(y, want_y, HALF_TOLERANCE[dtype], "layernorm y")
     np.testing.assert_allclose(mean, want_mean, **LAYERNORM_TOLERANCE[np.float32])  # float sums of exact half values
     np.testing.assert_allclose(rstd, want_rstd, **LAYERNORM_TOLERANCE[np.float32])
+    values = {"x": x, "gamma": gamma, "beta": beta, "mean": mean, "rstd": rstd, "eps": 1e-5}
+    grads = warpnorm.layout("layernorm").gradients(values, {"y": grad_y}, {})
+    for name, want in zip(("x", "gamma", "beta"), reference.layernorm_backward(wide[3], wide[0], wide[1], 1e-5)):
+        assert grads[name].dtype == HALVES[dtype]
+        _assert_half(grads[name], want, HALF_GRADIENT_TOLERANCE[dtype], f"layernorm grad_{name}")
+
+
+@pytest.mark.parametrize("dtype", sorted(HALVES))
+def test_half_tensors_through_autograd(warpnorm: Any, dtype: str) -> None:  # noqa: F811
+    """torch.float16 and torch.bfloat16 through torch.ops.warpnorm: forward, and
+    torch.autograd.grad through the three gradient kernels at the half type."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
+    kind = getattr(torch, HALVES[dtype].name)
+    x, gamma, beta, grad_y = (torch.from_numpy(_wide(a)).to(kind) for a in _half_inputs((6, 77), dtype))
+    x, gamma, beta = (t.requires_grad_() for t in (x, gamma, beta))
+    wide = [_wide(t) for t in (x, gamma, beta, grad_y)]
+
+    y = warpnorm.softmax(x)
+    assert y.dtype is kind
+    _assert_half(y, reference.softmax(wide[0]), HALF_TOLERANCE[dtype], "softmax")
+    (grad_x,) = torch.autograd.grad(y, (x,), grad_y)
+    assert grad_x.dtype is kind
+    _assert_half(grad_x, reference.softmax_backward(wide[3], _wide(y)), HALF_GRADIENT_TOLERANCE[dtype], "softmax grad_x")
+
+    y = warpnorm.layernorm(x, gamma, beta, 1e-5)[0]
+    assert y.dtype is kind
+    _assert_half(y, reference.layernorm(*wide[:3], 1e-5)[0], HALF_TOLERANCE[dtype], "layernorm y")
+    grads = torch.autograd.grad(y, (x, gamma, beta), grad_y)
+    for name, got, want in zip(("x", "gamma", "beta"), grads, reference.layernorm_backward(wide[3], *wide[:2], 1e-5)):
+        assert got.dtype is kind
+        _assert_half(got, want, HALF_GRADIENT_TOLERANCE[dtype], f"layernorm grad_{name}")
+
+
+@pytest.mark.parametrize("dtype", sorted(HALVES))
+def test_half_arrays_through_jax(warpnorm: Any, dtype: str) -> None:  # noqa: F811
+    """jnp.float16 and jnp.bfloat16 under jax.jit, and jax.grad of layernorm at the half type."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed (tox installs the CPU build)")
+    x, gamma, beta, grad_y = (jax.numpy.asarray(a) for a in _half_inputs((6, 77), dtype))
+    assert x.dtype == HALVES[dtype]
+    wide = [_wide(a) for a in (x, gamma, beta, grad_y)]
+    y = jax.jit(warpnorm.softmax)(x)
+    assert y.dtype == HALVES[dtype]
+    _assert_half(y, reference.softmax(wide[0]), HALF_TOLERANCE[dtype], "softmax")
+    y, mean, rstd = jax.jit(lambda *a: warpnorm.layernorm(*a, 1e-5))(x, gamma, beta)
+    assert (y.dtype, mean.dtype, rstd.dtype) == (HALVES[dtype], np.float32, np.float32)
+    _assert_half(y, reference.layernorm(*wide[:3], 1e-5)[0], HALF_TOLERANCE[dtype], "layernorm y")
+    loss = jax.jit(jax.grad(lambda *a: (warpnorm.layernorm(*a, 1e-5)[0].astype(np.float32) * wide[3]).sum(), argnums=(0, 1, 2)))
+    for name, got, want in zip(("x", "gamma", "beta"), loss(x, gamma, beta), reference.layernorm_backward(wide[3], *wide[:2], 1e-5)):
+        assert got.dtype == HALVES[dtype]
+        _assert_half(got, want, HALF_GRADIENT_TOLERANCE[dtype], f"layernorm grad_{name}")
 
 
 # ---- nvcc -------------------------------------------------------------------------------------
@@ -303,13 +340,12 @@ def test_half_types_load_and_store_through_the_conversions(dtype: str) -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 def test_the_rendered_sources_compile_for_sm_80(tmp_path: Path) -> None:
-    """The declared kernels, and each family at f16 and bf16 as the binder will declare them."""
+    """Every declared kernel: five families at f32, f64, f16 and bf16."""
     manifest = load_manifest(WARPNORM / "manifest.yaml")
-    assert len(manifest.kernels) == 10
+    assert {(k.family, dict(k.axes)["dtype"]) for k in manifest.kernels} == {(f, d) for f in FAMILIES for d in ("f32", "f64", *HALVES)}
     # Without the checked run's libasan preload, which is for Python, not for nvcc (it crashes it).
     env = {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
     sources = {kernel.name: render_kernel(manifest, kernel) for kernel in manifest.kernels}
-    sources.update({f"{family}_{dtype}": _render_half(family, dtype) for family in sorted({k.family for k in manifest.kernels}) for dtype in HALVES})
     assert len(sources) == 20
     for name, text in sources.items():
         source = tmp_path / f"{name}.cu"
