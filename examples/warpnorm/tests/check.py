@@ -1,6 +1,7 @@
-"""Run the warpnorm kernels against their NumPy references, from NumPy and,
-where PyTorch is installed, through torch.ops.warpnorm, gradcheck and
-torch.compile.
+"""Run the warpnorm kernels against their NumPy references, from NumPy (f32,
+f64, f16, and bf16 where ml_dtypes is installed) and, where PyTorch is
+installed, through torch.ops.warpnorm, gradcheck, torch.compile, and autograd
+in torch.float16 and torch.bfloat16.
 
     AOTC_BACKEND=emulator python tests/check.py
 
@@ -31,6 +32,32 @@ for dtype in (np.float32, np.float64):
         np.testing.assert_allclose(got, want, **TOLERANCE[dtype])
     checked.append(f"softmax and layernorm {np.dtype(dtype).name}")
 
+# f16, and bf16 where ml_dtypes gives NumPy that type: sums in float, one rounding
+# to the half type on the store (half its ulp, relative: 2^-11 and 2^-8); the
+# references take the half inputs' values as float32, and mean and rstd are float.
+HALF_TOLERANCE = {"float16": {"rtol": 5e-4, "atol": 1e-5}, "bfloat16": {"rtol": 4e-3, "atol": 1e-5}}
+halves = [np.dtype(np.float16)]
+try:
+    import ml_dtypes
+except ImportError:
+    ml_dtypes = None
+if ml_dtypes is not None:
+    halves.append(np.dtype(ml_dtypes.bfloat16))
+for dtype in halves:
+    x = (rng.normal(size=(13, 100)) * 3).astype(np.float32).astype(dtype)
+    gamma, beta = rng.normal(size=100).astype(dtype), rng.normal(size=100).astype(dtype)
+    wide = [a.astype(np.float32) for a in (x, gamma, beta)]
+    p = warpnorm.softmax(x)
+    assert p.dtype == dtype
+    np.testing.assert_allclose(p.astype(np.float32), reference.softmax(wide[0]), **HALF_TOLERANCE[dtype.name])
+    y, mean, rstd = warpnorm.kernels().layernorm(x, gamma, beta, 1e-5)
+    assert (y.dtype, mean.dtype, rstd.dtype) == (dtype, np.float32, np.float32)
+    want_y, want_mean, want_rstd = reference.layernorm(*wide, 1e-5)
+    np.testing.assert_allclose(y.astype(np.float32), want_y, **HALF_TOLERANCE[dtype.name])
+    np.testing.assert_allclose(mean, want_mean, **TOLERANCE[np.float32])
+    np.testing.assert_allclose(rstd, want_rstd, **TOLERANCE[np.float32])
+    checked.append(f"softmax and layernorm {dtype.name}")
+
 try:
     import torch
 except ImportError:
@@ -51,5 +78,23 @@ if torch is not None:
     want = reference.softmax(reference.layernorm(x.detach().numpy(), gamma.detach().numpy(), beta.detach().numpy())[0])
     np.testing.assert_allclose(compiled(x, gamma, beta).detach().numpy(), want, rtol=1e-12)
     checked.append("torch.library.opcheck, gradcheck and torch.compile(fullgraph=True)")
+    # Half tensors through autograd: the gradients round once to the half type
+    # too, after float sums; held to twice the forward's bound (atol 1e-4).
+    for kind, rtol in ((torch.float16, 5e-4), (torch.bfloat16, 4e-3)):
+        half = [t.detach().to(kind).requires_grad_() for t in (x, gamma, beta)]
+        grad_y = torch.randn(x.shape, dtype=torch.float64).to(kind)
+        wide = [t.detach().double().numpy() for t in (*half, grad_y)]
+        y = warpnorm.layernorm(*half)
+        assert y.dtype is kind
+        np.testing.assert_allclose(y.detach().double().numpy(), reference.layernorm(*wide[:3])[0], rtol=rtol, atol=1e-5)
+        for got, want in zip(torch.autograd.grad(y, half, grad_y), reference.layernorm_backward(wide[3], *wide[:2])):
+            assert got.dtype is kind
+            np.testing.assert_allclose(got.double().numpy(), want, rtol=2 * rtol, atol=1e-4)
+        p = warpnorm.softmax(half[0])
+        np.testing.assert_allclose(p.detach().double().numpy(), reference.softmax(wide[0]), rtol=rtol, atol=1e-5)
+        (got,) = torch.autograd.grad(p, half[:1], grad_y)
+        want = reference.softmax_backward(wide[3], p.detach().double().numpy())
+        np.testing.assert_allclose(got.double().numpy(), want, rtol=2 * rtol, atol=1e-4)
+    checked.append("torch.float16 and torch.bfloat16 through autograd")
 
 print(f"warpnorm: {len(warpnorm.kernels().library)} kernels agree with the NumPy references: {', '.join(checked)}")
