@@ -12,7 +12,9 @@
 #      launch; and the declared families of examples/rowops, built for this
 #      GPU and called with CUDA tensors (with and without softmax's optional
 #      batch), CuPy and staged NumPy arrays, and a family with declared strides
-#      reading CUDA views and broadcasts in place
+#      reading CUDA views and broadcasts in place; examples/warpnorm (one
+#      warp a row, shuffles) in f32, f16 and bf16 against its references, and
+#      half arithmetic with defined rounding bit for bit against the emulator
 #      (tests/kernels/test_family_gpu.py); the torch, CuPy and two-GPU cases
 #      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing;
 #      and JAX arrays through the buffer_callback route on XLA's stream, under

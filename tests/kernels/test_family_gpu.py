@@ -2,7 +2,9 @@
 the device's arch, called with CUDA tensors (eager, on a side stream, through
 autograd and torch.compile, with and without the optional batch) and CuPy
 arrays, against the NumPy references; and the strided BADD family, reading
-CUDA views and broadcasts in place.
+CUDA views and broadcasts in place; the warpnorm example (one warp a row,
+shuffles, f16 and bf16) against its references; and half arithmetic whose
+rounding CUDA defines, bit for bit against the emulator.
 Skipped, saying why, where there is no GPU (conftest.py)."""
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 
 import aotc
 import aotc.kernels
-from declared_support import BADD, REPO, reference, write_project
+from declared_support import BADD, REPO, declared_library, reference, warpnorm_reference, write_project
 from runtime.runtime_support import cmake_build
 
 pytestmark = pytest.mark.gpu
@@ -169,3 +171,98 @@ def test_jaxlibs_launcher_inside_a_cuda_graph(rowops_gpu: Any) -> None:
     lines = result.stdout.splitlines()
     assert "command buffer: True launcher: True" in lines
     assert float(lines[-1].split(": ")[1]) < 1e-5
+
+
+@pytest.fixture(scope="module")
+def warpnorm_gpu(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return _build_for_this_gpu(REPO / "examples" / "warpnorm", tmp_path_factory.mktemp("warpnorm-gpu"), "warpnorm")
+
+
+# As tests/kernels/test_warpnorm.py states them: the half types within half an
+# ulp of a float32 reference from the same half inputs (their rounding), f32
+# within the float sums' error. NumPy arrays, staged (no torch ops: the
+# emulator's warpnorm library may hold torch.ops.warpnorm in this process).
+_WARPNORM_TOLERANCE = {"f32": {"rtol": 1e-5, "atol": 1e-6}, "f16": {"rtol": 5e-4, "atol": 1e-5}, "bf16": {"rtol": 4e-3, "atol": 1e-5}}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_warpnorm_on_the_gpu(warpnorm_gpu: Any, dtype: str) -> None:
+    import ml_dtypes
+
+    kind = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+    rng = np.random.default_rng(13)
+    x = (rng.normal(size=(37, 1000)) * 3 + 0.5).astype(kind)
+    gamma, beta = rng.normal(size=1000).astype(kind), rng.normal(size=1000).astype(kind)
+    wide = [a.astype(np.float32) for a in (x, gamma, beta)]
+    y = warpnorm_gpu.softmax(x)
+    assert y.dtype == x.dtype
+    np.testing.assert_allclose(y.astype(np.float32), warpnorm_reference.softmax(wide[0]), **_WARPNORM_TOLERANCE[dtype])
+    y, mean, rstd = warpnorm_gpu.layernorm(x, gamma, beta, 1e-5)
+    want_y, want_mean, want_rstd = warpnorm_reference.layernorm(*wide, 1e-5)
+    np.testing.assert_allclose(y.astype(np.float32), want_y, **_WARPNORM_TOLERANCE[dtype])
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rstd, want_rstd, rtol=1e-5)
+
+
+# Half arithmetic with rounding CUDA defines per operation (round to nearest
+# even, no contraction: the _rn forms), and float-to-half conversion: the
+# emulator's cuda_fp16.h and cuda_bf16.h must give the GPU's bits exactly.
+HALFROUND = {
+    "manifest.yaml": """\
+library: halfround
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  halfround:
+    template: halfround.cu.j2
+    axes: {dtype: [f16, bf16]}
+    name: "halfround_{dtype}"
+    signature:
+      a: {array: dtype, role: in, shape: [n]}
+      b: {array: dtype, role: in, shape: [n]}
+      c: {array: dtype, role: in, shape: [n]}
+      fused: {array: dtype, role: out, shape: [n]}
+      converted: {array: dtype, role: out, shape: [n]}
+      n: i32
+    launch:
+      grid: ["cdiv(n, 128)"]
+      block: [128]
+""",
+    "templates/halfround.cu.j2": """\
+// {{ kernel_name }}: a * b + c in the half type, each operation rounded; and
+// (float) a * 3 rounded to the half type.
+extern "C" __global__ void __launch_bounds__(128) {{ kernel_name }}({{ params }})
+{
+    int i = blockIdx.x * 128 + threadIdx.x;
+    if (i >= n) return;
+    fused[i] = __hadd_rn(__hmul_rn(a[i], b[i]), c[i]);
+    float wide = __fmul_rn({% if dtype == "f16" %}__half2float{% else %}__bfloat162float{% endif %}(a[i]), 3.0f);
+    converted[i] = {% if dtype == "f16" %}__float2half_rn{% else %}__float2bfloat16_rn{% endif %}(wide);
+}
+""",
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.24)\nproject(halfround LANGUAGES NONE)\n"
+    "find_package(aotc CONFIG REQUIRED)\naotc_add_kernel_library(halfround MANIFEST manifest.yaml INSTALL_DIR halfround)\n",
+}
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_rounding_matches_the_emulator_bit_for_bit(tmp_path: Any, dtype: str) -> None:
+    import ml_dtypes
+
+    project = tmp_path / "project"
+    write_project(project, HALFROUND)
+    gpu = _build_for_this_gpu(project, tmp_path / "gpu", "halfround")
+    emulated = aotc.kernels.over(aotc.load(declared_library(tmp_path / "emulated", project / "manifest.yaml"), backend="emulator"))
+    kind = np.float16 if dtype == "f16" else ml_dtypes.bfloat16
+    # Every 16-bit pattern but the NaNs (whose payloads the two need not share),
+    # subnormals, infinities and the largest values included, in a random order.
+    bits = np.random.default_rng(17).permutation(np.arange(1 << 16, dtype=np.uint32)).astype(np.uint16)
+    values = bits.view(kind)
+    values = values[~np.isnan(values.astype(np.float32))]
+    a, b, c = values, np.roll(values, 1), np.roll(values, 7)
+    got, want = gpu.halfround(a, b, c), emulated.halfround(a, b, c)
+    for name, on_gpu, on_cpu in zip(("fused", "converted"), got, want):
+        nan = np.isnan(on_gpu.astype(np.float32))
+        assert np.array_equal(nan, np.isnan(on_cpu.astype(np.float32))), f"{dtype} {name}: NaN in one result, not the other"
+        mismatched = np.flatnonzero((on_gpu.view(np.uint16) != on_cpu.view(np.uint16)) & ~nan)
+        assert mismatched.size == 0, f"{dtype} {name}: {mismatched.size} results differ, the first for {a[mismatched[0]]!r}, {b[mismatched[0]]!r}, {c[mismatched[0]]!r}"
