@@ -178,7 +178,12 @@ def test_no_step_puts_aotc_on_pythonpath_before_pips_sitecustomize(project: Proj
     root = str(Path(aotc.__file__).resolve().parents[1])
     site = tmp_path / "pip-site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(f"import sys\nassert {root!r} not in sys.path, 'aotc put on PYTHONPATH'\n")
+    # The check is on PYTHONPATH itself: where aotc is installed in the
+    # interpreter's own site-packages (tox's venv), site put that folder on
+    # sys.path before any sitecustomize runs, and no step of aotc's did.
+    (site / "sitecustomize.py").write_text(
+        f"import os\nassert {root!r} not in os.environ.get('PYTHONPATH', '').split(os.pathsep), 'aotc put on PYTHONPATH'\n"
+    )
     env = {"PYTHONPATH": str(site)}  # as pip's build environment: its own folder, not aotc's
     configured = project.configure("-DAOTC_ARCHS=75", env=env)
     assert configured.returncode == 0, configured.stderr
