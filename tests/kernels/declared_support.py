@@ -145,51 +145,38 @@ warpnorm_reference = _reference("warpnorm")
 _made: dict[str, Any] = {}
 
 
-@pytest.fixture(scope="session")
-def rowops(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The rowops example's library on the emulator; one per process (its torch ops are named rowops)."""
+def _emulated_once(name: str, tmp_path_factory: pytest.TempPathFactory, manifest: Path | dict[str, str]) -> Any:
+    """The bindings of the library of ``manifest`` (a manifest's path, or a
+    project's files to write) on the emulator, made the first time ``name`` is asked for."""
     import aotc
     import aotc.kernels
 
-    if "rowops" not in _made:
-        lib = declared_library(tmp_path_factory.mktemp("rowops"), ROWOPS / "manifest.yaml")
-        _made["rowops"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
-    return _made["rowops"]
+    if name not in _made:
+        root = tmp_path_factory.mktemp(name)
+        path = manifest if isinstance(manifest, Path) else write_project(root / "project", manifest)
+        _made[name] = aotc.kernels.over(aotc.load(declared_library(root, path), backend="emulator"))
+    return _made[name]
+
+
+@pytest.fixture(scope="session")
+def rowops(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The rowops example's library on the emulator; one per process (its torch ops are named rowops)."""
+    return _emulated_once("rowops", tmp_path_factory, ROWOPS / "manifest.yaml")
 
 
 @pytest.fixture(scope="session")
 def warpnorm(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The warpnorm example's library on the emulator; one per process (its torch ops are named warpnorm)."""
-    import aotc
-    import aotc.kernels
-
-    if "warpnorm" not in _made:
-        lib = declared_library(tmp_path_factory.mktemp("warpnorm"), WARPNORM / "manifest.yaml")
-        _made["warpnorm"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
-    return _made["warpnorm"]
+    return _emulated_once("warpnorm", tmp_path_factory, WARPNORM / "manifest.yaml")
 
 
 @pytest.fixture(scope="session")
 def badd(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The strided BADD family's library on the emulator; one per session (its torch ops are named badd)."""
-    import aotc
-    import aotc.kernels
-
-    if "badd" not in _made:
-        root = tmp_path_factory.mktemp("badd")
-        lib = declared_library(root, write_project(root / "project", BADD))
-        _made["badd"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
-    return _made["badd"]
+    return _emulated_once("badd", tmp_path_factory, BADD)
 
 
 @pytest.fixture(scope="session")
 def axpy(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The AXPY family's library on the emulator; one per session (its torch ops are named axpylib)."""
-    import aotc
-    import aotc.kernels
-
-    if "axpy" not in _made:
-        root = tmp_path_factory.mktemp("axpy")
-        lib = declared_library(root, write_project(root / "project", AXPY))
-        _made["axpy"] = aotc.kernels.over(aotc.load(lib, backend="emulator"))
-    return _made["axpy"]
+    return _emulated_once("axpy", tmp_path_factory, AXPY)

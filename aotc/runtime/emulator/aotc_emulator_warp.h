@@ -178,6 +178,25 @@ AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void complete(int warp, unsigned group, un
   (void)exited;
 }
 
+// The lanes of `pending` that `alike` puts with its lowest lane: the lanes of one collective.
+template <class Alike>
+AOTC_EMU_RUNTIME inline unsigned group_of(const Fiber* lanes, unsigned pending, Alike alike) {
+  const Fiber& first = lanes[__builtin_ctz(pending)];
+  unsigned group = 0;
+  for (unsigned rest = pending; rest != 0; rest &= rest - 1) {
+    if (alike(lanes[__builtin_ctz(rest)], first)) group |= 1u << __builtin_ctz(rest);
+  }
+  return group;
+}
+
+// One call: the same collective under the same mask.
+AOTC_EMU_RUNTIME inline bool same_call(const Fiber& a, const Fiber& b) { return a.op == b.op && a.mask == b.mask; }
+
+// One __activemask: called from the same source line.
+AOTC_EMU_RUNTIME inline bool same_place(const Fiber& a, const Fiber& b) {
+  return a.sync_line == b.sync_line && a.sync_file == b.sync_file;
+}
+
 // Settles `warp`, whose lanes are all stalled (at a collective, at
 // __syncthreads, or returned). Returns the lanes released.
 AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
@@ -193,11 +212,7 @@ AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
   unsigned released = 0, active_mask_calls = 0, stuck = 0, first_stuck = 0;
   for (unsigned pending = waiting; pending != 0;) {
     const Fiber& first = lanes[__builtin_ctz(pending)];
-    unsigned group = 0;
-    for (unsigned rest = pending; rest != 0; rest &= rest - 1) {
-      const Fiber& lane = lanes[__builtin_ctz(rest)];
-      if (lane.op == first.op && lane.mask == first.mask) group |= 1u << __builtin_ctz(rest);
-    }
+    const unsigned group = group_of(lanes, pending, same_call);
     pending &= ~group;
     if (first.op == kActivemask) {
       active_mask_calls |= group;
@@ -212,12 +227,7 @@ AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
   if (released != 0) return released;
   // Nothing with a mask can complete: each __activemask returns the lanes at its call.
   for (unsigned pending = active_mask_calls; pending != 0;) {
-    const Fiber& first = lanes[__builtin_ctz(pending)];
-    unsigned group = 0;
-    for (unsigned rest = pending; rest != 0; rest &= rest - 1) {
-      const Fiber& lane = lanes[__builtin_ctz(rest)];
-      if (lane.sync_line == first.sync_line && lane.sync_file == first.sync_file) group |= 1u << __builtin_ctz(rest);
-    }
+    const unsigned group = group_of(lanes, pending, same_place);
     pending &= ~group;
     complete(warp, group, exited);
     released |= group;
@@ -234,12 +244,7 @@ AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
   warp_stuck = 1;
 #endif
   for (unsigned pending = stuck; pending != 0;) {
-    const Fiber& first = lanes[__builtin_ctz(pending)];
-    unsigned group = 0;
-    for (unsigned rest = pending; rest != 0; rest &= rest - 1) {
-      const Fiber& lane = lanes[__builtin_ctz(rest)];
-      if (lane.op == first.op && lane.mask == first.mask) group |= 1u << __builtin_ctz(rest);
-    }
+    const unsigned group = group_of(lanes, pending, same_call);
     pending &= ~group;
     complete(warp, group, exited | ~group);
     released |= group;
