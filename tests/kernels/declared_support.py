@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,19 @@ import pytest
 from runtime.runtime_support import stand_in_library
 
 __all__ = [
-    "AXPY", "BADD", "ROWOPS", "WARPNORM", "axpy", "badd", "declared_library", "reference", "rowops", "warpnorm",
-    "warpnorm_reference", "write_project",
+    "AXPY",
+    "BADD",
+    "ROWOPS",
+    "WARPNORM",
+    "axpy",
+    "badd",
+    "declared_library",
+    "reference",
+    "rowops",
+    "run_fresh",
+    "warpnorm",
+    "warpnorm_reference",
+    "write_project",
 ]  # fmt: skip
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,6 +129,20 @@ def refused(path: Path) -> str:
     message = str(info.value)
     assert "\n" not in message
     return message
+
+
+def run_fresh(folder: Path, script: str, *args: str) -> str:
+    """``script`` run in a fresh interpreter on the emulator, with ``args``;
+    its stdout, stripped, once it has exited 0."""
+    from conftest import aotc_env
+
+    path = folder / "script.py"
+    path.write_text(script)
+    done = subprocess.run(
+        [sys.executable, str(path), *args], env=aotc_env({"AOTC_BACKEND": "emulator"}), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
 
 
 def declared_library(root: Path, manifest_path: Path) -> Path:

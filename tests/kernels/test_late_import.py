@@ -5,14 +5,11 @@ bound into it when they arrive (aotc.kernels._entry.bind_arrays)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
-from conftest import aotc_env
-from declared_support import rowops  # noqa: F401 - fixtures
+from declared_support import rowops, run_fresh  # noqa: F401 - fixtures
 
 pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
 
@@ -43,11 +40,4 @@ print("planned after a late import")
 
 
 def test_tensor_calls_take_plans_when_torch_is_imported_after_the_entry_was_made(rowops: Any, tmp_path: Any) -> None:  # noqa: F811
-    script = tmp_path / "late.py"
-    script.write_text(LATE)
-    done = subprocess.run(
-        [sys.executable, str(script), rowops.library.folder], env=aotc_env({"AOTC_BACKEND": "emulator"}),
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "planned after a late import"
+    assert run_fresh(tmp_path, LATE, rowops.library.folder) == "planned after a late import"

@@ -5,15 +5,12 @@ cannot trace."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from typing import Any
 
 import pytest
 
-from conftest import aotc_env
-from declared_support import rowops  # noqa: F401 - fixtures
+from declared_support import rowops, run_fresh  # noqa: F401 - fixtures
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
 
@@ -51,14 +48,7 @@ print("compiled first use:", tuple(got.shape))
 def test_a_compiled_first_use_in_a_fresh_process(rowops: Any, tmp_path: Any) -> None:  # noqa: F811
     """The rowops README's own torch.compile(lambda x: rowops.scan(rowops.softmax(x)),
     fullgraph=True), and a compiled training step, before any eager call."""
-    script = tmp_path / "first_use.py"
-    script.write_text(FIRST_USE)
-    done = subprocess.run(
-        [sys.executable, str(script), rowops.library.folder], env=aotc_env({"AOTC_BACKEND": "emulator"}),
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "compiled first use: (3, 7)"
+    assert run_fresh(tmp_path, FIRST_USE, rowops.library.folder) == "compiled first use: (3, 7)"
 
 
 TROPICAL_FIRST_USE = textwrap.dedent("""\
@@ -80,11 +70,4 @@ TROPICAL_FIRST_USE = textwrap.dedent("""\
 def test_a_compiled_first_use_of_tropical_in_a_fresh_process(tmp_path: Any) -> None:
     from conftest import installed_library
 
-    script = tmp_path / "first_use.py"
-    script.write_text(TROPICAL_FIRST_USE)
-    done = subprocess.run(
-        [sys.executable, str(script), str(installed_library())], env=aotc_env({"AOTC_BACKEND": "emulator"}),
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "compiled tropical first use"
+    assert run_fresh(tmp_path, TROPICAL_FIRST_USE, str(installed_library())) == "compiled tropical first use"
