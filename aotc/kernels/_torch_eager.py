@@ -37,28 +37,46 @@ __all__ = ["call_recorded"]
 
 class _Direct(_Torch):
     """``_gradients`` on tensors past the dispatcher: each layout's op kernel,
-    unless the backward is itself recorded (then its op, as ``_Torch``)."""
+    unless the backward is itself recorded (then its op, as ``_Torch``).
 
-    @staticmethod
-    def call(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]:
+    One per ``Recording``, whose backward calls are alike but for the
+    gradients' strides: autograd hands a gradient at its result's shape,
+    dtype and device (``validate_outputs``), and the arrays kept from the
+    forward call are alike by the recording's key. So, within a recording,
+    each gradient kernel's tensor plan is kept under the tensors' strides
+    (``kept``), and a repeat backward finds it without the full key."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[Any, ...], Any] = {}
+
+    def call(self, layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]:
         if torch.is_grad_enabled():
             return _Torch.call(layout, values, axes)
-        given = {name: values[name] for name in layout.outs if values.get(name) is not None}
-        if not given and not layout.inouts:  # a repeat call: the op kernel's plan, found as the kernel would find it
-            plan = layout.tensor_plans.plans.get(tensor_key(layout, {**values, **axes}))
-            outs = plan(tuple(values[name] for name in layout.given), values) if plan is not None else None
-            if outs is not None:
-                return dict(zip(layout.outs, outs))
+        outs = layout.outs
+        given = {name: values[name] for name in outs if values.get(name) is not None}
+        if not given and not layout.inouts:  # a repeat call: the op kernel's plan
+            tensors = tuple(values[name] for name in layout.given)
+            alike = (layout, *[t.stride() for t in tensors], *[values.get(name) for name in layout.sizes])
+            plan = self.kept.get(alike)
+            if plan is None:  # as the op kernel would find it, then kept for this recording
+                plan = layout.tensor_plans.plans.get(tensor_key(layout, {**values, **axes}))
+                if plan is not None:
+                    self.kept[alike] = plan
+            found = plan(tensors, values) if plan is not None else None
+            if found is not None:
+                return dict(zip(outs, found))
         op_of(layout)  # registered, and its kernels made
         arguments = [values[name] for name in layout.positional]
         if given:
-            missing = [name for name in layout.outs if name not in given]
+            missing = [name for name in outs if name not in given]
             if missing:
                 return _Torch.call(layout, values, axes)
             layout.torch_out_kernel(*arguments, **given, **axes)
             return given
-        outs = layout.torch_kernel(*arguments, **axes)
-        return dict(zip(layout.outs, outs if isinstance(outs, tuple) else (outs,)))
+        results = layout.torch_kernel(*arguments, **axes)
+        return dict(zip(outs, results if isinstance(results, tuple) else (results,)))
 
 
 class Recording:
@@ -69,7 +87,7 @@ class Recording:
     layout's plan, which arrays the backward keeps, and the inputs' shapes
     and dtypes. ``apply`` records a call."""
 
-    __slots__ = ("arguments", "inputs", "kernel", "layout", "manifest", "memo", "nondiff", "plan", "results", "route", "route_axes", "route_given", "saved", "saves")
+    __slots__ = ("arguments", "framework", "inputs", "kernel", "layout", "manifest", "memo", "nondiff", "plan", "results", "route", "route_axes", "route_given", "saved", "saves")
 
     def __init__(self, layout: Layout, route: Layout, route_axes: dict[str, Any], values: dict[str, Any]) -> None:
         self.layout, self.route, self.route_axes = layout, route, route_axes
@@ -79,6 +97,7 @@ class Recording:
         self.route_given = tuple(layout.given.index(name) for name in route.given)
         self.plan: Any = None  # the route's tensor plan, once its first call made one
         self.memo: dict[int, Any] = {}  # what the backward's steps do, once worked out (_gradients)
+        self.framework = _Direct()  # how they run, with the plans they found
         self.arguments = tuple((p.name, p.arg) for p in signature if p.scalar and not p.dim)
         self.manifest = {p.arg: p.name for p in signature if not p.scalar}
         self.inputs = {self.manifest[name]: (tuple(values[name].shape), dtype_name(values[name].dtype)) for name in layout.given}
@@ -105,7 +124,7 @@ class Recording:
         route = self.route
         values = dict(zip(route.given, given))
         values.update(scalars)
-        found = _Direct.call(route, values, self.route_axes)
+        found = self.framework.call(route, values, self.route_axes)
         self.plan = route.tensor_plans.plans.get(tensor_key(route, {**values, **self.route_axes}))
         return tuple(found[name] for name in route.outs)
 
@@ -131,7 +150,7 @@ class Recorded(torch.autograd.Function):
         by_result = {manifest[name]: grad for name, grad in zip(layout.outs, grads)}
         saved = dict(zip(recording.saved, ctx.saved_tensors))
         arguments = {name: ctx.scalars[arg] for name, arg in recording.arguments}
-        found = gradients(layout.family.bindings, recording.kernel, saved, by_result, arguments, recording.inputs, _Direct, recording.memo)
+        found = gradients(layout.family.bindings, recording.kernel, saved, by_result, arguments, recording.inputs, recording.framework, recording.memo)
         return (None, None, *(found.get(manifest[name]) for name in layout.given))
 
 

@@ -80,6 +80,22 @@ def test_a_training_step_runs_forward_and_backward_without_the_ops() -> None:
     assert grad.sum().item() == 5 * 6  # each output element sends 1 to its one winner
 
 
+def test_repeat_backward_passes_with_gradients_of_other_strides_are_each_right() -> None:
+    # A recorded call keeps its gradient kernels' plans under the tensors'
+    # strides (aotc.kernels._torch_eager._Direct): a gradient laid out another
+    # way (transposed, broadcast, a slice) must find its own, or none.
+    a, b = _operands()
+    _, k = reference.matmul_argmax(a.numpy(), b.numpy(), "maxplus")
+    base = torch.randn(12, 10, generator=torch.Generator().manual_seed(5))
+    gradients = [base[:5, :6].contiguous(), base[:6, :5].t(), torch.tensor(2.0).expand(5, 6), base[::2, :][:5, 2:8], base[:5, :6].contiguous()]
+    for grad in gradients * 2:
+        ga, gb = a.clone().requires_grad_(), b.clone().requires_grad_()
+        tropical.matmul(ga, gb).backward(grad)
+        want_a, want_b = reference.matmul_backward(grad.numpy(), k, a.numpy(), b.numpy(), "maxplus")
+        np.testing.assert_allclose(ga.grad.numpy(), want_a, rtol=1e-6)
+        np.testing.assert_allclose(gb.grad.numpy(), want_b, rtol=1e-6)
+
+
 def test_inference_mode_runs_the_op() -> None:
     a, b = _operands()
     _planned(a, b)
