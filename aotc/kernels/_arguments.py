@@ -16,9 +16,12 @@ if TYPE_CHECKING:
 __all__ = ["CONVERTED", "scalar_argument"]
 
 # The scalar kinds a caller's number is packed as only through scalar_argument:
-# bf16 travels as its bits, and an f16 past 65504 is refused here (struct would
-# raise OverflowError). The generated plans call it for these.
-CONVERTED = frozenset({"f16", "bf16"})
+# bf16 travels as its bits, and a finite f16 past 65504 or f32 past 3.4e38 is
+# refused here (the launchers' native-order struct would pack it as inf
+# without a word). The generated plans call it for these.
+CONVERTED = frozenset({"f16", "bf16", "f32"})
+# The float kinds whose range struct checks in standard order (an f64 takes any float).
+_PACKED_FLOATS = {"f16": "<e", "f32": "<f"}
 
 
 def scalar_argument(value: Any, name: str, kind: str) -> Any:
@@ -40,9 +43,9 @@ def scalar_argument(value: Any, name: str, kind: str) -> Any:
     try:
         if kind == "bf16":
             return bf16_bits(number)
-        if kind == "f16":
-            struct.pack("e", number)  # rounds to nearest even; a finite value past 65504 overflows
-    except (OverflowError, ArgumentError):  # struct's for f16, bf16_bits' for bf16
+        if kind in _PACKED_FLOATS:  # rounds to nearest even; a finite value past the type's range overflows
+            struct.pack(_PACKED_FLOATS[kind], number)
+    except (OverflowError, ArgumentError):  # struct's for f16 and f32, bf16_bits' for bf16
         msg = f"{name}: {number!r} does not fit {kind}"
         raise ArgumentError(msg) from None
     return number

@@ -235,6 +235,16 @@ class _Jax:
 JAX_GRADIENTS = _Jax  # how aotc.kernels._gradients runs on JAX arrays
 
 
+def _second_derivative(bindings: Any, route: Any) -> ArgumentError:
+    """The one line for differentiating ``route``'s gradient: the first of its
+    gradient kernels that declares none, as PyTorch's formulas say it."""
+    for name, _ in route.backward.kernels:
+        target = bindings.kernel(name)
+        if target.backward is None:
+            return no_gradient(bindings.layout_of(name), target)
+    return ArgumentError(f"{route.name}: a second derivative through JAX's route is not supported (its forward call is a callback)")
+
+
 def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
     """The call as a ``jax.custom_vjp`` from its kernel's ``backward:``: the
     forward pass runs the kernel (or the kernel it is differentiated through)
@@ -256,8 +266,18 @@ def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dic
     def primal(*given: Any) -> tuple[Any, ...]:
         return _launch(layout, axes, scalars, given)
 
+    # The forward pass's launch, which a second derivative would differentiate
+    # (its kept arrays feed the gradient kernels): refused in the line PyTorch
+    # gives, not with XLA's word that a buffer callback has no JVP.
+    route_scalars = {p.arg: scalars[p.arg] for p in route.signature or () if p.scalar and not p.dim}
+    kept = jax.custom_jvp(lambda *given: _launch(route_layout, route_axes, route_scalars, given))
+
+    @kept.defjvp
+    def refuse(primals: Any, tangents: Any) -> Any:
+        raise _second_derivative(bindings, route)
+
     def forward(*given: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        outputs = _launch(route_layout, route_axes, {p.arg: scalars[p.arg] for p in route.signature or () if p.scalar and not p.dim}, given)
+        outputs = kept(*given)
         by_arg = dict(zip(layout.given, given))
         by_arg.update(zip(route_layout.results, outputs))
         arrays = {p.name: by_arg[p.arg] for p in route.signature or () if not p.scalar}

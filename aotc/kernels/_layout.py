@@ -46,7 +46,7 @@ def layout_key(kernel: IndexKernel) -> tuple[Any, ...]:
         elif p.extent:
             key.append((p.arg, "extent"))
         elif not p.dim:
-            key.append((p.arg, "float" if p.dtype.startswith("f") else "int"))
+            key.append((p.arg, "float" if DTYPES[p.dtype].is_float else "int"))
     return tuple(key)
 
 

@@ -28,6 +28,7 @@ from typing import Any, Callable
 import torch
 
 from aotc.arrays.kinds.torch import dtype_name, torch_dtype
+from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError
 from aotc.kernels._keys import tensor_key, tensor_out_key
 from aotc.kernels._launch import launch
@@ -55,7 +56,7 @@ def schema(layout: Layout, *, out: bool = False) -> str:
     kinds = {name: kind for name, kind in layout.arguments.items()}
     for name in layout.positional:
         if name in kinds:
-            parts.append(f"{'float' if kinds[name].startswith('f') else 'int'} {name}")
+            parts.append(f"{'float' if DTYPES[kinds[name]].is_float else 'int'} {name}")
         elif name in layout.inouts:
             parts.append(f"Tensor({next(aliases)}!) {name}")
         else:

@@ -5,6 +5,7 @@ where a call cannot be differentiated."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -120,6 +121,16 @@ class TestJax:
             got = loss(*(jax.numpy.asarray(a) for a in (x, g, h)))
         for a, b in zip(got, reference.scale_shift_backward(grad_y, x, g)):
             np.testing.assert_allclose(np.asarray(a), b, rtol=1e-12, atol=1e-12)
+
+    def test_a_second_derivative_is_refused_in_one_line(self, rowops: Any) -> None:  # noqa: F811
+        jax = self.jax
+        with jax.enable_x64(True):
+            x, g, h = (jax.numpy.asarray(a) for a in _inputs(2, 5))
+            first = jax.grad(lambda g: rowops.scale_shift(x, g, h).sum())
+            with pytest.raises(ArgumentError) as info:
+                jax.grad(lambda g: first(g).sum())(g)
+        message = r"scale_shift_grad_\w+ \(dtype=f64\): declares no backward: in its manifest, so it cannot be differentiated"
+        assert re.fullmatch(message, str(info.value).splitlines()[0])  # JAX appends a note on its own frames
 
     def test_an_extent_under_jit_is_static(self, rowops: Any) -> None:  # noqa: F811
         jax = self.jax

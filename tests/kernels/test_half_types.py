@@ -1,7 +1,8 @@
 """Half and small integer types (aotc/dtypes.py's table) from the manifest to every binding.
 
-A family over f16 and bf16 arrays with an f16 and a bf16 scalar, and one over
-i8, u8, i16 and u16 arrays with u32 and u64 scalars, rendered by the real
+A family over f16 and bf16 arrays with an f16 and a bf16 scalar, one over
+f32 and bf16 with a scalar of the arrays' type, and one over i8, u8, i16 and
+u16 arrays with u32 and u64 scalars, rendered by the real
 codegen, compiled by the emulator, and called from NumPy, PyTorch and JAX;
 each result is checked against NumPy. The half results are compared within
 one unit in the last place of their type (relative 2**-10 for f16, 2**-7 for
@@ -59,6 +60,18 @@ families:
     launch:
       grid: ["cdiv(n, 64)"]
       block: [64]
+  scale:
+    template: scale.cu.j2
+    axes: {dtype: [f32, bf16]}
+    name: "scale_{dtype}"
+    signature:
+      x: {array: dtype, role: in, shape: [n]}
+      y: {array: dtype, role: out, shape: [n]}
+      n: i32
+      alpha: dtype
+    launch:
+      grid: ["cdiv(n, 64)"]
+      block: [64]
 """,
     "templates/affine.cu.j2": """\
 // {{ kernel_name }}: y = alpha * x + beta, computed in float and rounded once to {{ dtype }}.
@@ -66,6 +79,14 @@ extern "C" __global__ void __launch_bounds__(64) {{ kernel_name }}({{ params }})
 {
     int i = blockIdx.x * 64 + threadIdx.x;
     if (i < n) y[i] = {{ ctype.y }}(__half2float(alpha) * (float)x[i] + __bfloat162float(beta));
+}
+""",
+    "templates/scale.cu.j2": """\
+// {{ kernel_name }}: y = x * alpha, alpha of the arrays' own type.
+extern "C" __global__ void __launch_bounds__(64) {{ kernel_name }}({{ params }})
+{
+    int i = blockIdx.x * 64 + threadIdx.x;
+    if (i < n) y[i] = {{ ctype.y }}((float)x[i] * (float)alpha);
 }
 """,
     "templates/widen.cu.j2": """\
@@ -257,6 +278,26 @@ def test_half_arrays_from_torch(halflib: Any, dtype: str) -> None:
     _assert_half(out.float().numpy().astype(NUMPY_TYPES[dtype]), reference, dtype)
 
 
+def test_a_scalar_typed_by_a_half_dtype_axis_binds_as_a_float(halflib: Any) -> None:
+    # bf16 is a float type: the scale family is one layout (the call picks the
+    # kernel by x's dtype, no dtype= needed) whose op takes a float alpha.
+    import torch
+
+    halflib.torch_ops()
+    op = torch.ops.halflib.scale
+    assert "float alpha" in str(op.default._schema)  # noqa: SLF001 - the registered schema
+    for dtype in ("f32", "bf16"):
+        x = _half_input("f16").astype(np.float32).astype(NUMPY_TYPES.get(dtype, np.float32))
+        want = (x.astype(np.float32) * np.float32(2.5)).astype(x.dtype).astype(np.float32)
+        got = halflib.scale(x, alpha=2.5)
+        assert got.dtype == x.dtype
+        np.testing.assert_allclose(got.astype(np.float32), want, rtol=ULP["bf16"])
+        t = torch.from_numpy(x.astype(np.float32)).to(getattr(torch, DTYPES[dtype].numpy))
+        for got in (halflib.scale(t, alpha=2.5), op(t, 2.5)):
+            assert got.dtype == t.dtype
+            np.testing.assert_allclose(got.float().numpy(), want, rtol=ULP["bf16"])
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_half_arrays_from_jax(halflib: Any, dtype: str) -> None:
     import jax
@@ -338,6 +379,18 @@ def test_a_scalar_that_does_not_fit_is_refused_in_one_line(halflib: Any, kwargs:
             with pytest.raises(error) as info:
                 halflib.affine(x, **kwargs)
             assert str(info.value) == message
+
+
+def test_an_f32_scalar_past_its_range_is_refused_not_passed_as_inf(halflib: Any) -> None:
+    import torch
+
+    for x in (np.ones(3, np.float32), torch.ones(3)):
+        halflib.scale(x, alpha=2.0)  # leaves a call plan, which must refuse as the full path does
+        for _ in range(2):
+            with pytest.raises(ArgumentError) as info:
+                halflib.scale(x, alpha=1e300)
+            assert str(info.value) == "alpha: 1e+300 does not fit f32"
+    assert np.isinf(halflib.scale(np.ones(3, np.float32), alpha=float("inf"))).all()  # infinity itself is a value
 
 
 def test_an_integer_scalar_out_of_its_range_is_refused(halflib: Any) -> None:

@@ -4,6 +4,7 @@ and the custom call a cuda lowering holds."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from typing import Any
@@ -78,6 +79,20 @@ def test_check_grads_in_float64() -> None:
     a, b = jnp.asarray(rng.uniform(1, 2, (4, 6))), jnp.asarray(rng.uniform(1, 2, (6, 3)))
     check_grads(lambda x, y: tropical.matmul(x, y, "maxplus"), (a, b), order=1, modes=("rev",), eps=1e-4)
     check_grads(lambda x, y: tropical.matmul(x, y, "maxmul"), (a, b), order=1, modes=("rev",), eps=1e-4)
+
+
+@pytest.mark.parametrize("order", ["grad of grad", "hessian"])
+def test_a_second_derivative_is_refused_in_one_line(order: str) -> None:
+    # The gradient kernels declare no backward: as PyTorch's formula says it,
+    # not XLA's "Buffer callbacks do not support JVP".
+    a = jnp.asarray(distinct((2, 2), np.float64, 12))
+    first = jax.grad(lambda x: tropical.matmul(x, x).sum())
+    second = jax.grad(lambda x: first(x).sum()) if order == "grad of grad" else jax.hessian(lambda x: tropical.matmul(x, x).sum())
+    with pytest.raises(ArgumentError) as info:
+        second(a)
+    message = r"gemm_backward_[ab] \(semiring=maxplus, dtype=f64(, \w+=\w+)*\): declares no backward: in its manifest, so it cannot be differentiated"
+    assert re.fullmatch(message, str(info.value).splitlines()[0])  # JAX appends a note on its own frames
+    np.testing.assert_array_equal(np.asarray(first(a)).shape, (2, 2))  # the first derivative still runs
 
 
 @pytest.mark.parametrize("in_axes", [(0, None), (None, 0), (0, 0)])
