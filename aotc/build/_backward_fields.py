@@ -219,7 +219,15 @@ def _check_convention(check: Checker, entry: BackwardEntry, at: str, forward: An
         where = f"{backward.name}'s parameter {param.name}"
         if isinstance(param, ScalarParam):
             if not param.dim and arguments.get(param.name) != param.type:
-                check.fail(line, key, f"{at}, {where} is a {param.type} argument {forward.name} does not take")
+                if any(isinstance(p, ScalarParam) and p.dim and p.name == param.name for p in mine.params):
+                    check.fail(
+                        line, key,
+                        f"{at}, {where} is an argument there (it sizes only out arrays), but {forward.name}'s {param.name} is a dimension, which "
+                        f"its caller does not pass: a gradient kernel binds its dimensions from its own in arrays, so give it one of that extent "
+                        f"(an array named in saves:, say)",
+                    )  # fmt: skip
+                else:
+                    check.fail(line, key, f"{at}, {where} ({param.type}) is an argument {forward.name} does not take")
             continue
         assert isinstance(param, ArrayParam)
         target = param.name.removeprefix("grad_")

@@ -138,7 +138,7 @@ def _template_position(exc: jinja2.TemplateError, templates_dir: Path) -> tuple[
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if filename.startswith(root):
-            found = (filename[len(root) + 1 :], tb.tb_lineno)
+            found = (filename, tb.tb_lineno)  # the whole path, as a syntax error's
         tb = tb.tb_next
     return found
 

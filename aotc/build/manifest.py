@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from aotc._untrusted_files import open_regular, read_capped
+from aotc._untrusted_files import open_regular, read_capped, read_regular
 from aotc.archs import arch_sort_key
 from aotc.build._backward_fields import BackwardEntry, Gradient, parse_backward, resolve_backwards
 from aotc.build._checks import MAX_KERNELS, Checker, describe, line_of, listing
@@ -133,7 +133,24 @@ def _template(check: Checker, fields: LineDict, key: str, templates_dir: Path) -
         check.fail(template_line, f"{key}.template", f"{echo(template)} must be a path inside {echo(str(templates_dir))}")
     if not _is(Path.is_file, templates_dir / template_path):
         check.fail(template_line, f"{key}.template", f"template {echo(template)} not found in {echo(str(templates_dir))}")
+    # Its Jinja syntax, here rather than at the first rendering, so that `aotc
+    # list` refuses what the build would (what it renders to is the build's to check).
+    import jinja2
+
+    path = templates_dir.resolve() / template_path
+    try:
+        text = read_regular(path, _MAX_TEMPLATE_BYTES).decode("utf-8")
+        jinja2.Environment(autoescape=False).parse(text, template, str(path))
+    except UnreadableFileError as exc:
+        check.fail(template_line, f"{key}.template", str(exc))
+    except UnicodeDecodeError as exc:
+        check.fail(template_line, f"{key}.template", f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except jinja2.TemplateSyntaxError as exc:
+        check.fail(template_line, f"{key}.template", f"{path}:{exc.lineno}: {exc.message}")
     return template
+
+
+_MAX_TEMPLATE_BYTES = 4 << 20  # a template is some KiB of CUDA; this only bounds a stray file
 
 
 # What a family's entry may hold.
@@ -246,7 +263,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     dtypes = check.choices(root["dtypes"], "dtypes", line_of(root, "dtypes"), DTYPES, "dtype") if "dtypes" in root else ()
 
     kernels: list[DeclaredKernelSpec] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, Any]] = {}  # a kernel's name -> its family and point
     backwards: dict[str, tuple[BackwardEntry, ...]] = {}
     for name, spec in families_map.items():
         family_line = line_of(families_map, name)
@@ -256,8 +273,14 @@ def parse_manifest(text: str, path: Path) -> Manifest:
             check.fail(family_line, f"families.{key_text(name)}", f"brings the library to {len(kernels) + len(expanded)} kernels, over the limit of {MAX_KERNELS}")
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
-                check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {seen[kernel.name]}")
-            seen[kernel.name] = name
+                family, axes = seen[kernel.name]
+                if family != name:
+                    check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {family}")
+                apart = [axis for (axis, value), (_, other) in zip(kernel.axes, axes) if value != other]
+                points = " and at ".join(", ".join(f"{a}={v}" for a, v in point if a in apart) for point in (axes, kernel.axes))
+                fix = " ".join(f"{{{a}}}" for a in apart)
+                check.fail(kernel_line, f"families.{key_text(name)}.name", f"kernel {kernel.name} is produced at {points}: the name must tell the points apart (add {fix})")
+            seen[kernel.name] = (name, kernel.axes)
             kernels.append(kernel)
     kernels = _resolve_backwards(check, kernels, backwards)
     return Manifest(path, library, templates_dir, archs, semirings, dtypes, tuple(kernels))

@@ -155,6 +155,26 @@ def test_fault_is_one_line_naming_file_line_and_key(project: Path, text: str, li
     assert fragment in message, message
 
 
+@pytest.mark.parametrize(
+    ("template", "fragment"),
+    [
+        ('extern "C" __global__ void {{ kernel_name }}({{ params }}) {\n{% if dtype %}\n}\n', "k.cu.j2:2: Unexpected end of template"),
+        ("{{ kernel_name }\n", "k.cu.j2:1: unexpected '}'"),
+        (b"\xff\xfe", "k.cu.j2: not UTF-8 text"),
+    ],
+    ids=["unclosed-block", "unclosed-expression", "not-utf8"],
+)
+def test_a_template_jinja_cannot_parse_is_refused_by_the_manifest(project: Path, template: str | bytes, fragment: str) -> None:
+    # By `aotc list` (the manifest's load), not first by a build's rendering.
+    (project / "templates" / "k.cu.j2").write_bytes(template if isinstance(template, bytes) else template.encode())
+    (project / "manifest.yaml").write_text(BASE)
+    with pytest.raises(errors.ManifestError) as info:
+        load_manifest(project / "manifest.yaml")
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{project / 'manifest.yaml'}:6: families.fam.template: {project / 'templates'}"), message
+    assert fragment in message, message
+
+
 def test_the_table_holds_distinct_manifests() -> None:
     assert len({f[0] for f in FAULTS}) == len(FAULTS) >= 60
     assert len({f[1] for f in FAULTS}) == len(FAULTS)

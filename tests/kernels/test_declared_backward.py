@@ -60,6 +60,7 @@ families:
 TEMPLATE = {"templates/mm.cu.j2": 'extern "C" __global__ void {{ kernel_name }}({{ params }}) {}\n'}
 ROUTE = "      - {when: {pass: forward, dtype: f32}, through: {pass: argmax}}\n"
 FIRST = "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar, B]}\n"
+GRAD_A_B = "        Kstar: {array: i32, role: in, shape: [M, N]}\n        B: {array: dtype, role: in, shape: [K, N]}\n"
 
 
 def grads(tmp_path: Path, old: str = "", new: str = "") -> Path:
@@ -109,6 +110,9 @@ def test_a_mapping_names_another_familys_kernel_at_the_same_axes(tmp_path: Path)
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar, grad_C]}\n", "backward[0].saves: 'grad_C' is not an array of mm_f32_argmax (arrays: A, B, C, Kstar)"),
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: [grad_a]}, saves: [Kstar, B]}\n", "backward[0].axes.pass: expected one value of mm's axis pass, got a list"),
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, family: nope, saves: [Kstar, B]}\n", "backward[0].family: 'nope' is not a declared family of this manifest (declared: mm)"),
+        (GRAD_A_B, GRAD_A_B + "        scale: f32\n", "backward[0]: at dtype=f32, pass=argmax (mm_f32_argmax), mm_f32_grad_a's parameter scale (f32) is an argument mm_f32_argmax does not take"),
+        # K sizes only grad_A once B is gone: the forward's dimension, which no caller passes.
+        (GRAD_A_B, "", "backward[0]: at dtype=f32, pass=argmax (mm_f32_argmax), mm_f32_grad_a's parameter K is an argument there (it sizes only out arrays), but mm_f32_argmax's K is a dimension, which its caller does not pass"),
     ],
 )
 def test_each_misuse_is_one_line_naming_the_entry(tmp_path: Path, old: str, new: str, expected: str) -> None:

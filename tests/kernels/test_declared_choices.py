@@ -120,7 +120,7 @@ def test_static_shared_memory_is_declared_per_point(tmp_path: Path) -> None:
         ("{array: dtype, role: in, shape: [n], strides: [sx]}", "{array: tag, role: in, shape: [n], strides: [sx]}", "signature[1].x.array: at dtype=f32, mode=strided, tag is '_s', not a dtype"),
         ("        block: [threads]\n      - grid", "        block: [threads]\n        static_shared: threads * 1024\n      - grid", "launch[0].static_shared: 131072 bytes at dtype=f32, mode=plain; shared memory is 0 to 49152 bytes"),
         ("        block: [threads]\n      - grid", "        block: [tag]\n      - grid", "launch[0].block[0]: tag is '' here, not a number"),
-        ('name: "scale_{dtype}_{mode}{tag}"', 'name: "scale_{dtype}"', "kernel scale_f32 is also produced by family scale"),
+        ('name: "scale_{dtype}_{mode}{tag}"', 'name: "scale_{dtype}"', "name: kernel scale_f32 is produced at mode=plain and at mode=strided: the name must tell the points apart (add {mode})"),
         # Lists where a name belongs (the manifest fuzzer's finds): refused, never a TypeError.
         ("        n: i32\n        sx: i64", "        n: {scalar: [i32]}\n        sx: i64", "signature[1].n: unknown scalar type ['i32']"),
         ("{array: dtype, role: in, shape: [n], strides: [sx]}", "{array: [f32], role: in, shape: [n], strides: [sx]}", "signature[1].x.array: expected a dtype"),

@@ -89,7 +89,7 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         ("{array: dtype, role: in, shape: [rows, n]}", "{array: f8, role: in, shape: [rows, n]}", "signature.x.array: expected a dtype"),
         ("{array: dtype, role: inout, shape: [rows, n]}", "{array: dtype, role: out, shape: [k, rows, n], optional: [k]}\n      k: i32", "signature.y.optional: k is named by no in or inout array, so the caller passes it"),
         ('name: "axpy_{dtype}_{threads}"', 'name: "axpy_{dtype}_{block}"', "names {block}, which is not an axis"),
-        ('name: "axpy_{dtype}_{threads}"', 'name: "axpy_{dtype}"', "kernel axpy_f32 is also produced by family axpy"),
+        ('name: "axpy_{dtype}_{threads}"', 'name: "axpy_{dtype}"', "name: kernel axpy_f32 is produced at threads=64 and at threads=128: the name must tell the points apart (add {threads})"),
         ("threads: [64, 128]", "threads: [64, 64]", "axes.threads: value 64 is listed twice"),
         ("    launch:\n", "    matrix: {dtype: [f16]}\n    launch:\n", "matrix.dtype: 'f16' is not a value of this axis (declared: f32, f64)"),
         ("      rows: i32\n", "      rows: i32\n      dtype: i32\n", "signature.dtype: dtype is also an axis"),
