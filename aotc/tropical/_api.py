@@ -113,7 +113,9 @@ class Tropical:
 
         max-plus, min-plus: ``grad_a[i, k*] += grad_c[i, j]``, ``grad_b[k*, j] += grad_c[i, j]``;
         max-times multiplies each by the other operand. A 2-D operand that was
-        broadcast over a batch gets the sum over the batch.
+        broadcast over a batch gets the sum over the batch. A k* outside
+        ``0 .. K-1`` sends no gradient, as -1 does (unchecked per call: on a
+        GPU that would be a reduction and a wait; the reference refuses it).
         """
         name = self.semiring(semiring)
         layout = self._need(self._argmax, "argmax")

@@ -197,3 +197,24 @@ def test_host_arrays_are_staged_for_device_backends(emulated_tropical: Any) -> N
     want_a, want_b = reference.matmul_backward(np.ones_like(c), want_k, a, b, "maxplus")
     np.testing.assert_allclose(grad_a, want_a)
     np.testing.assert_allclose(grad_b, want_b)
+
+
+@pytest.mark.parametrize("semiring", ["maxplus", "maxmul"])
+def test_a_k_outside_the_inner_dimension_sends_no_gradient(semiring: str) -> None:
+    # As README says: an entry of k past 0 .. K-1 counts as -1 (no term), and
+    # the kernels read nothing past a or b for it.
+    rng = np.random.default_rng(21)
+    a, b = rng.uniform(1, 2, (4, 3)), rng.uniform(1, 2, (3, 5))
+    _, k = reference.matmul_argmax(a, b, semiring)
+    grad_c = rng.standard_normal((4, 5))
+    wild = k.copy()
+    wild[0, :] = 3  # == K
+    wild[1, :] = 99
+    wild[2, :] = -7
+    tame = k.copy()
+    tame[:3, :] = -1
+    grad_a, grad_b = tropical.matmul_backward(grad_c, wild, a, b, semiring)
+    want_a, want_b = reference.matmul_backward(grad_c, tame, a, b, semiring)
+    np.testing.assert_allclose(grad_a, want_a)
+    np.testing.assert_allclose(grad_b, want_b)
+    assert not grad_a[:3].any() and grad_a[3].any()

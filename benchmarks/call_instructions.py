@@ -1,0 +1,103 @@
+"""Instructions per call of aotc.tropical's host path, counted by callgrind.
+
+    python benchmarks/call_instructions.py --library build/dev/aotc/tropical/lib [--tree PATH] [--cases step,eager] [--calls 1000]
+
+Wall-clock medians on a shared machine move with its load; an instruction
+count does not (valgrind counts the same total for the same binary, inputs
+and environment). Each case runs in its own interpreter under
+``valgrind --tool=callgrind --instr-atstart=no``: the import, the library's
+load and 200 warm-up calls run uninstrumented, then ``callgrind_control``
+turns counting on around ``--calls`` calls, and off again before the
+interpreter exits. The figure is that count over the calls: PyTorch's and
+NumPy's own work included, the interpreter's start and end not.
+
+``--tree`` runs another checkout's aotc (the parent commit, say) with this
+script, so both sides count the same cases. CPU tensors and the noop
+backend, as ``torch_op_overhead.py`` times them; needs valgrind, no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Each case: the statement whose calls are counted, over the names _child sets up.
+CASES = {
+    "mm": "torch.mm(a, b)",
+    "eager": "tropical.matmul(a, b)",
+    "out": "tropical.matmul(a, b, out=c)",
+    "stream": "tropical.matmul(a, b, stream=0)",
+    "mm_step": "torch.mm(ga, gb).backward(grad)",
+    "step": "tropical.matmul(ga, gb).backward(grad)",
+    "numpy_out": "tropical.matmul(na, nb, out=nc)",
+}
+
+
+def _child(library: str, case: str, calls: int) -> None:
+    import numpy as np
+    import torch
+
+    from aotc import tropical
+    from aotc.runtime.backends.noop import NoopBackend
+    from aotc.runtime.library import Library
+
+    torch.set_num_threads(1)
+    tropical.set_library(Library(library, backend=NoopBackend()))
+    a, b, c = torch.rand(16, 16), torch.rand(16, 16), torch.empty(16, 16)
+    ga, gb, grad = a.clone().requires_grad_(), b.clone().requires_grad_(), torch.ones(16, 16)
+    na, nb = np.random.rand(64, 64).astype(np.float32), np.random.rand(64, 64).astype(np.float32)
+    nc = np.empty((64, 64), np.float32)
+    names = {"torch": torch, "tropical": tropical, "a": a, "b": b, "c": c, "ga": ga, "gb": gb, "grad": grad, "na": na, "nb": nb, "nc": nc}
+    call = eval(compile(f"lambda: {CASES[case]}", case, "eval"), names)  # our own table's text
+    for _ in range(200):
+        call()
+    pid = str(os.getpid())
+    subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
+    for _ in range(calls):
+        call()
+    subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
+
+
+def count(library: str, case: str, calls: int, tree: Path) -> int:
+    """Instructions per call of ``case``, run with ``tree``'s aotc."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    command = [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
+        sys.executable, __file__, "--child", "--library", library, "--cases", case, "--calls", str(calls),
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        msg = f"{case}: callgrind run failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
+        raise SystemExit(msg)
+    return int(found.group(1)) // calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", required=True, help="the tropical library folder (relative to --tree, or absolute)")
+    parser.add_argument("--tree", type=Path, default=REPO, help="the checkout whose aotc runs (default: this one)")
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}")
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    cases = args.cases.split(",")
+    unknown = [case for case in cases if case not in CASES]
+    if unknown:
+        parser.error(f"--cases: unknown {unknown[0]!r}; one of {', '.join(CASES)}")
+    if args.child:
+        _child(args.library, cases[0], args.calls)
+        return
+    print(f"instructions per call (callgrind), {args.tree.resolve()}, {args.calls} calls a case")
+    for case in cases:
+        print(f"  {case:10} {CASES[case]:42} {count(args.library, case, args.calls, args.tree.resolve()):>9,}")
+
+
+if __name__ == "__main__":
+    main()
