@@ -12,7 +12,7 @@ the axes the call names.
 from __future__ import annotations
 
 from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, echo
-from aotc.kernels._layout import Layout, layout_key
+from aotc.kernels._layout import Layout, dtype_hint, layout_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,7 +74,8 @@ class Family:
             return fits[0]
         if not fits:
             chosen = ", ".join(f"{a}={echo(v)}" for a, v in axes.items())
-            msg = f"{self.name}(): no kernel has {chosen} (its layouts: {', '.join(self.layouts)})"
+            hints = "".join(dtype_hint(a, v, self.axes[a]) for a, v in axes.items())
+            msg = f"{self.name}(): no kernel has {chosen} (its layouts: {', '.join(self.layouts)}){hints}"
             raise ArgumentError(msg)
         apart = [a for a in self.axes if len({layout.axes.get(a) for layout in fits}) > 1]
         msg = f"{self.name}(): {len(fits)} of its layouts fit ({', '.join(layout.name for layout in fits)}); choose one with {apart[0] if apart else 'its name'}="

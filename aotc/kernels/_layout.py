@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 
 from aotc.arrays.kinds import kind_of
-from aotc.dtypes import DTYPES
+from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.kernels._entry import bind_arrays, entry_for, make_plan
 from aotc.kernels._launch import launch
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from aotc.index import IndexKernel
 
-__all__ = ["Layout", "layout_key"]
+__all__ = ["Layout", "dtype_hint", "layout_key"]
 
 
 def layout_key(kernel: IndexKernel) -> tuple[Any, ...]:
@@ -48,6 +48,15 @@ def layout_key(kernel: IndexKernel) -> tuple[Any, ...]:
         elif not p.dim:
             key.append((p.arg, "float" if DTYPES[p.dtype].is_float else "int"))
     return tuple(key)
+
+
+def dtype_hint(axis: str, value: Any, values: Any) -> str:
+    """Where an axis of dtype names was given a framework's dtype (``np.float32``,
+    ``torch.bfloat16``, a JAX type, NumPy's name "float32") that names one of
+    them, how to say it."""
+    name = value if isinstance(value, str) else getattr(value, "__name__", None) or str(value).removeprefix("torch.")
+    found = by_numpy(name) if isinstance(name, str) else None
+    return f"; pass {axis}={found.name!r}" if found is not None and found.name in values else ""
 
 
 class Layout:
@@ -134,7 +143,8 @@ class Layout:
 
     def not_a_value(self, axis: str, value: Any) -> ArgumentError:
         """The one-line error for an axis named with a value no kernel here has."""
-        return ArgumentError(f"{axis}: {echo(value)} is not a value of {self.name}'s axis {axis} (values: {', '.join(map(str, self.axes[axis]))})")
+        values = self.axes[axis]
+        return ArgumentError(f"{axis}: {echo(value)} is not a value of {self.name}'s axis {axis} (values: {', '.join(map(str, values))}){dtype_hint(axis, value, values)}")
 
     # --- the call ------------------------------------------------------------------
 

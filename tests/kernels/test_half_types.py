@@ -393,6 +393,24 @@ def test_an_f32_scalar_past_its_range_is_refused_not_passed_as_inf(halflib: Any)
     assert np.isinf(halflib.scale(np.ones(3, np.float32), alpha=float("inf"))).all()  # infinity itself is a value
 
 
+@pytest.mark.parametrize("given", ["np.float32", "np.dtype('float32')", "'float32'", "torch.bfloat16", "ml_dtypes.bfloat16"])
+def test_a_frameworks_dtype_for_a_dtype_axis_is_refused_naming_ours(halflib: Any, given: str) -> None:
+    import torch
+
+    value = eval(given, {"np": np, "torch": torch, "ml_dtypes": ml_dtypes})
+    ours = "bf16" if "bfloat16" in given else "f32"
+    calls = {  # each family's dtype values: the hint only where ours is one of them
+        ("f32", "bf16"): lambda: halflib.scale(np.ones(3, np.float32), alpha=1.0, dtype=value),
+        ("f16", "bf16"): lambda: halflib.affine(np.ones(3, np.float16), alpha=1.0, beta=0.0, dtype=value),
+    }
+    for values, call in calls.items():
+        with pytest.raises(ArgumentError) as info:
+            call()
+        message = str(info.value)
+        assert "\n" not in message and message.startswith("dtype: ") and "is not a value of" in message, message
+        assert message.endswith(f"; pass dtype='{ours}'") == (ours in values), message
+
+
 def test_an_integer_scalar_out_of_its_range_is_refused(halflib: Any) -> None:
     x = np.ones(3, np.uint8)
     with pytest.raises(ArgumentError, match=r"^scale: 4294967296 does not fit u32$"):
