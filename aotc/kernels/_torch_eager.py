@@ -43,8 +43,9 @@ class _Direct(_Torch):
     gradients' strides: autograd hands a gradient at its result's shape,
     dtype and device (``validate_outputs``), and the arrays kept from the
     forward call are alike by the recording's key. So, within a recording,
-    each gradient kernel's tensor plan is kept under the tensors' strides
-    (``kept``), and a repeat backward finds it without the full key."""
+    each gradient kernel's tensor plan is kept under its layout, its axes
+    (two kernels of one layout may differ only there) and the tensors'
+    strides (``kept``), and a repeat backward finds it without the full key."""
 
     __slots__ = ("kept",)
 
@@ -58,7 +59,7 @@ class _Direct(_Torch):
         given = {name: values[name] for name in outs if values.get(name) is not None}
         if not given and not layout.inouts:  # a repeat call: the op kernel's plan
             tensors = tuple(values[name] for name in layout.given)
-            alike = (layout, *[t.stride() for t in tensors], *[values.get(name) for name in layout.sizes])
+            alike = (layout, tuple(axes.items()), *[t.stride() for t in tensors], *[values.get(name) for name in layout.sizes])
             plan = self.kept.get(alike)
             if plan is None:  # as the op kernel would find it, then kept for this recording
                 plan = layout.tensor_plans.plans.get(tensor_key(layout, {**values, **axes}))
