@@ -277,6 +277,9 @@ def parse_manifest(text: str, path: Path) -> Manifest:
                 if family != name:
                     check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by family {family}")
                 apart = [axis for (axis, value), (_, other) in zip(kernel.axes, axes) if value != other]
+                if not apart:  # one point listed twice (a matrix, or two matrices)
+                    point = ", ".join(f"{a}={v}" for a, v in kernel.axes)
+                    check.fail(kernel_line, f"families.{key_text(name)}", f"kernel {kernel.name} is also produced by this family at the same point ({point}); list each point once")
                 points = " and at ".join(", ".join(f"{a}={v}" for a, v in point if a in apart) for point in (axes, kernel.axes))
                 fix = " ".join(f"{{{a}}}" for a in apart)
                 check.fail(kernel_line, f"families.{key_text(name)}.name", f"kernel {kernel.name} is produced at {points}: the name must tell the points apart (add {fix})")

@@ -144,7 +144,7 @@ def test_duplicate_kernel_across_matrices(tmp_path: Path) -> None:
         "      - {semiring: [andor], dtype: [bool], pass: [forward], variant: single}\n"
         "      - {semiring: [andor], dtype: [bool], pass: [forward], variant: single}\n",
     )
-    with pytest.raises(ManifestError, match="gemm_andor_bool_forward is also produced"):
+    with pytest.raises(ManifestError, match=r"families\.gemm: kernel gemm_andor_bool_forward is also produced by this family at the same point \(semiring=andor, dtype=bool, pass=forward, variant=single\); list each point once$"):
         load_manifest(write_manifest(tmp_path, text))
 
 
