@@ -22,6 +22,8 @@ Importing this package imports neither NumPy nor PyTorch.
 
 from __future__ import annotations
 
+import threading
+
 from aotc.kernels._traced import constant_when_traced, keep, made
 
 TYPE_CHECKING = False
@@ -53,6 +55,7 @@ class Kernels:
         self._families: dict[str, Family] = {}
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
         self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the families made so far
+        self._making = threading.RLock()  # taken by _make_family
         self.gradient_steps: dict[str, Any] = {}  # kernel name -> its gradient kernels' steps (_gradients)
         self.serial = next(_serials)  # names it in _traced.MADE's keys, where an id could be reused
 
@@ -70,13 +73,7 @@ class Kernels:
                 known = ", ".join(self._kernels) or "none"
                 msg = f"{self.library.name} has no declared family {name!r} (families: {known})"
                 raise AttributeError(msg)
-            from aotc.kernels._family import Family
-
-            # Each checked now; the index holds its line to the family its directory gave.
-            checked = [self.library.index.kernel(kernel) for kernel in kernels]
-            found = self._families[name] = Family(self, name, checked)
-            self._layouts.update(found.layouts)
-            self._layout_of.update((kernel, layout) for layout in found.layouts.values() for kernel in layout.kernels)
+            found = made(_make_family(self, name))
         return found
 
     def layout(self, name: str) -> Layout:
@@ -121,12 +118,41 @@ class Kernels:
 
     def torch_ops(self) -> Any:
         """Register this library's layouts as ``torch.ops.<library>.<op>`` (once) and return that namespace."""
-        from aotc.kernels._torch_ops import register
+        import torch
 
-        return register(self)
+        return getattr(torch.ops, _registered(self))
 
 
 _serials = iter(range(1, 1 << 62))
+
+
+@constant_when_traced  # registered eagerly under torch.compile too (_traced), where a lock is not traced
+def _registered(kernels: Kernels) -> str:
+    """Register the ops of ``kernels``' library (once, under the lock that
+    ``_torch_ops.register`` takes); returns their namespace, ``torch.ops.<library>``'s name."""
+    from aotc.kernels._torch_ops import register
+
+    register(kernels)
+    return kernels.library.name
+
+
+@constant_when_traced  # made eagerly under torch.compile too (_traced), where a lock is not traced
+def _make_family(kernels: Kernels, name: str) -> str:
+    """Make family ``name``'s binding, once: threads whose first calls meet
+    here take turns, so every thread holds the same layouts, whose plans and
+    ops the first registers. Returns its key in ``_traced.MADE``."""
+    from aotc.kernels._family import Family
+
+    with kernels._making:  # noqa: SLF001 - the Kernels' own lock
+        found = kernels._families.get(name)  # noqa: SLF001 - and its own table
+        if found is None:  # not made by another thread meanwhile
+            # Each checked now; the index holds its line to the family its directory gave.
+            checked = [kernels.library.index.kernel(kernel) for kernel in kernels._kernels[name]]  # noqa: SLF001
+            found = Family(kernels, name, checked)
+            kernels._layouts.update(found.layouts)  # noqa: SLF001
+            kernels._layout_of.update((kernel, layout) for layout in found.layouts.values() for kernel in layout.kernels)  # noqa: SLF001
+            kernels._families[name] = found  # noqa: SLF001 - last: read without the lock once here
+    return keep(f"family_{kernels.serial}_{name}", found)
 
 
 @constant_when_traced  # a first use under torch.compile makes the binding eagerly (_traced)

@@ -23,6 +23,7 @@ the same name in one process is refused in one line.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import torch
@@ -73,7 +74,20 @@ def schema(layout: Layout, *, out: bool = False) -> str:
 
 def register(kernels: Kernels) -> Any:
     """Define every layout of ``kernels``' library as an op (once per process);
-    returns ``torch.ops.<library>``."""
+    returns ``torch.ops.<library>``. Threads whose first tensor calls meet here
+    take turns: the first registers, the others find its ops. Once registered,
+    no lock is taken (a traced call reads the ops, and dynamo traces no lock)."""
+    found = _registered.get(kernels.library.name)
+    if found is not None and found[1] is kernels:
+        return getattr(torch.ops, kernels.library.name)
+    with _registering:
+        return _register(kernels)
+
+
+_registering = threading.RLock()
+
+
+def _register(kernels: Kernels) -> Any:
     namespace = kernels.library.name
     found = _registered.get(namespace)
     if found is not None:
@@ -99,10 +113,10 @@ def register(kernels: Kernels) -> Any:
             torch.library.register_fake(f"{namespace}::{layout.name}.out", _out_fake(layout), lib=library)
     ops = getattr(torch.ops, namespace)
     for layout in layouts:
-        layout.torch_op = getattr(ops, layout.name)
-    for layout in layouts:
         if not layout.inouts:  # PyTorch takes autograd formulas for functional ops only; the route refuses the others
             register_autograd(layout, namespace, library)
+    for layout in layouts:  # last: a layout's op is read without the lock once it is set (_torch_registry)
+        layout.torch_op = getattr(ops, layout.name)
     _registered[namespace] = (library, kernels)
     return ops
 
