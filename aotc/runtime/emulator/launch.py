@@ -28,6 +28,7 @@ import ctypes
 import operator
 import os
 import tempfile
+import weakref
 from collections.abc import Sequence
 
 from aotc.errors import ArgumentError, ArgumentTypeError, UnknownKernelError, echo
@@ -209,7 +210,7 @@ class EmulatorKernel:
 class EmulatorLibrary:
     """A loaded emulator shared library; its kernels by symbol."""
 
-    __slots__ = ("_kernels", "cdll", "max_dynamic_shared_bytes", "path", "threading")
+    __slots__ = ("__weakref__", "_kernels", "cdll", "max_dynamic_shared_bytes", "path", "threading")
 
     def __init__(
         self, path: str | os.PathLike[str], *, threading: str | None = None, workers: int | None = None
@@ -237,9 +238,12 @@ class EmulatorLibrary:
             raise ArgumentError(msg)
         self.cdll.aotc_emu_max_dynamic_shared_bytes.restype = ctypes.c_ulonglong
         self.max_dynamic_shared_bytes: int = self.cdll.aotc_emu_max_dynamic_shared_bytes()
+        if _forked:  # libgomp's pool is the parent's: one worker, as fibers (_after_fork)
+            threading, workers = "fibers", 1
         self.cdll.aotc_emu_configure(THREADINGS.index(threading), workers)
         self.threading = threading
         self._kernels: dict[str, EmulatorKernel] = {}
+        _loaded.add(self)
 
     def kernel(self, symbol: str) -> EmulatorKernel:
         """The kernel ``symbol``; KeyError if the library has no trampoline for it."""
@@ -258,6 +262,28 @@ class EmulatorLibrary:
     ) -> None:
         """Runs kernel ``symbol``; see :meth:`EmulatorKernel.launch`."""
         self.kernel(symbol).launch(grid, block, shared_bytes, args)
+
+
+# fork() copies OpenMP's (libgomp's) record of its worker threads, not the
+# threads: in a child of a process that ran a kernel, a team of more than one
+# waits for them for ever (a DataLoader's or a process pool's forked workers).
+# So a forked child runs every launch on one worker, as fibers: the same
+# results, one core. _forked stays set in the child's own children too.
+_loaded: weakref.WeakSet[EmulatorLibrary] = weakref.WeakSet()
+_forked = False
+
+
+def _after_fork() -> None:
+    global _forked  # noqa: PLW0603 - the process's own state, set once in a forked child
+    if _loaded or _forked:
+        _forked = True
+        for library in list(_loaded):
+            library.cdll.aotc_emu_configure(THREADINGS.index("fibers"), 1)
+            library.threading = "fibers"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 # The dynamic loader hands back the library it already loaded under a path
