@@ -22,8 +22,6 @@ Importing this package imports neither NumPy nor PyTorch.
 
 from __future__ import annotations
 
-import threading
-
 from aotc.kernels._traced import constant_when_traced, keep, made
 
 TYPE_CHECKING = False
@@ -55,7 +53,7 @@ class Kernels:
         self._families: dict[str, Family] = {}
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
         self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the families made so far
-        self._making = threading.RLock()  # taken by _make_family
+        self._making = _lock()  # taken by _make_family
         self.gradient_steps: dict[str, Any] = {}  # kernel name -> its gradient kernels' steps (_gradients)
         self.serial = next(_serials)  # names it in _traced.MADE's keys, where an id could be reused
 
@@ -124,6 +122,14 @@ class Kernels:
 
 
 _serials = iter(range(1, 1 << 62))
+
+
+def _lock() -> Any:
+    """A new reentrant lock; threading is imported with the first library's
+    bindings, not with ``import aotc.tropical`` (tests/test_import_time.py)."""
+    import threading
+
+    return threading.RLock()
 
 
 @constant_when_traced  # registered eagerly under torch.compile too (_traced), where a lock is not traced
