@@ -118,7 +118,7 @@ class Kernels:
         """Register this library's layouts as ``torch.ops.<library>.<op>`` (once) and return that namespace."""
         import torch
 
-        return getattr(torch.ops, _registered(self))
+        return getattr(torch.ops, _register_ops(self))
 
 
 _serials = iter(range(1, 1 << 62))
@@ -133,7 +133,7 @@ def _lock() -> Any:
 
 
 @constant_when_traced  # registered eagerly under torch.compile too (_traced), where a lock is not traced
-def _registered(kernels: Kernels) -> str:
+def _register_ops(kernels: Kernels) -> str:
     """Register the ops of ``kernels``' library (once, under the lock that
     ``_torch_ops.register`` takes); returns their namespace, ``torch.ops.<library>``'s name."""
     from aotc.kernels._torch_ops import register

@@ -81,13 +81,13 @@ def register(kernels: Kernels) -> Any:
     if found is not None and found[1] is kernels:
         return getattr(torch.ops, kernels.library.name)
     with _registering:
-        return _register(kernels)
+        return _define_ops(kernels)
 
 
 _registering = threading.RLock()
 
 
-def _register(kernels: Kernels) -> Any:
+def _define_ops(kernels: Kernels) -> Any:
     namespace = kernels.library.name
     found = _registered.get(namespace)
     if found is not None:
