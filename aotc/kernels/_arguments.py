@@ -13,13 +13,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["CONVERTED", "scalar_argument"]
+__all__ = ["CONVERTED", "F32_FINITE_PAST", "scalar_argument"]
 
 # The scalar kinds a caller's number is packed as only through scalar_argument:
-# bf16 travels as its bits, and a finite f16 past 65504 or f32 past 3.4e38 is
-# refused here (the launchers' native-order struct would pack it as inf
-# without a word). The generated plans call it for these.
-CONVERTED = frozenset({"f16", "bf16", "f32"})
+# bf16 travels as its bits, and a finite f16 past 65504 is refused here. The
+# generated plans call it for these; for an f32 they test F32_FINITE_PAST
+# inline (a call per scalar cost a third of a plan's time) and leave a finite
+# number past f32's range to the full path, which refuses it here (the
+# launchers' native-order struct would pack it as inf without a word).
+CONVERTED = frozenset({"f16", "bf16"})
+F32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+# ``F32_FINITE_PAST.format(name)``: whether the number ``name`` is finite and past f32's range.
+F32_FINITE_PAST = "(not -{F32_MAX!r} <= {{0}} <= {F32_MAX!r} and {{0}} - {{0}} == 0)".format(F32_MAX=F32_MAX)
 # The float kinds whose range struct checks in standard order (an f64 takes any float).
 _PACKED_FLOATS = {"f16": "<e", "f32": "<f"}
 

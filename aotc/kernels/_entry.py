@@ -37,7 +37,7 @@ from aotc.arrays.memory import on_host_memory
 from aotc.arrays.kinds import as_operand
 from aotc.arrays.eager_checks import EAGER_TEXT
 from aotc.arrays.operands import data_pointers, direct_pointer, meets, span
-from aotc.kernels._arguments import CONVERTED, scalar_argument
+from aotc.kernels._arguments import CONVERTED, F32_FINITE_PAST, scalar_argument
 from aotc.kernels._keys import numpy_key, numpy_key_text, tensor_key_text
 from aotc.kernels._shapes import INT_RANGES
 
@@ -309,6 +309,8 @@ def _generate_factory(layout: Layout, recipe: tuple[tuple[str, Any], ...]) -> An
         lines.append("            return None")
         if kind in CONVERTED:
             lines.append(f"        {name} = _aotc_scalar({name}, {name!r}, {kind!r})")
+        elif kind == "f32":
+            lines += [f"        if {F32_FINITE_PAST.format(name)}:", "            return None  # the full path refuses it"]
     packed = ", ".join(f"_aotc_p_{name}" if part == "p" else f"_aotc_c{name}" if part == "c" else name for part, name in recipe)
     lines += [
         f"        _aotc_launch(_aotc_function, _aotc_shape, 0, _aotc_pack({packed}) + _aotc_tail)",

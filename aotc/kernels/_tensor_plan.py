@@ -27,7 +27,7 @@ import sys
 from aotc.arrays.memory import on_host_memory
 from aotc.arrays.kinds import as_operand
 from aotc.arrays.operands import meets, span
-from aotc.kernels._arguments import CONVERTED, scalar_argument
+from aotc.kernels._arguments import CONVERTED, F32_FINITE_PAST, scalar_argument
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ def make_tensor_plan(
 
         wait, current = None, current_stream(device)
     recipe = tuple(
-        ("p", p.arg) if not p.scalar else ("c", i) if p.dim or p.extent else ("v", (p.arg, p.dtype)) if p.dtype in CONVERTED else ("a", p.arg)
+        ("p", p.arg) if not p.scalar else ("c", i) if p.dim or p.extent else ("v", (p.arg, p.dtype)) if p.dtype in CONVERTED
+        else ("f", p.arg) if p.dtype == "f32" else ("a", p.arg)
         for i, p in enumerate(signature[: lead if split else len(signature)])
     )
     factory = _factory(names, recipe, tuple(m[0] for m in made), tuple(fills), returned, tuple((n, o) for n, o, _, _ in apart), current is not None, wait is not None)
@@ -152,6 +153,7 @@ def _generate(names: tuple[str, ...], recipe: tuple[tuple[str, Any], ...], made:
     packed = ", ".join(_packed(part, name) for part, name in recipe)
     lines += [
         "        try:",
+        *[f"            if {F32_FINITE_PAST.format(f'_aotc_scalars[{name!r}]')}:\n                return None  # the full path refuses it" for part, name in recipe if part == "f"],
         f"            _aotc_params = _aotc_pack({packed}) + _aotc_tail",
         "        except (struct.error, TypeError, OverflowError):",
         "            return None  # a scalar the kernel cannot take: the full path names it",
@@ -177,4 +179,4 @@ def _packed(part: str, name: Any) -> str:
     if part == "v":
         arg, kind = name
         return f"_aotc_scalar(_aotc_scalars[{arg!r}], {arg!r}, {kind!r})"
-    return f"_aotc_scalars[{name!r}]"
+    return f"_aotc_scalars[{name!r}]"  # "a", and "f" (an f32, checked before the packing)
