@@ -9,7 +9,7 @@ hand::
     y = rowops.softmax(x)                                   # NumPy, PyTorch, CuPy, DLPack, JAX
     torch.ops.rowops.softmax(t)                             # the custom op, for torch.compile
 
-A family's kernels that a call binds alike form a layout (``_layout``): its
+A family's kernels that a call binds alike form a layout (``_binding``): its
 generated entry (``_entry``) chooses the kernel from the arrays' dtypes and
 ranks and the axes given, checks shapes against the declaration, allocates
 the out arrays and launches (``_launch``) on the arrays' device and stream.
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from aotc.index import IndexKernel
     from aotc.kernels._family import Family
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["Kernels", "load", "over"]
 

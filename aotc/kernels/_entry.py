@@ -39,13 +39,13 @@ from aotc.arrays.eager_checks import EAGER_TEXT
 from aotc.arrays.operands import data_pointers, direct_pointer, meets, span
 from aotc.kernels._arguments import CONVERTED, F32_FINITE_PAST, scalar_argument
 from aotc.kernels._keys import numpy_key, numpy_key_text, tensor_key_text
-from aotc.kernels._shapes import INT_RANGES
+from aotc.kernels._decision import INT_RANGES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["bind_arrays", "entry_for", "make_plan"]
 
@@ -113,7 +113,7 @@ def entry_for(layout: Layout) -> Any:
         # No plan yet: the op's kernel itself, which leaves one.
         f"                if not ({plain}):",
         f"                    return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, True)",
-        # Recorded: past the dispatcher as an autograd.Function (_torch_eager),
+        # Recorded: past the dispatcher as an autograd.Function (_torch_recorded),
         # where an alike call already worked out how.
         "            else:",
         "                try:",

@@ -81,7 +81,7 @@ def gradients(
     ``inputs`` (each in array's shape and dtype, by manifest name).
     ``kernels`` is the library's bindings (``aotc.kernels.Kernels``). ``memo``
     keeps, for calls alike in their arrays' shapes and dtypes (a recorded
-    call's ``_torch_eager.Recording``), what each step does to its gradients."""
+    call's ``_torch_recorded.Recording``), what each step does to its gradients."""
     found: dict[str, Any] = {}
     for index, step in enumerate(_steps(kernels, kernel)):
         layout = step.layout
@@ -173,7 +173,7 @@ def _steps(kernels: Any, kernel: IndexKernel) -> tuple[_Step, ...]:
 
 def _natural_shapes(layout: Any, values: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
     """The shapes the gradient kernel's out arrays would be allocated at."""
-    from aotc.kernels._shapes import decided
+    from aotc.kernels._decision import decided
 
     shapes = {name: framework.shape(values[name]) for name in layout.given}
     dtypes = {name: framework.dtype(values[name]) for name in layout.given}

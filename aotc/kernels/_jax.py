@@ -39,7 +39,7 @@ from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
 from aotc.kernels._gradients import gradients, no_gradient, saved_names
 from aotc.kernels._launch import launch
-from aotc.kernels._shapes import decide
+from aotc.kernels._decision import decide
 
 __all__ = ["JAX_GRADIENTS", "call"]
 

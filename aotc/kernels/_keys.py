@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["numpy_key", "numpy_key_text", "tensor_key", "tensor_key_text", "tensor_out_key"]
 

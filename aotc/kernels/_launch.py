@@ -5,7 +5,7 @@ kernels, the JAX callbacks, the gradients. For arguments bound by name:
 
 1. read each in and inout array once (``aotc.arrays``), on one device;
 2. the call's stream: the one given, or the first array's library's current one;
-3. decide (``_shapes``): the kernel, dimensions, out arrays and grid, each
+3. decide (``_decision``): the kernel, dimensions, out arrays and grid, each
    refusal one line, before anything is copied or allocated;
 4. arrays the backend cannot reach are refused; an in array is used where it
    lies where the kernel reads it so (row-major, or by its declared strides),
@@ -29,7 +29,7 @@ from aotc.arrays.placement import device_of, output, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers
 from aotc.errors import ArgumentError
 from aotc.kernels._arguments import scalar_argument
-from aotc.kernels._shapes import decided
+from aotc.kernels._decision import decided
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from aotc.arrays.operands import Operand
     from aotc.index import DeclaredParam
-    from aotc.kernels._shapes import Decision
+    from aotc.kernels._decision import Decision
 
 __all__ = ["decision_for", "launch"]
 
@@ -109,7 +109,7 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
 
 def decision_for(layout: Any, ops: dict[str, Operand], values: dict[str, Any], axes: dict[str, Any]) -> Decision:
     """The decision for these operands (in and inout, by name) and these values'
-    out arrays and extents (``_shapes.decided``)."""
+    out arrays and extents (``_decision.decided``)."""
     outs = {name: as_operand(values[name], name) for name in layout.outs if values.get(name) is not None}
     dtypes = {name: op.dtype for name, op in ops.items()}
     dtypes.update((name, op.dtype) for name, op in outs.items())

@@ -33,8 +33,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._layout import Layout
-    from aotc.kernels._shapes import Decision
+    from aotc.kernels._binding import Layout
+    from aotc.kernels._decision import Decision
 
 __all__ = ["make_tensor_plan"]
 

@@ -24,12 +24,12 @@ import torch
 
 from aotc.arrays.kinds.torch import dtype_name, torch_dtype
 from aotc.kernels._gradients import gradients, no_gradient, saved_names
-from aotc.kernels._torch_fake import fake_decision
+from aotc.kernels._torch_decision import fake_decision
 from aotc.kernels._torch_registry import op_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["register_autograd"]
 

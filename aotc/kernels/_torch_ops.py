@@ -1,13 +1,13 @@
 """Declared layouts as PyTorch custom ops: ``torch.ops.<library>.<layout>``.
 
-Each layout (``_layout``: one family's kernels bound alike) becomes one op
+Each layout (``_binding``: one family's kernels bound alike) becomes one op
 whose schema comes from its declaration: in arrays are ``Tensor``, inout
 arrays ``Tensor(a!)`` (mutated in place, so not returned), the caller's
 scalars ``int`` or ``float``, axes with more than one value optional
 keywords, and the out arrays the op's results; a layout with out arrays also
 gets a ``.out`` overload taking them as keyword-only mutated tensors
 (PyTorch's convention), returning nothing. Its fake implementation decides
-the out arrays from the declaration (``_shapes.decide``, on the fake
+the out arrays from the declaration (``_decision.decide``, on the fake
 tensors' symbolic sizes), so ``torch.compile(fullgraph=True)`` traces it and
 ``torch.library.opcheck`` checks it. Its autograd formula comes from the
 kernels' ``backward:`` declaration (``_gradients``), and a kernel that
@@ -33,14 +33,14 @@ from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError
 from aotc.kernels._keys import tensor_key, tensor_out_key
 from aotc.kernels._launch import launch
-from aotc.kernels._torch_fake import fake_decision
+from aotc.kernels._torch_decision import fake_decision
 from aotc.kernels._tensor_plan import make_tensor_plan
 from aotc.kernels._torch_autograd import register_autograd
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from aotc.kernels import Kernels
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["register", "schema"]
 

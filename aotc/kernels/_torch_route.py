@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["call_op", "call_tensors", "records", "refuse_recording", "to_op"]
 
@@ -113,7 +113,7 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
 
 
 def _eagerly_recorded(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A recorded eager call on plain tensors, past the dispatcher (``_torch_eager``);
+    """A recorded eager call on plain tensors, past the dispatcher (``_torch_recorded``);
     None where the ops must run it (traced, a mode, a subclass, no gradient declared)."""
     import torch
 
@@ -123,7 +123,7 @@ def _eagerly_recorded(layout: Layout, values: dict[str, Any], axes: dict[str, An
 
     if not direct_all(tuple(values[name] for name in layout.given)):
         return None
-    from aotc.kernels._torch_eager import call_recorded
+    from aotc.kernels._torch_recorded import call_recorded
 
     return call_recorded(layout, values, axes)
 

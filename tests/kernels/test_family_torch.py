@@ -103,7 +103,7 @@ def _ops_run(call: Any, namespace: str = "rowops") -> tuple[list[str], Any]:
 def test_a_plain_eager_call_skips_the_dispatcher_recorded_or_not(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
     """Where no mode or transform would see the op, the generated entry runs the
     op's kernel itself (aotc.arrays.torch_direct); where autograd records, inside
-    an autograd.Function with the same formula (aotc.kernels._torch_eager)."""
+    an autograd.Function with the same formula (aotc.kernels._torch_recorded)."""
     x = torch.randn(3, 40, dtype=torch.float64)
     rowops.softmax(x)  # the first tensor call registers the ops and opens the entry's tensor branch
     for _ in range(2):  # the second takes the kernel's plan

@@ -110,7 +110,7 @@ def test_a_repeat_argmax_reuses_its_plan_allocating_and_in_place(monkeypatch: py
     tropical.matmul_argmax(rng.standard_normal(shape_a, np.float32), rng.standard_normal(shape_b, np.float32), out=out, k_out=k_out)
     assert len(_argmax_plans()) == before + 2
     # From here on a call that left its plan for the full path would fail.
-    monkeypatch.setattr("aotc.kernels._layout.launch", lambda *args: pytest.fail("took the full path"))
+    monkeypatch.setattr("aotc.kernels._binding.launch", lambda *args: pytest.fail("took the full path"))
     for _ in range(3):
         a, b = rng.standard_normal(shape_a, np.float32), rng.standard_normal(shape_b, np.float32)
         want_c, want_k = reference.matmul_argmax(a, b, "maxplus")

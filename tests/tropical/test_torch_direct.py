@@ -76,13 +76,13 @@ def test_a_training_step_runs_forward_and_backward_without_the_ops() -> None:
         return a.grad
 
     ran, grad = _ops_run(step)
-    assert ran == []  # the autograd.Function records (aotc.kernels._torch_eager); inside it, nothing does
+    assert ran == []  # the autograd.Function records (aotc.kernels._torch_recorded); inside it, nothing does
     assert grad.sum().item() == 5 * 6  # each output element sends 1 to its one winner
 
 
 def test_repeat_backward_passes_with_gradients_of_other_strides_are_each_right() -> None:
     # A recorded call keeps its gradient kernels' plans under the tensors'
-    # strides (aotc.kernels._torch_eager._Direct): a gradient laid out another
+    # strides (aotc.kernels._torch_recorded._Direct): a gradient laid out another
     # way (transposed, broadcast, a slice) must find its own, or none.
     a, b = _operands()
     _, k = reference.matmul_argmax(a.numpy(), b.numpy(), "maxplus")

@@ -230,7 +230,7 @@ def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pyte
     on an H200 the call path for a foreign stream cost 90 us a call, the ops' 20."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device: CUDA tensors need a GPU")
-    from aotc.kernels import _layout
+    from aotc.kernels import _binding
     from aotc.runtime.library import load
 
     api = tropical.over(load("tropical"))
@@ -240,7 +240,7 @@ def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pyte
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the call path for a foreign stream was taken")
 
-    monkeypatch.setattr(_layout.Layout, "run", refuse)  # the direct launch, outside the ops
+    monkeypatch.setattr(_binding.Layout, "run", refuse)  # the direct launch, outside the ops
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):

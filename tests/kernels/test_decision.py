@@ -1,4 +1,4 @@
-"""aotc/kernels/_shapes.py through the rowops example: out extents the caller
+"""aotc/kernels/_decision.py through the rowops example: out extents the caller
 gives, out arrays filled before the launch, scalars typed by a dtype axis,
 and every refusal made before anything is copied or allocated."""
 

@@ -12,7 +12,7 @@ read from the kernel a call chooses.
 
 A layout knows its kernels from the index alone. ``choose`` picks a call's
 kernel from the axes it names, its arrays' dtypes and ranks; ``decide``
-(``aotc.kernels._shapes``) binds its dimensions.
+(``aotc.kernels._decision``) binds its dimensions.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class Layout:
         self.arguments = {p.arg: p.dtype for p in scalars}
         self.extents = tuple(p.arg for p in scalars if p.extent)
         # A dimension that only packed arrays hold, in words: the caller may give
-        # it exactly (by keyword), else it is the words' capacity (_shapes).
+        # it exactly (by keyword), else it is the words' capacity (_decision).
         self.lengths = _lengths(kernels)
         self.sizes = self.extents + self.lengths  # every size the caller may give
         self.positional = tuple(p.arg for p in signature if (not p.scalar and p.role != "out") or (p.scalar and not p.dim))
@@ -95,10 +95,10 @@ class Layout:
         # The axes a call may choose by keyword: those with more than one value here.
         self.open_axes = tuple(axis for axis, values in self.axes.items() if len(values) > 1)
         self.choices = PlanTable()  # (dtypes, axes, ranks) -> kernel name
-        self.decisions = PlanTable()  # a call's shapes, dtypes, axes and extents -> its Decision (_shapes)
+        self.decisions = PlanTable()  # a call's shapes, dtypes, axes and extents -> its Decision (_decision)
         self.numpy_plans = PlanTable()  # looked up by the generated entry (_entry)
         self.tensor_plans = PlanTable()  # looked up by the op's kernel and the entry (_tensor_plan)
-        self.recordings = PlanTable()  # eager calls autograd records, by their tensor key (_torch_eager)
+        self.recordings = PlanTable()  # eager calls autograd records, by their tensor key (_torch_recorded)
         self.key_functions: dict[str, Any] = {}  # the plan keys' functions, by kind (_keys)
         self.jax_calls = PlanTable()  # the JAX route's callbacks and gradients (_jax)
         self.torch_op: Any = None  # torch.ops.<library>.<name>, once registered (_torch_ops)

@@ -30,7 +30,7 @@ from aotc.kernels._torch_registry import op_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["call_recorded"]
 
