@@ -54,7 +54,6 @@ class Kernels:
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
         self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the families made so far
         self._making = _lock()  # taken by _make_family
-        self.gradient_steps: dict[str, Any] = {}  # kernel name -> its gradient kernels' steps (_gradients)
         self.serial = next(_serials)  # names it in _traced.MADE's keys, where an id could be reused
 
     @property
@@ -148,6 +147,7 @@ def _make_family(kernels: Kernels, name: str) -> str:
     here take turns, so every thread holds the same layouts, whose plans and
     ops the first registers. Returns its key in ``_traced.MADE``."""
     from aotc.kernels._family import Family
+    from aotc.kernels._keys import made_key
 
     with kernels._making:  # noqa: SLF001 - the Kernels' own lock
         found = kernels._families.get(name)  # noqa: SLF001 - and its own table
@@ -158,7 +158,7 @@ def _make_family(kernels: Kernels, name: str) -> str:
             kernels._layouts.update(found.layouts)  # noqa: SLF001
             kernels._layout_of.update((kernel, layout) for layout in found.layouts.values() for kernel in layout.kernels)  # noqa: SLF001
             kernels._families[name] = found  # noqa: SLF001 - last: read without the lock once here
-    return keep(f"family_{kernels.serial}_{name}", found)
+    return keep(made_key("family", kernels.serial, name), found)
 
 
 @constant_when_traced  # a first use under torch.compile makes the binding eagerly (_traced)
@@ -166,6 +166,8 @@ def _prepare(kernels: Kernels, name: str) -> str:
     """Make ``kernels.<name>`` (a family's one layout's entry, or the ``Family``;
     or a layout's entry by its op name), keep it as an attribute and in
     ``_traced.MADE``; returns its key there."""
+    from aotc.kernels._keys import made_key
+
     if name in kernels._kernels:  # noqa: SLF001 - the Kernels' own table
         family = kernels.family(name)
         only = family.only
@@ -174,7 +176,7 @@ def _prepare(kernels: Kernels, name: str) -> str:
         layout = kernels.layout(name)
         found = layout.entry or layout
     kernels.__dict__[name] = found
-    return keep(f"bindings_{kernels.serial}_{name}", found)
+    return keep(made_key("bindings", kernels.serial, name), found)
 
 
 def over(library: Any) -> Kernels:

@@ -15,9 +15,9 @@ kernels, the JAX callbacks, the gradients. For arguments bound by name:
    where the manifest says;
 5. the call's stream waits for the arrays' producers; host arrays are used in
    place on the emulator and staged on a GPU (``aotc.arrays.memory``);
-6. one launch, with the parameters in the kernel's order.
-
-``keep``, where given, is handed the launch made, to keep as a call plan.
+6. one launch, with the parameters in the kernel's order;
+7. where the caller gives the key of its route's plan, the launch made
+   becomes that plan (``_replay``), kept in the layout's store.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from aotc.arrays.streams import hold_until_done, wait_for_producers
 from aotc.errors import ArgumentError
 from aotc.kernels._arguments import scalar_argument
 from aotc.kernels._decision import decided
+from aotc.kernels._replay import Launched, plan_from
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,11 +43,16 @@ if TYPE_CHECKING:
 __all__ = ["decision_for", "launch"]
 
 
-def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, keep: Any = None) -> dict[str, Any]:
+# Called with the layout at every launch the full path makes (tests count plans' misses with it).
+FULL_PATH_HOOKS: list[Any] = []
+
+
+def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, key: Any = None) -> dict[str, Any]:
     """The launch of ``layout`` on arguments bound by binding name; returns every
     array by name (the out arrays made or given, the inout arrays written).
-    ``keep(values, arrays, launcher, arguments, backend, decision)`` is given the
-    launch made, to keep as a plan."""
+    Where ``key`` is given, the launch made becomes the plan kept under it."""
+    for hook in FULL_PATH_HOOKS:
+        hook(layout)
     library = layout.library
     ops = {name: as_operand(values[name], name) for name in layout.given}
     first_name = layout.given[0]
@@ -68,12 +74,14 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
     # (or that a stream capture refuses) leaves nothing behind.
     launcher = library.kernel(decision.kernel.name, device, handle)
     inputs: list[tuple[Operand, str]] = []
+    copied = []
     for name in layout.given:
         op, declared = ops[name], params[name]
         if declared.role == "inout":
             op = output(values[name], name, first, op.shape, op.dtype, tuple(inputs), library, handle, like_name=first_name)
         elif not _in_place(op, declared, host_memory):
             op = op.kind.contiguous(op, name)
+            copied.append(name)
         ops[name] = op
         inputs.append((op, name))
     for name in layout.outs:
@@ -101,10 +109,15 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
         launcher(*arguments, stream=handle)
     finally:
         memory.finish()
-    arrays = {name: op.obj for name, op in ops.items()}
-    if keep is not None:
-        keep(values, arrays, launcher, arguments, backend, decision)
-    return arrays
+    for name in layout.results:
+        if name in layout.given or values.get(name) is not None:
+            ops[name].kind.wrote(ops[name])  # a tensor's version bump, where it was the caller's
+    if key is not None:
+        made = Launched(layout, values, ops, tuple(copied), decision, launcher, arguments, handle, given_stream is not None, backend, bool(memory.staged), memory.host_used)
+        plan = plan_from(made)
+        if plan is not None:
+            layout.plans.keep(key, plan)
+    return {name: op.obj for name, op in ops.items()}
 
 
 def decision_for(layout: Any, ops: dict[str, Operand], values: dict[str, Any], axes: dict[str, Any]) -> Decision:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError
-from aotc.kernels._torch_registry import op_of
+from aotc.kernels._keys import made_key
+from aotc.kernels._torch_registry import kernel_of, op_of, out_kernel_of
 from aotc.kernels._traced import constant_when_traced, keep, made
 
 TYPE_CHECKING = False
@@ -30,11 +31,98 @@ if TYPE_CHECKING:
 
     from aotc.kernels._binding import Layout
 
-__all__ = ["call_op", "call_tensors", "records", "refuse_recording", "to_op"]
+__all__ = ["call_op", "call_tensors", "give_guard", "guard", "records", "refuse_recording", "to_op"]
 
 
 def torch_module() -> Any:
     return sys.modules["torch"]
+
+
+def give_guard(layout: Layout, kind: Any, first: Any) -> None:
+    """Give the layout's entry its guard of ``first``'s tensor type, at the first
+    call: eagerly only, since a traced call (torch.compile) must not change
+    what its trace read."""
+    if layout.entry is None or torch_module().compiler.is_compiling():
+        return
+    from aotc.kernels._entry import add_guard, has_guard
+
+    tensor = type(first)
+    if not has_guard(layout, tensor):
+        add_guard(layout, tensor, guard(layout, kind, tensor))
+
+
+def guard(layout: Layout, kind: Any, tensor: type) -> Any:
+    """The entry's guard of PyTorch tensors (``_entry``). Where nothing but aotc
+    would see the op (``aotc.arrays.torch_direct``, its checks inlined) it runs
+    the plan the op's kernel left, or that kernel itself; where autograd
+    records, the call's ``Recording`` (``_torch_recorded``); every out tensor
+    given, the ``.out`` kernel's plan; a stream named, the direct launch's plan.
+    Traced, or under a mode or a transform, the op, through the dispatcher.
+    Anything else (None) takes ``Layout.full``."""
+    from aotc.arrays.eager_checks import EAGER_TEXT
+    from aotc.kernels._entry import guard_parameters, results_text
+    from aotc.kernels._keys import plan_key_text
+
+    given, outs, scalars = layout.given, layout.outs, tuple(layout.arguments)
+    positional = ", ".join(layout.positional)
+    chosen = ", ".join(f"{name!r}: {name}" for name in (*layout.open_axes, *layout.lengths))
+    records = " or ".join(f"{name}.requires_grad" for name in given)
+    plain = " or ".join(f"{name}.is_meta or _aotc_wrapped({name})" for name in given)
+    no_outs = " and ".join(f"{name} is None" for name in outs) or "True"
+    plan = f"_aotc_plan({', '.join((*given, *outs, *scalars))})"
+    body = [
+        f"if {' or '.join(f'type({name}) is not _aotc_type' for name in given[1:]) or 'False'}:",
+        "    return None",
+        f"if not ({EAGER_TEXT}):  # traced, a mode, a transform: the op, through the dispatcher",
+        f"    return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, False) if stream is None and {no_outs} else None",
+        "_aotc_stream = stream if stream is None or type(stream) is int else _aotc_handle(stream)",
+        f"if {no_outs}:",
+        f"    if _aotc_grad() and ({records}):",
+        "        if _aotc_stream is not None:",
+        "            return None  # the full path refuses it",
+        "        try:",
+        f"            _aotc_recording = _aotc_plans.get({plan_key_text(layout, kind, repr('recorded'))})",
+        "        except TypeError:",
+        "            return None",
+        f"        if _aotc_recording is not None and not ({plain}):",
+        f"            _aotc_result = _aotc_recording.apply(({''.join(f'{n}, ' for n in given)}), {{{', '.join(f'{n!r}: {n}' for n in scalars)}}})",
+        f"            return {results_text(layout, '_aotc_result')}",
+        f"        return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, False)",
+        "elif _aotc_grad() and ({}):".format(" or ".join([*(f"{name}.requires_grad" for name in given), *(f"({name} is not None and {name}.requires_grad)" for name in outs)])),
+        "    return None  # out= where autograd records: the full path refuses it",
+        "else:",
+        f"    if {' or '.join(f'type({name}) is not _aotc_type' for name in outs) or 'False'}:",
+        "        return None",
+        "try:",
+        f"    _aotc_plan = _aotc_plans.get({plan_key_text(layout, kind, repr('torch'))})",
+        "except TypeError:",
+        "    return None",
+        "if _aotc_plan is not None:",
+        f"    _aotc_result = {plan}",
+        "    if _aotc_result is not None:",
+        f"        return {results_text(layout, '_aotc_result')}",
+        f"if _aotc_stream is None and {no_outs} and not ({plain}):  # no plan yet: the op's kernel, which leaves one",
+        f"    return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, True)",
+        "return None",
+    ]
+    source = "\n".join([f"def _aotc_guard({', '.join(guard_parameters(layout))}):", *(f"    {line}" for line in body), ""])
+    from aotc._generated import compiled
+    from aotc.kernels._keys import generated_key
+    from aotc.kernels._plans import GENERATED
+
+    factory = GENERATED.plans.get(generated_key("torch guard", source))
+    if factory is None:
+        from aotc.arrays.torch_direct import EAGER_CHECKS
+
+        wrapped = "def _aotc_factory(_aotc_type, _aotc_plans, _aotc_layout, _aotc_tensors, _aotc_handle, _aotc_grad, _aotc_checks):\n"
+        wrapped += "".join(f"    {name} = _aotc_checks[{name!r}]\n" for name in EAGER_CHECKS)
+        wrapped += "".join(f"    {line}\n" for line in source.splitlines()) + "    return _aotc_guard\n"
+        factory = GENERATED.keep(generated_key("torch guard", source), compiled(wrapped, "_aotc_factory", f"guard {layout.name}", {}))
+    from aotc.arrays.placement import stream_handle
+    from aotc.arrays.torch_direct import EAGER_CHECKS
+
+    torch = torch_module()
+    return factory(tensor, layout.plans.plans, layout, call_tensors, lambda stream: stream_handle(stream, None), torch.is_grad_enabled, EAGER_CHECKS)
 
 
 def records(layout: Layout, values: dict[str, Any]) -> bool:
@@ -95,7 +183,7 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
 
         # Nothing but the overload would see it (out= records no gradient): its kernel, directly.
         direct = direct_all((*(values[name] for name in layout.given), *outs))
-        (layout.torch_out_kernel if direct else op.out)(*arguments, **dict(zip(layout.outs, outs)), **axes)
+        (out_kernel_of(layout) if direct else op.out)(*arguments, **dict(zip(layout.outs, outs)), **axes)
     else:
         recording = records(layout, values)
         if recording and layout.inouts:
@@ -103,9 +191,13 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
             raise ArgumentError(msg)
         outs = _eagerly_recorded(layout, values, axes) if recording else None
         if outs is None and recording:
-            outs = _through_op(layout, values, axes, arguments)
+            outs = _through_op(layout, values, axes, arguments, _transformed())
         if outs is None:
-            outs = op(*arguments, **axes)
+            from aotc.arrays.torch_direct import direct_all
+
+            # Where nothing but aotc would see the op, its kernel itself (which leaves a plan).
+            run = kernel_of(layout) if not recording and direct_all(tuple(values[name] for name in layout.given)) else op
+            outs = run(*arguments, **axes)
             outs = outs if isinstance(outs, (tuple, list)) else (outs,) if layout.outs else ()
     by_name = dict(zip(layout.outs, outs))
     results = tuple(by_name[name] if name in by_name else values[name] for name in layout.results)
@@ -137,23 +229,36 @@ def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any], di
     if not direct:
         return call_op(layout, values, axes)
     axes.update((name, values[name]) for name in layout.lengths if name in values)
-    op_of(layout)  # registered: its kernel is made with it
-    outs = layout.torch_kernel(*args, **axes)
+    outs = kernel_of(layout)(*args, **axes)
     by_name = dict(zip(layout.outs, outs if isinstance(outs, tuple) else (outs,)))
     results = tuple(by_name[name] if name in by_name else values[name] for name in layout.results)
     return results[0] if len(results) == 1 else results
 
 
-def _through_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any], arguments: list[Any]) -> tuple[Any, ...] | None:
-    """Where the call's kernel is differentiated through another kernel: that
-    kernel's op, called in its place, and this one's results of it (None: not so)."""
+def _transformed() -> bool:
+    """Whether a torch.func transform (grad, vjp, jacrev, vmap) runs the call (never so while traced)."""
+    torch = torch_module()
+    return not torch.compiler.is_compiling() and torch._C._are_functorch_transforms_active()  # noqa: SLF001 - see eager_checks
+
+
+def _through_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any], arguments: list[Any], transformed: bool) -> tuple[Any, ...] | None:
+    """A recorded call through the ops: where its kernel is differentiated
+    through another kernel, that kernel's op in its place, and this one's
+    results of it; under a torch.func transform, the op's autograd formula at
+    Python's level (``OpFunction``: the transform handles it there, where at
+    the dispatcher's Autograd key it cannot). None: the op, as it is."""
     dtypes = tuple(values[name].dtype for name in layout.given)
     ranks = tuple(values[name].dim() for name in layout.given)
     route = made(_through_key(layout, dtypes, ranks, tuple(axes.items())))
-    if route is None:
+    if route is None and not transformed:
         return None
-    other, other_axes = route
-    outs = op_of(other)(*arguments, **other_axes)
+    other, other_axes = route if route is not None else (layout, axes)
+    if transformed:
+        from aotc.kernels._torch_autograd import apply
+
+        outs = apply(other, other_axes, arguments)
+    else:
+        outs = op_of(other)(*arguments, **other_axes)
     by_name = dict(zip(other.outs, outs if isinstance(outs, (tuple, list)) else (outs,)))
     return tuple(by_name[name] for name in layout.outs)
 
@@ -164,7 +269,7 @@ def _through_key(layout: Layout, dtypes: tuple[Any, ...], ranks: tuple[int, ...]
     from aotc.arrays.kinds.torch import dtype_name
 
     names = {name: dtype_name(dtype) for name, dtype in zip(layout.given, dtypes)}
-    key = f"through_{layout.family.bindings.serial}_{layout.name}_{'_'.join(map(str, (*names.values(), *ranks, *(v for _, v in axes))))}"
+    key = made_key("through", layout.family.bindings.serial, layout.name, *names.values(), *ranks, *(v for _, v in axes))
     try:
         kernel = layout.choose(names, dict(axes), {name: (0,) * rank for name, rank in zip(layout.given, ranks)})
     except ArgumentError:

@@ -36,19 +36,25 @@ if TYPE_CHECKING:
 
 __all__ = ["ArrayKind", "as_operand", "kind_of"]
 
-_KINDS: dict[type, ArrayKind] = {}  # an array type -> its adapter, learnt on first sight
+# An array type's id -> its adapter, learnt on first sight. Keyed by the id
+# (the type is kept in _SEEN, so its id is not reused): torch.compile guards a
+# dict its trace reads by its keys, and cannot where a key is a class (the
+# tensor types AOTAutograd meets are learnt during a compile).
+_KINDS: dict[int, ArrayKind] = {}
+_SEEN: list[type] = []
 
 
 def kind_of(obj: Any, name: str) -> ArrayKind:
     """The adapter of ``obj``'s kind; one line naming ``name`` where it is no array aotc reads."""
-    kind = _KINDS.get(type(obj))
+    kind = _KINDS.get(id(type(obj)))
     if kind is None:
         kind = _probe(obj)
         if kind is None:
             msg = f"{name}: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got {type(obj).__name__}"
             raise ArgumentTypeError(msg)
         if kind.per_type:
-            _KINDS[type(obj)] = kind
+            _SEEN.append(type(obj))
+            _KINDS[id(type(obj))] = kind
     return kind
 
 
