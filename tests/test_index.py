@@ -254,3 +254,34 @@ def test_axes_its_line_gives_but_its_entry_does_not_are_refused() -> None:
     index = LibraryIndex(data, "index.json", lazy=True)
     with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_argmax\.axes: checksum mismatch"):
         index.kernel("gemm_maxplus_argmax")  # its axes are checked before a family groups it by them
+
+
+# -- size: a library past 10,000 kernels and 8 MiB loads, reading its top level alone --
+
+
+def test_a_library_of_many_kernels_loads_and_a_load_reads_its_top_level_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    doc = document()
+    first = doc["kernels"]["gemm_maxplus_forward"]
+    kernels = {}
+    for i in range(12_000):  # past the 10,000 kernels and the 8 MiB an index could hold
+        entry = {**first, "symbol": f"k{i}", "axes": {**first["axes"], "variant": f"v{i}"}}
+        entry["checksum"] = {**first["checksum"], **field_checksums(entry, ("symbol", "axes"))}
+        kernels[f"k{i}"] = entry
+    doc["kernels"] = kernels
+    lib = tmp_path / "lib"
+    (lib / "src").mkdir(parents=True)
+    (lib / "gemm_maxplus_forward.fatbin").write_bytes(FATBIN)
+    (lib / "src" / "gemm_maxplus_forward.cu").write_bytes(SOURCE)
+    (lib / "index.json").write_bytes(dumps(doc))
+    assert (lib / "index.json").stat().st_size > 8 * 1024 * 1024
+    read = []
+    pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, size, at: read.append(size) or pread(fd, size, at))
+    index = LibraryIndex.open(lib, lazy=True)
+    assert (len(index.kernels), sum(read)) == (12_000, 8192 + len(b"\n }\n}\n"))  # its first 8 KiB, and its last bytes
+    assert index.kernel("k11999").axes["variant"] == "v11999"  # the directory, then that kernel's line
+    family = index.family("gemm")
+    assert (family.count, len(family.forms), family.find({"variant": "v7000"})[0][0]) == (12_000, 1, "k7000")
+    assert index.read_verified("k11999", "fatbin") == FATBIN

@@ -43,13 +43,11 @@ from __future__ import annotations
 import json
 
 from aotc.index.schema import (
-    DIRECTORY_KEY,
-    FAMILIES_KEY,
     LAYOUT_CLOSE,
     LAYOUT_DIRECTORY,
     LAYOUT_FAMILIES,
     LAYOUT_INDEX,
-    LAYOUT_KEY,
+    LAYOUT_KEYS,
     LAYOUT_TABLE,
     canonical_json,
 )
@@ -59,11 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-__all__ = ["LAYOUT_KEYS", "derived", "directory_text", "point_text", "render"]
-
-# The top-level keys of the layout: locators, derived from the kernels, never sealed.
-LAYOUT_KEYS = (LAYOUT_KEY, FAMILIES_KEY, DIRECTORY_KEY)
-
+__all__ = ["derived", "directory_text", "point_text", "render"]
 
 def derived(kernels: Iterable[tuple[str, Mapping[str, Any]]]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """Each family's catalog (by family, in index order) and each kernel's

@@ -17,7 +17,6 @@ from types import MappingProxyType
 
 from aotc.errors import echo
 from aotc.index import _declared_entries
-from aotc.index._layout import LAYOUT_KEYS
 from aotc.index._values import (
     _CONSTANT,
     _CTYPE,
@@ -45,6 +44,7 @@ from aotc.index.schema import (
     ARCH_TEXT,
     CHECKSUM_KEY,
     KERNEL_SEALED,
+    LAYOUT_KEYS,
     MAX_FILE_BYTES,
     PACK_CODES,
     SCHEMA,

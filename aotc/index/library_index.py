@@ -29,10 +29,8 @@ from collections.abc import Mapping
 from aotc.errors import IndexFormatError, UnknownKernelError, UnreadableFileError
 from aotc.index import _lines
 from aotc.index._json import parse_index_bytes, read_index_file
-from aotc.index._layout import derived, point_text, render
 from aotc.index._validate import backward_targets, freeze, kernel, validate, validate_top
 from aotc.index._values import _MAX_KERNELS
-from aotc.index.families import catalog
 from aotc.index.files import FolderFiles, MemberFiles
 from aotc.index.schema import DIRECTORY_KEY, FAMILIES_KEY, INDEX_NAME, LAYOUT_KEY
 
@@ -176,6 +174,8 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
         found and checked through it (``aotc.index.families``)."""
         found = self._families.get(name)
         if found is None:
+            from aotc.index.families import catalog  # with the bindings' first use, not with aotc.load
+
             lines = self._layout()
             raw = lines.catalog(name)
             if raw is None:
@@ -187,6 +187,8 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
     def _layout(self) -> _lines.KernelLines:
         """The build's layout of this index: its own, or derived from its kernels where it was read whole."""
         if self._lines is None:
+            from aotc.index._layout import render
+
             made = _lines.split(render(self._document), self.where)
             assert made is not None  # render writes the layout for any index with kernels
             self._lines = made[1]
@@ -195,6 +197,8 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
     def _check_layout(self) -> None:
         """Every kernel checked, and the layout held to the kernels: the catalogs and
         the directory are what they derive to, and the table holds no other line."""
+        from aotc.index._layout import derived, point_text
+
         lines = self._layout()
         names = list(self.kernels)
         if len(names) != lines.count or lines.lines_in_table() != len(names):

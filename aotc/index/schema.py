@@ -31,6 +31,7 @@ __all__ = [
     "LAYOUT_FAMILIES",
     "LAYOUT_INDEX",
     "LAYOUT_KEY",
+    "LAYOUT_KEYS",
     "LAYOUT_TABLE",
     "MAX_CATALOG_BYTES",
     "MAX_DEPTH",
@@ -102,6 +103,8 @@ LAYOUT_FAMILIES = ',"kernel_families": {'
 LAYOUT_DIRECTORY = ',\n "kernel_lines": '
 LAYOUT_TABLE = ',\n "kernels": {'
 LAYOUT_CLOSE = "\n }\n}\n"
+# The layout's top-level keys: locators, derived from the kernels, never sealed.
+LAYOUT_KEYS = (LAYOUT_KEY, FAMILIES_KEY, DIRECTORY_KEY)
 
 
 def sha256_bytes(data: bytes) -> str:
