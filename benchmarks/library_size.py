@@ -29,10 +29,12 @@ noop backend, NumPy and aotc's modules imported before the clock starts:
 
 Rounds are interleaved (each checkout, each count), so drift in a shared
 machine's load hits every case alike; medians are printed, with each
-sample's CPU time beside the wall time::
+sample's CPU time beside the wall time. ``--instructions`` also counts each
+stage's instructions under callgrind, which a machine's load does not move:
+a process that stops after the stage less one that stops before it::
 
     python benchmarks/library_size.py --base /tmp/lib64/build/aotc/scale64/lib \\
-        --counts 64,512,2048,10000 --root . --root /tmp/parent-checkout --rounds 9 --by-name 64
+        --counts 64,512,2048,10000 --root . --root /tmp/parent-checkout --rounds 9 --by-name 64 [--instructions]
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _GROW = """
 import json, os, sys
@@ -73,8 +79,10 @@ import json, os, sys, time
 import numpy as np
 import aotc, aotc.kernels, aotc.runtime.library, aotc.runtime.backends.noop, aotc.index.library_index
 from aotc.errors import AotcError
-folder, point = sys.argv[1], json.loads(sys.argv[2])
+folder, point, stage = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "call"
 x = np.ones(1000, np.float32)
+if stage == "import":
+    sys.exit(0)
 read = [0]
 def counted(function):
     def call(*args):
@@ -92,6 +100,8 @@ except AotcError as exc:
     sys.exit(0)
 loaded, loaded_cpu = time.perf_counter(), time.process_time()
 os.read, os.pread = plain
+if stage == "load":
+    sys.exit(0)
 y = aotc.kernels.over(lib).axpb(x, 2.0, 1.0, **point)
 called, called_cpu = time.perf_counter(), time.process_time()
 assert y.shape == x.shape
@@ -108,15 +118,41 @@ print(json.dumps({"wall": time.perf_counter() - start, "cpu": time.process_time(
 """
 
 
-def _child(root: str, code: str, *args: str, path: str = "", cache: str = "") -> dict[str, object]:
+def _child(root: str, code: str, *args: str, path: str = "", cache: str = "", counted: bool = False) -> dict[str, object]:
+    """What the child printed; ``counted``: the instructions it ran, as callgrind counts them."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONDONTWRITEBYTECODE",)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, root]))
     if cache:
         env["AOTC_CACHE_DIR"] = cache
-    done = subprocess.run([sys.executable, "-P", "-c", code, *args], capture_output=True, text=True, env=env, cwd="/", check=False)
-    if done.returncode:
-        raise SystemExit(f"{root}: child failed:\n{done.stderr[-3000:]}")
+    command = [sys.executable, "-P", "-c", code, *args]
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "callgrind.out")
+        if counted:
+            command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/", check=False)
+        if done.returncode:
+            raise SystemExit(f"{root}: child failed:\n{done.stderr[-3000:]}")
+        if counted:
+            with open(out) as file:
+                return {"instructions": next(int(line.split()[1]) for line in file if line.startswith(("summary:", "totals:")))}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _instructions(roots: list[str], counts: list[int], libraries: dict[Any, Any], sites: dict[str, str], by_name: int, scratch: str) -> None:
+    """Each stage's instructions (callgrind): a process that stops after it, less one that stops before it."""
+    for root in roots:
+        print(f"instructions, checkout {root}")
+        for count in counts:
+            folder, point = libraries[root, count]
+            total = {stage: _child(root, _CALL, folder, point, stage, counted=True)["instructions"] for stage in ("import", "load", "call")}
+            load, call = total["load"] - total["import"], total["call"] - total["load"]  # type: ignore[operator]
+            print(f"  {count:6} kernels: load {load / 1e6:.2f} M  first call {call / 1e6:.2f} M")
+        site = sites.get(root)
+        if site:
+            cache = os.path.join(scratch, f"cache{roots.index(root)}")
+            folder = os.path.join(site, f"scale{by_name}pkg", "_kernels")
+            found = {how: _child(root, _BY, target, path=site, cache=cache, counted=True)["instructions"] for how, target in (("folder", folder), ("name", f"scale{by_name}"))}
+            print(f"  import + load by folder {found['folder'] / 1e6:.2f} M, by name {found['name'] / 1e6:.2f} M: {(found['name'] - found['folder']) / 1e6:+.2f} M")  # type: ignore[operator]
 
 
 def _grow(root: str, base: str, target: str, count: int) -> str:
@@ -161,6 +197,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--by-name", type=int, metavar="N", help="also time a load by name of the N-kernel library")
     parser.add_argument("--distributions", type=int, default=300, help="other distributions installed beside it")
+    parser.add_argument("--instructions", action="store_true", help="also count each stage's instructions under callgrind (needs valgrind)")
     args = parser.parse_args()
     roots = [os.path.abspath(r) for r in args.root or [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]]
     counts = [int(c) for c in args.counts.split(",")]
@@ -199,6 +236,8 @@ def main() -> None:
                         result = _child(root, _BY, target, path=site, cache=cache)
                         samples.setdefault((root, -1, f"{how}"), []).append(float(result["wall"]))  # type: ignore[arg-type]
                         samples.setdefault((root, -1, f"{how}, CPU"), []).append(float(result["cpu"]))  # type: ignore[arg-type]
+        if args.instructions:
+            _instructions(roots, counts, libraries, sites, args.by_name, scratch)
     with open("/proc/loadavg") as loadavg:
         print(f"load average {' '.join(loadavg.read().split()[:3])} at the end; medians of {args.rounds} interleaved rounds")
     for root in roots:

@@ -77,7 +77,7 @@ class KernelLines:
     ``end`` None, to the newline after ``start``, at most ``cap`` bytes): a slice of
     the bytes in hand, or a read of the file."""
 
-    __slots__ = ("_catalogs", "_directory", "_families", "_fetch", "_names", "count", "spans", "where")
+    __slots__ = ("_catalogs", "_directory", "_families", "_fetch", "_names", "_rows", "count", "spans", "where")
 
     def __init__(self, where: str, fetch: Callable[..., bytes], base: int, layout: dict[str, Any]) -> None:
         self.where = where
@@ -87,6 +87,7 @@ class KernelLines:
         self._directory: bytes | None = None
         self._families: bytes | None = None
         self._names: dict[str, None] | None = None
+        self._rows: dict[str, tuple[int, str, bytes, int]] | None = None  # every row, where a reader asked for all
         self._catalogs: dict[str, Any] = {}
 
     # -- the parts --------------------------------------------------------------
@@ -134,8 +135,25 @@ class KernelLines:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.row(name) is not None
 
+    def rows(self) -> dict[str, tuple[int, str, bytes, int]]:
+        """Every kernel's directory row, by name, in index order: one scan (a reader
+        that checks every kernel asks, so that each lookup is not a search)."""
+        if self._rows is None:
+            data = self.directory()
+            rows = {}
+            for match in _ROW.finditer(data):
+                name, offset, family, point, form = match.groups()
+                rows[name.decode()] = (int(offset), family.decode(), point, int(form))
+            if list(rows) != list(self.names):
+                msg = f"{self.where}: {DIRECTORY_KEY}: a row is not like [offset, family, [axis values], form]"
+                raise IndexFormatError(msg)
+            self._rows = rows
+        return self._rows
+
     def row(self, name: str) -> tuple[int, str, bytes, int] | None:
         """Kernel ``name``'s directory row: (line offset, family, axis values as written, form); None if it has none."""
+        if self._rows is not None:
+            return self._rows.get(name)
         if self._names is not None:  # scanned already: a dict lookup answers "none"
             if name not in self._names:
                 return None

@@ -200,7 +200,7 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
         from aotc.index._layout import derived, point_text
 
         lines = self._layout()
-        names = list(self.kernels)
+        names = list(lines.rows())  # every row at once: each lookup below is a dict's
         if len(names) != lines.count or lines.lines_in_table() != len(names):
             msg = f"{self.where}: {LAYOUT_KEY}: counts {lines.count} kernels, the directory {len(names)}, the kernels table {lines.lines_in_table()} lines"
             raise IndexFormatError(msg)
