@@ -31,10 +31,14 @@ Rounds are interleaved (each checkout, each count), so drift in a shared
 machine's load hits every case alike; medians are printed, with each
 sample's CPU time beside the wall time. ``--instructions`` also counts each
 stage's instructions under callgrind, which a machine's load does not move:
-a process that stops after the stage less one that stops before it::
+a process that stops after the stage less one that stops before it (within a
+couple of million instructions of the interpreter's own exit). ``--repeat K``
+times K loads and first calls in one process, each on a fresh ``Library``
+(its own index and bindings; the modules imported once), the libraries
+interleaved, in CPU time::
 
     python benchmarks/library_size.py --base /tmp/lib64/build/aotc/scale64/lib \\
-        --counts 64,512,2048,10000 --root . --root /tmp/parent-checkout --rounds 9 --by-name 64 [--instructions]
+        --counts 64,512,2048,10000 --root . --root /tmp/parent-checkout --rounds 9 --by-name 64 [--instructions] [--repeat 200]
 """
 
 from __future__ import annotations
@@ -109,6 +113,25 @@ print(json.dumps({"load": loaded - start, "load, CPU": loaded_cpu - cpu, "first 
                   "first call, CPU": called_cpu - loaded_cpu, "read at load": read[0]}))
 """
 
+# Many loads and first calls in one process, each on a fresh Library (its own index
+# object and bindings), the libraries interleaved: a figure descheduling does not move.
+_REPEAT = """
+import json, statistics, sys, time
+import numpy as np
+import aotc, aotc.kernels, aotc.runtime.library, aotc.runtime.backends.noop, aotc.index.library_index
+cases, repeat = json.loads(sys.argv[1]), int(sys.argv[2])
+x = np.ones(1000, np.float32)
+found = {}
+for _ in range(repeat):
+    for folder, point in cases:
+        start = time.process_time()
+        lib = aotc.load(folder, backend="noop")
+        loaded = time.process_time()
+        aotc.kernels.over(lib).axpb(x, 2.0, 1.0, **point)
+        found.setdefault(folder, []).append((loaded - start, time.process_time() - loaded))
+print(json.dumps({folder: [statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)] for folder, samples in found.items()}))
+"""
+
 _BY = """
 import json, sys, time
 start, cpu = time.perf_counter(), time.process_time()
@@ -127,8 +150,9 @@ def _child(root: str, code: str, *args: str, path: str = "", cache: str = "", co
     command = [sys.executable, "-P", "-c", code, *args]
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "callgrind.out")
-        if counted:
+        if counted:  # one hash seed: the same process runs the same instructions
             command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command]
+            env["PYTHONHASHSEED"] = "0"
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd="/", check=False)
         if done.returncode:
             raise SystemExit(f"{root}: child failed:\n{done.stderr[-3000:]}")
@@ -138,11 +162,13 @@ def _child(root: str, code: str, *args: str, path: str = "", cache: str = "", co
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _instructions(roots: list[str], counts: list[int], libraries: dict[Any, Any], sites: dict[str, str], by_name: int, scratch: str) -> None:
+def _instructions(roots: list[str], counts: list[int], libraries: dict[Any, Any], sites: dict[str, str], by_name: int, scratch: str, notes: dict[Any, str]) -> None:
     """Each stage's instructions (callgrind): a process that stops after it, less one that stops before it."""
     for root in roots:
         print(f"instructions, checkout {root}")
         for count in counts:
+            if "refused" in notes[root, count]:
+                continue
             folder, point = libraries[root, count]
             total = {stage: _child(root, _CALL, folder, point, stage, counted=True)["instructions"] for stage in ("import", "load", "call")}
             load, call = total["load"] - total["import"], total["call"] - total["load"]  # type: ignore[operator]
@@ -198,6 +224,7 @@ def main() -> None:
     parser.add_argument("--by-name", type=int, metavar="N", help="also time a load by name of the N-kernel library")
     parser.add_argument("--distributions", type=int, default=300, help="other distributions installed beside it")
     parser.add_argument("--instructions", action="store_true", help="also count each stage's instructions under callgrind (needs valgrind)")
+    parser.add_argument("--repeat", type=int, default=0, metavar="K", help="also time K loads and first calls in one process, each on a fresh Library")
     args = parser.parse_args()
     roots = [os.path.abspath(r) for r in args.root or [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]]
     counts = [int(c) for c in args.counts.split(",")]
@@ -236,8 +263,16 @@ def main() -> None:
                         result = _child(root, _BY, target, path=site, cache=cache)
                         samples.setdefault((root, -1, f"{how}"), []).append(float(result["wall"]))  # type: ignore[arg-type]
                         samples.setdefault((root, -1, f"{how}, CPU"), []).append(float(result["cpu"]))  # type: ignore[arg-type]
+        for root in roots if args.repeat else ():
+            cases = [(libraries[root, count][0], json.loads(libraries[root, count][1])) for count in counts if "refused" not in notes[root, count]]
+            found = _child(root, _REPEAT, json.dumps(cases), str(args.repeat))
+            print(f"in one process, {args.repeat} each, CPU time, checkout {root}")
+            for count in counts:
+                if libraries[root, count][0] in found:
+                    load, call = found[libraries[root, count][0]]  # type: ignore[misc]
+                    print(f"  {count:6} kernels: load {load * 1e3:.3f} ms  first call on a fresh Library {call * 1e3:.3f} ms")
         if args.instructions:
-            _instructions(roots, counts, libraries, sites, args.by_name, scratch)
+            _instructions(roots, counts, libraries, sites, args.by_name, scratch, notes)
     with open("/proc/loadavg") as loadavg:
         print(f"load average {' '.join(loadavg.read().split()[:3])} at the end; medians of {args.rounds} interleaved rounds")
     for root in roots:

@@ -296,7 +296,9 @@ class Layout:
                 point[axis] = next(iter(held))
         catalog = self.family.catalog
         indexes = {f.index for f in forms}
-        found = catalog.find(point, indexes)
+        # A whole point is one kernel's, whatever its form: two found there leave no choice.
+        whole = catalog.find(point) if len(point) == len(catalog.axes) else None
+        found = catalog.find(point, indexes) if whole is None or len(whole) > 1 else [hit for hit in whole if hit[2] in indexes]
         if not found:
             raise ArgumentError(self._no_kernel(axes))
         if len(found) > 1:
@@ -307,7 +309,7 @@ class Layout:
             msg = f"{self.name}(): {len(found)} kernels fit these arrays; choose one with {axis}= ({values})"
             raise ArgumentError(msg)
         name, reached, _ = found[0]
-        twins = catalog.find(reached)  # the axis values a call reaches are one kernel's, whatever its form
+        twins = whole if whole is not None else catalog.find(reached)  # the axis values a call reaches are one kernel's
         if len(twins) > 1:
             msg = f"{self.library.index.where}: kernels.{twins[1][0]}: has the axes of kernel {twins[0][0]!r}, in family {catalog.name}"
             raise IndexFormatError(msg)
