@@ -39,6 +39,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_INDEX_BYTES",
     "MAX_KERNEL_LINE_BYTES",
+    "MAX_LAID_OUT_BYTES",
     "MAX_TOP_BYTES",
     "PACK_CODES",
     "SCHEMA",
@@ -69,6 +70,9 @@ MAX_TOP_BYTES = 1024 * 1024
 MAX_DIRECTORY_BYTES = 64 * 1024 * 1024
 MAX_CATALOG_BYTES = 64 * 1024 * 1024
 MAX_KERNEL_LINE_BYTES = 1024 * 1024
+# An index in the build's layout held in memory whole, as a wheel's member is
+# (aotc inspect on a wheel): checked a part at a time, never parsed whole.
+MAX_LAID_OUT_BYTES = 256 * 1024 * 1024  # a 100,000-kernel index is some 210 MB
 # The deepest real path is kernels.k.launch.grid[i].tile: six levels below the top.
 MAX_DEPTH = 16
 # The largest fatbin or source the reader will load (a fatbin of one kernel for
