@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from aotc.errors import UnreadableFileError
 
-__all__ = ["KERNEL_FILE_LIMIT", "open_regular", "read_capped", "read_regular"]
+__all__ = ["KERNEL_FILE_LIMIT", "foreign_directory", "open_regular", "read_capped", "read_regular"]
 
 # The most a kernel's source or fatbin may hold: far above any real one (a
 # fatbin for every architecture is a few MiB), far below what exhausts memory.
@@ -92,6 +92,25 @@ def read_capped(fd: int, path: str | os.PathLike[str], max_bytes: int, expected:
     except OSError as exc:
         msg = f"{os.fspath(path)}: {_reason(exc, path)}"
         raise UnreadableFileError(msg) from None
+
+
+def foreign_directory(path: str | os.PathLike[str], st: os.stat_result | None = None) -> str:
+    """Why the folder ``path`` (of status ``st``, where already taken) may hold
+    what others wrote: it is no directory, it is another user's, or others may
+    write in it; "" for a directory of this user's that no one else writes.
+    What the disk cache and the kept entry points are trusted as far as."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            return f"cannot inspect {os.fspath(path)}: {exc.strerror}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{os.fspath(path)} is not a directory"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"{os.fspath(path)} is owned by uid {st.st_uid}, not by this user ({os.geteuid()})"
+    if os.name != "nt" and st.st_mode & 0o022:
+        return f"{os.fspath(path)} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return ""
 
 
 def _reason(exc: OSError, path: str | os.PathLike[str]) -> str:

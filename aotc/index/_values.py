@@ -26,7 +26,10 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CTYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_ *]{0,63}")
 _VERSION = re.compile(r"\d{1,6}(\.\d{1,6}){1,3}")
 _TEXT_LIMIT = 256
-_MAX_KERNELS = 10_000
+# Kernels an index may hold: ten times the largest libraries shipped, so a
+# library of 100,000 kernels loads; each part of the build's layout is read
+# within its own cap (aotc.index.schema), whatever the count.
+_MAX_KERNELS = 1_000_000
 _MAX_PARAMS = 64
 _MAX_ARCHS = 64
 _MAX_THREADS = 1024

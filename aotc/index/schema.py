@@ -23,14 +23,24 @@ __all__ = [
     "ARCH_TEXT",
     "CHECKSUM_KEY",
     "DIRECTORY_KEY",
+    "FAMILIES_KEY",
     "INDEX_NAME",
     "KERNEL_SEALED",
     "LAYOUT_CLOSE",
     "LAYOUT_DIRECTORY",
+    "LAYOUT_FAMILIES",
+    "LAYOUT_INDEX",
+    "LAYOUT_KEY",
+    "LAYOUT_KEYS",
     "LAYOUT_TABLE",
+    "MAX_CATALOG_BYTES",
     "MAX_DEPTH",
+    "MAX_DIRECTORY_BYTES",
     "MAX_FILE_BYTES",
     "MAX_INDEX_BYTES",
+    "MAX_KERNEL_LINE_BYTES",
+    "MAX_LAID_OUT_BYTES",
+    "MAX_TOP_BYTES",
     "PACK_CODES",
     "SCHEMA",
     "SOURCE_DIR",
@@ -47,9 +57,22 @@ SCHEMA = 3
 INDEX_NAME = "index.json"
 SOURCE_DIR = "src"
 
-# A real index is about 2.3 KB per kernel; 8 MiB is some 3,500 kernels, and
-# refusing a larger file before parsing keeps /dev/zero or a runaway file out of memory.
+# An index read and parsed whole (any layout but the build's, below): a real
+# index is about 2.1 KB per kernel, so 8 MiB is some 4,000 kernels, and
+# refusing a larger file before parsing keeps /dev/zero or a runaway file out
+# of memory. The build's layout is never read whole: each part is read when it
+# is used, within its own cap, whatever the file's size.
 MAX_INDEX_BYTES = 8 * 1024 * 1024
+# The build's layout, part by part: the top level (the library's name,
+# semirings, toolkit: a few KB), the directory (under 64 bytes a kernel: a
+# million kernels), one family's catalog, and one kernel's line (about 2 KB).
+MAX_TOP_BYTES = 1024 * 1024
+MAX_DIRECTORY_BYTES = 64 * 1024 * 1024
+MAX_CATALOG_BYTES = 64 * 1024 * 1024
+MAX_KERNEL_LINE_BYTES = 1024 * 1024
+# An index in the build's layout held in memory whole, as a wheel's member is
+# (aotc inspect on a wheel): checked a part at a time, never parsed whole.
+MAX_LAID_OUT_BYTES = 256 * 1024 * 1024  # a 100,000-kernel index is some 210 MB
 # The deepest real path is kernels.k.launch.grid[i].tile: six levels below the top.
 MAX_DEPTH = 16
 # The largest fatbin or source the reader will load (a fatbin of one kernel for
@@ -71,14 +94,21 @@ KERNEL_SEALED = ("symbol", "family", "axes", "signature", "params", "launch", "f
 # gates the driver check, and older-style fixtures drop it, so it is not sealed.
 TOP_SEALED = ("library", "semirings")
 
-# The layout the build writes (aotc.build.index_writer) and aotc.load reads
-# (aotc.index._lines): the top level indented, then a directory of the kernels
-# on one line, then the kernels table, one kernel a line, each opening with
-# the family it is found by.
+# The layout the build writes and aotc.load reads (aotc.index._layout writes
+# it, aotc.index._lines reads it): the top level indented, then where the rest
+# lies (LAYOUT_KEY, one line), the families' catalogs a family a line, the
+# directory of the kernels on one line, then the kernels table, one kernel a
+# line, each opening with the family it is found by.
+LAYOUT_KEY = "kernel_index"
+FAMILIES_KEY = "kernel_families"
 DIRECTORY_KEY = "kernel_lines"
+LAYOUT_INDEX = ',\n "kernel_index": '
+LAYOUT_FAMILIES = ',"kernel_families": {'
 LAYOUT_DIRECTORY = ',\n "kernel_lines": '
 LAYOUT_TABLE = ',\n "kernels": {'
 LAYOUT_CLOSE = "\n }\n}\n"
+# The layout's top-level keys: locators, derived from the kernels, never sealed.
+LAYOUT_KEYS = (LAYOUT_KEY, FAMILIES_KEY, DIRECTORY_KEY)
 
 
 def sha256_bytes(data: bytes) -> str:
