@@ -164,10 +164,22 @@ static inline void __threadfence_system() { std::atomic_thread_fence(std::memory
 // ---- atomics: CUDA's overload set, relaxed like CUDA's ------------------------
 // Always inlined, so that a checked build's report names the kernel's line.
 #define AOTC_EMU_INLINE inline __attribute__((always_inline))
+// An atomic that accumulates through a compare-and-swap loop says so to the
+// race check, which tells a read between such updates (a partial result) from
+// one between compare-and-swaps of atomicMax's kind (a guess the loop checks).
+#if AOTC_EMU_CHECKS
+#define AOTC_EMU_ACCUMULATING const ::aotc_emu::check::Accumulating aotc_emu_accumulating
+#else
+#define AOTC_EMU_ACCUMULATING
+#endif
 namespace aotc_emu::detail {
 
-template <class T, class Update>
+template <bool Accumulates, class T, class Update>
 AOTC_EMU_INLINE T atomic_update(T* address, Update update) {
+  if constexpr (Accumulates) {
+    AOTC_EMU_ACCUMULATING;
+    return atomic_update<false>(address, update);
+  }
   T old = __atomic_load_n(address, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(address, &old, update(old), true, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED)) {
@@ -178,6 +190,7 @@ AOTC_EMU_INLINE T atomic_update(T* address, Update update) {
 // Floating-point updates run on the bits, so NaN and -0.0 compare exactly.
 template <class F, class Bits, class Update>
 AOTC_EMU_INLINE F atomic_update_floating(F* address, Update update) {
+  AOTC_EMU_ACCUMULATING;
   Bits* bits = reinterpret_cast<Bits*>(address);
   Bits old = __atomic_load_n(bits, __ATOMIC_RELAXED);
   for (;;) {
@@ -207,10 +220,10 @@ AOTC_EMU_INLINE T atomic_cas(T* address, T compare, T value) {
 
 #define AOTC_ATOMIC_MINMAX(SUFFIX, T)                                                       \
   static AOTC_EMU_INLINE T atomicMin##SUFFIX(T* p, T v) {                                            \
-    return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v < old ? v : old; });  \
+    return ::aotc_emu::detail::atomic_update<false>(p, [v](T old) { return v < old ? v : old; });  \
   }                                                                                         \
   static AOTC_EMU_INLINE T atomicMax##SUFFIX(T* p, T v) {                                            \
-    return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v > old ? v : old; });  \
+    return ::aotc_emu::detail::atomic_update<false>(p, [v](T old) { return v > old ? v : old; });  \
   }
 
 #define AOTC_ATOMICS(SUFFIX)                                                                 \
@@ -229,11 +242,11 @@ AOTC_EMU_INLINE T atomic_cas(T* address, T compare, T value) {
     return ::aotc_emu::detail::atomic_cas(p, c, v);                                          \
   }                                                                                          \
   static AOTC_EMU_INLINE unsigned int atomicInc##SUFFIX(unsigned int* p, unsigned int limit) {       \
-    return ::aotc_emu::detail::atomic_update(                                                \
+    return ::aotc_emu::detail::atomic_update<true>(                                          \
         p, [limit](unsigned int old) { return old >= limit ? 0u : old + 1u; });              \
   }                                                                                          \
   static AOTC_EMU_INLINE unsigned int atomicDec##SUFFIX(unsigned int* p, unsigned int limit) {       \
-    return ::aotc_emu::detail::atomic_update(                                                \
+    return ::aotc_emu::detail::atomic_update<true>(                                          \
         p, [limit](unsigned int old) { return (old == 0u || old > limit) ? limit : old - 1u; }); \
   }                                                                                          \
   static AOTC_EMU_INLINE float atomicAdd##SUFFIX(float* p, float v) {                                 \

@@ -459,6 +459,7 @@ inline T relu(T h) {
   static inline float __high2float(const P a) { return static_cast<float>(a.y); }                         \
   static inline P __lowhigh2highlow(const P a) { return P(a.y, a.x); }                                    \
   static inline T atomicAdd(T* address, T value) {                                                        \
+    AOTC_EMU_ACCUMULATING;                                                                                \
     unsigned short* bits = reinterpret_cast<unsigned short*>(address);                                    \
     unsigned short old = *bits, assumed;                                                                  \
     do {                                                                                                  \
@@ -468,6 +469,7 @@ inline T relu(T h) {
     return ::aotc_emu::half::from_bits<T>(old);                                                           \
   }                                                                                                       \
   static inline P atomicAdd(P* address, P value) {                                                        \
+    AOTC_EMU_ACCUMULATING;                                                                                \
     unsigned int* bits = reinterpret_cast<unsigned int*>(address);                                        \
     unsigned int old = *bits, assumed;                                                                    \
     do {                                                                                                  \
