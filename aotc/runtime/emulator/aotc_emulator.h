@@ -343,11 +343,37 @@ static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __ddiv_rn(double a, double b) { return a / b; }
 static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 
-#define AOTC_CONVERSIONS(NAME, FROM, TO)                                                     \
-  static inline TO __##NAME##_rn(FROM v) { return static_cast<TO>(nearbyint(v)); }           \
-  static inline TO __##NAME##_rz(FROM v) { return static_cast<TO>(v); }                      \
-  static inline TO __##NAME##_rd(FROM v) { return static_cast<TO>(floor(v)); }               \
-  static inline TO __##NAME##_ru(FROM v) { return static_cast<TO>(ceil(v)); }
+namespace aotc_emu {
+enum Rounding : int { kNearest, kTowardZero, kDown, kUp };
+
+// cvt's float-to-integer (cvt.rni/rzi/rmi/rpi): rounded as asked (to nearest
+// even, toward zero, down, up), then clamped to I's range; NaN becomes 0.
+// A C cast would be undefined past the range (x86 gives the lowest value).
+template <class I, class F>
+inline I to_integer(F value, Rounding rounding) {
+  if (value != value) return 0;
+  const double wide = static_cast<double>(value);  // exact for a float
+  const double rounded = rounding == kNearest      ? __builtin_nearbyint(wide)
+                         : rounding == kTowardZero ? __builtin_trunc(wide)
+                         : rounding == kDown       ? __builtin_floor(wide)
+                                                   : __builtin_ceil(wide);
+  constexpr int bits = 8 * sizeof(I);
+  constexpr unsigned long long highest_bits = std::is_signed_v<I> ? (1ull << (bits - 1)) - 1 : ~0ull >> (64 - bits);
+  constexpr I highest = static_cast<I>(highest_bits);
+  constexpr I lowest = std::is_signed_v<I> ? static_cast<I>(-static_cast<long long>(highest_bits) - 1) : static_cast<I>(0);
+  // A 64-bit highest value (2^63 - 1, 2^64 - 1) becomes 2^63 or 2^64 as a double,
+  // the first value past it, so the comparisons stay exact.
+  if (rounded <= static_cast<double>(lowest)) return lowest;
+  if (rounded >= static_cast<double>(highest)) return highest;
+  return static_cast<I>(rounded);
+}
+}  // namespace aotc_emu
+
+#define AOTC_CONVERSIONS(NAME, FROM, TO)                                                                  \
+  static inline TO __##NAME##_rn(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kNearest); }    \
+  static inline TO __##NAME##_rz(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kTowardZero); } \
+  static inline TO __##NAME##_rd(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kDown); }       \
+  static inline TO __##NAME##_ru(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kUp); }
 AOTC_CONVERSIONS(float2int, float, int)
 AOTC_CONVERSIONS(float2uint, float, unsigned int)
 AOTC_CONVERSIONS(float2ll, float, long long)
