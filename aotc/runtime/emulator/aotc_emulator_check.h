@@ -655,7 +655,7 @@ AOTC_EMU_UNCHECKED_HOT static bool global_allowed(unsigned long long address, un
 
 // Where an access goes: its space and its offset there (global: the address).
 // False, reported, for one that must not happen.
-AOTC_EMU_UNCHECKED static bool place_access(unsigned long long address, unsigned long long size, bool write, bool aligned,
+AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsigned long long size, bool write, bool aligned,
                                             int& space, unsigned long long& offset) {
   const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
   const unsigned long long section_end = reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared);
@@ -688,7 +688,7 @@ AOTC_EMU_UNCHECKED static bool place_access(unsigned long long address, unsigned
 
 // Checks one access of a CUDA thread against the shadow of its bytes. False,
 // reported, for one that must not happen. `atomic`: an AtomicKind.
-AOTC_EMU_UNCHECKED static bool check_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned,
+AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned,
                                             int atomic) {
   const unsigned long long address = reinterpret_cast<unsigned long long>(pointer);
   int space = kGlobal;
