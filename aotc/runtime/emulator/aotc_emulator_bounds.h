@@ -215,9 +215,8 @@ AOTC_EMU_UNCHECKED_HOT static void learn(unsigned long long value) {
 
 // This library's loaded segments and its thread-local block, for the
 // launching thread (a checked launch's one worker).
-AOTC_EMU_UNCHECKED static int find_segments(struct dl_phdr_info* info, size_t, void* self) {
-  Dl_info own;
-  if (dladdr(self, &own) == 0 || reinterpret_cast<unsigned long long>(own.dli_fbase) != info->dlpi_addr) return 0;
+AOTC_EMU_UNCHECKED static int find_segments(struct dl_phdr_info* info, size_t, void* base) {
+  if (reinterpret_cast<unsigned long long>(base) != info->dlpi_addr) return 0;
   library_segment_count = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& header = info->dlpi_phdr[i];
@@ -255,7 +254,10 @@ AOTC_EMU_UNCHECKED static void begin_regions(const unsigned long long* pointers,
   (void)detail::thread_idx;  // this thread's block of thread-locals exists once it is used
   library_segment_count = 0;
   library_segments[15] = Region{0, 0};
-  dl_iterate_phdr(&find_segments, reinterpret_cast<void*>(&find_segments));
+  static void* own_base = nullptr;  // this library's load address, found once
+  Dl_info own;
+  if (own_base == nullptr && dladdr(reinterpret_cast<void*>(&find_segments), &own) != 0) own_base = own.dli_fbase;
+  dl_iterate_phdr(&find_segments, own_base);
   for (int i = 0; i < library_segment_count; ++i) add_region(library_segments[i].begin, library_segments[i].end);
   add_region(library_segments[15].begin, library_segments[15].end);
   for (int i = 0; i < pointer_count; ++i) {
