@@ -24,7 +24,7 @@ import sys
 
 from aotc.arrays.kinds import kind_of
 from aotc.dtypes import DTYPES, by_numpy
-from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, echo
 from aotc.kernels._entry import bind_arrays, entry_for, make_plan
 from aotc.kernels._launch import launch
 from aotc.kernels._plans import PlanTable
@@ -236,10 +236,11 @@ class Layout:
         self.kernels[kernel.name] = kernel
 
     def reach(self, name: str) -> None:
-        """Check and admit kernel ``name``; KeyError where it is not this layout's."""
+        """Check and admit kernel ``name``; UnknownKernelError (a KeyError, as a
+        mapping's lookup raises) where it is not this layout's."""
         kernel, form = self.family.catalog.kernel(name)
         if form.index not in self._form_bound:
-            raise KeyError(name)
+            raise UnknownKernelError(f"{name}: not a kernel of {self.name}()'s layout")
         self.admit(kernel, form)
 
     def _choose(self, dtypes: dict[str, str], axes: dict[str, Any], ranks: dict[str, int], shapes: dict[str, Any]) -> str:
