@@ -24,7 +24,7 @@ How much is checked when:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc's own: importing that imports collections
 
 from aotc.errors import IndexFormatError, UnknownKernelError, UnreadableFileError
 from aotc.index import _lines
