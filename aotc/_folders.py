@@ -1,8 +1,9 @@
 """The cache folder: ``AOTC_CACHE_DIR``, else the platform's user cache folder plus ``aotc``.
 
 Standard library only, and no ``pathlib``: the kept entry points
-(``aotc._entry_points``) are read on the way to a library's first launch.
-The disk cache (``aotc._cache``, ``aotc.runtime.cache``) and they find the
+(``aotc._entry_points``) and the record of kernel files verified
+(``aotc.index._verified``) are read on the way to a library's first launch.
+They and the disk cache (``aotc._cache``, ``aotc.runtime.cache``) find the
 folder here.
 """
 
