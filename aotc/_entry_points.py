@@ -35,7 +35,7 @@ import os
 import sys
 import time
 
-from aotc._folders import cache_folder
+from aotc._folders import SETTLED_NS, cache_folder
 from aotc._untrusted_files import foreign_directory, read_regular
 from aotc._version import __version__
 from aotc.errors import UnreadableFileError
@@ -49,7 +49,6 @@ __all__ = ["GROUP", "KEPT_FOLDER", "declarations", "forget"]
 GROUP = "aotc.libraries"
 KEPT_FOLDER = "library-names"
 _FORMAT = 1  # bump when what a kept file holds changes
-_SETTLED_NS = 2_000_000_000  # a stamp this old is trusted to change with its folder
 _MAX_KEPT_BYTES = 1 << 20
 
 
@@ -111,7 +110,7 @@ def _keep(kept: str, paths: list[str], stamps: list[Any], found: tuple[list[list
     """Write what was found, unless a stamp is too young to be trusted (see the module docstring)."""
     declaring = sorted({info for _, _, _, info in found[0] if info})
     files = [[path, _stamp(path)] for path in (os.path.join(info, "entry_points.txt") for info in declaring)]
-    if any(stamp is not None and started - stamp[0] < _SETTLED_NS for stamp in [*stamps, *(s for _, s in files)]):
+    if any(stamp is not None and started - stamp[0] < SETTLED_NS for stamp in [*stamps, *(s for _, s in files)]):
         return
     folder = os.path.dirname(kept)
     try:

@@ -1,8 +1,9 @@
 """The cache folder: ``AOTC_CACHE_DIR``, else the platform's user cache folder plus ``aotc``.
 
 Standard library only, and no ``pathlib``: the kept entry points
-(``aotc._entry_points``) are read on the way to a library's first launch.
-The disk cache (``aotc._cache``, ``aotc.runtime.cache``) and they find the
+(``aotc._entry_points``) and the record of kernel files verified
+(``aotc.index._verified``) are read on the way to a library's first launch.
+They and the disk cache (``aotc._cache``, ``aotc.runtime.cache``) find the
 folder here.
 """
 
@@ -11,7 +12,14 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["cache_folder", "user_cache_folder"]
+__all__ = ["SETTLED_NS", "cache_folder", "user_cache_folder"]
+
+# What aotc keeps in the cache folder to spare a later process work (the
+# kept entry points, the verified files) is keyed by file stamps (mtime,
+# ctime). Stamps tick coarsely (a few ms on Linux), so a change in the same
+# tick as the last could leave them alone: nothing is kept for a file or
+# folder changed less than this long ago.
+SETTLED_NS = 2_000_000_000
 
 
 def user_cache_folder() -> str:

@@ -9,7 +9,8 @@ since the load is refused: "changed since it was loaded"):
 - the families' catalogs, at the bindings' first use (``catalog``);
 - the directory, at the first lookup of a kernel by name or by its family's
   axis values (``row``, ``find``, ``members``): one line, searched with
-  ``bytes.find`` and regular expressions, in C, never parsed whole;
+  ``bytes.find`` (and regular expressions where a search leaves an axis
+  open, or reads every row), in C, never parsed whole;
 - a kernel's line, at its first use (``entry``).
 
 Nothing here is trusted: each part is read with the marker the layout puts
@@ -19,16 +20,21 @@ kernel (its form, its axis values) is held to its sealed entry before any
 field of it is used (``aotc.index.families``, ``LibraryIndex``). An index in
 any other layout makes ``split`` and ``open_lines`` return None: the reader
 then parses and validates the whole document.
+
+A kernel's first use reads its row (``aotc.index._rows``) and its line
+without ``re``: importing it, with ``enum``, would cost a start-up more than the
+rest of it. The searches that need a pattern compile it on first use.
 """
 
 from __future__ import annotations
 
 import os
-import re
 
 from aotc._untrusted_files import open_regular
 from aotc.errors import IndexFormatError
 from aotc.index._json import parse_json_text
+from aotc.index._rows import row as parse_row
+from aotc.index._rows import row_around
 from aotc.index.schema import (
     DIRECTORY_KEY,
     FAMILIES_KEY,
@@ -58,17 +64,26 @@ _DIRECTORY = LAYOUT_DIRECTORY.encode()
 _TABLE = LAYOUT_TABLE.encode()
 _CLOSE = LAYOUT_CLOSE.encode()
 _NAME = rb"([A-Za-z_][A-Za-z0-9_]{0,63})"  # the validator's rule for names: no escapes, so raw text is the value
-# A directory row: a kernel's name, its line's offset, its family, its axis values and its form.
-_ROW = re.compile(rb'"' + _NAME + rb'":\[(\d{1,12}),"' + _NAME + rb'",\[([^\[\]]{0,4096})\],(\d{1,7})\]')
-# A row's name: what iterating the kernels reads of each (a literal first: the scan runs in C's fast search).
-_NAMES = re.compile(rb'"' + _NAME + rb'":\[')
-# A kernel line's opening: the newline before it, its name, then its family.
-_LINE = re.compile(rb'\n"' + _NAME + rb'": \{"family": "' + _NAME + rb'", ')
-# A family's line opening, in the families' part.
-_FAMILY = re.compile(rb'\n"' + _NAME + rb'": \{')
+_PATTERNS = {
+    # A row's name: what iterating the kernels reads of each (a literal first: the scan runs in C's fast search).
+    "names": rb'"' + _NAME + rb'":\[',
+    # A family's line opening, in the families' part.
+    "family": rb'\n"' + _NAME + rb'": \{',
+}
+_compiled: dict[str, Any] = {}
 # One axis value of a row: an integer, a name, or null (a kernel without that axis).
 _VALUE = rb'(?:\d{1,10}|"[A-Za-z_][A-Za-z0-9_]{0,63}"|null)'
 _PARTS = ("families", "directory", "table")
+
+
+def _pattern(name: str) -> Any:
+    """One of ``_PATTERNS``, compiled at its first use (no search of a start-up needs one)."""
+    found = _compiled.get(name)
+    if found is None:
+        import re
+
+        found = _compiled[name] = re.compile(_PATTERNS[name])
+    return found
 
 
 class KernelLines:
@@ -77,7 +92,7 @@ class KernelLines:
     ``end`` None, to the newline after ``start``, at most ``cap`` bytes): a slice of
     the bytes in hand, or a read of the file."""
 
-    __slots__ = ("_catalogs", "_directory", "_families", "_fetch", "_names", "_rows", "count", "spans", "where")
+    __slots__ = ("_catalogs", "_directory", "_families", "_fetch", "_found", "_names", "_rows", "count", "spans", "where")
 
     def __init__(self, where: str, fetch: Callable[..., bytes], base: int, layout: dict[str, Any]) -> None:
         self.where = where
@@ -88,6 +103,7 @@ class KernelLines:
         self._families: bytes | None = None
         self._names: dict[str, None] | None = None
         self._rows: dict[str, tuple[int, str, bytes, int]] | None = None  # every row, where a reader asked for all
+        self._found: dict[str, tuple[int, str, bytes, int]] = {}  # the rows looked up one at a time
         self._catalogs: dict[str, Any] = {}
 
     # -- the parts --------------------------------------------------------------
@@ -124,7 +140,7 @@ class KernelLines:
     def names(self) -> dict[str, None]:
         """Every kernel's name, in index order (one scan of the directory, when first asked)."""
         if self._names is None:
-            found = _NAMES.findall(self.directory())
+            found = _pattern("names").findall(self.directory())
             names = dict.fromkeys(map(bytes.decode, found))
             if len(names) != len(found):
                 msg = f"{self.where}: {DIRECTORY_KEY}: names a kernel twice"
@@ -141,9 +157,9 @@ class KernelLines:
         if self._rows is None:
             data = self.directory()
             rows = {}
-            for match in _ROW.finditer(data):
-                name, offset, family, point, form = match.groups()
-                rows[name.decode()] = (int(offset), family.decode(), point, int(form))
+            for match in _pattern("names").finditer(data):
+                name = match.group(1).decode()
+                rows[name] = parse_row(self.where, data, match.start(), name)
             if list(rows) != list(self.names):
                 msg = f"{self.where}: {DIRECTORY_KEY}: a row is not like [offset, family, [axis values], form]"
                 raise IndexFormatError(msg)
@@ -154,6 +170,9 @@ class KernelLines:
         """Kernel ``name``'s directory row: (line offset, family, axis values as written, form); None if it has none."""
         if self._rows is not None:
             return self._rows.get(name)
+        found = self._found.get(name)
+        if found is not None:  # a kernel's first use asks a few times (its name, its entry, its backward)
+            return found
         if self._names is not None:  # scanned already: a dict lookup answers "none"
             if name not in self._names:
                 return None
@@ -164,13 +183,14 @@ class KernelLines:
             at = data.find(key, at + 1)
         if at < 0:
             return None
-        return _row(self.where, data, at, name)
+        found = self._found[name] = parse_row(self.where, data, at, name)
+        return found
 
     # -- a family's kernels ---------------------------------------------------------------
 
     def family_names(self) -> tuple[str, ...]:
         """The families whose catalogs the index holds, in index order."""
-        return tuple(name.decode() for name in _FAMILY.findall(self._family_part()))
+        return tuple(name.decode() for name in _pattern("family").findall(self._family_part()))
 
     def catalog(self, family: str) -> Any:
         """Family ``family``'s catalog, parsed (strict JSON); None where the index has none."""
@@ -197,17 +217,21 @@ class KernelLines:
             key = prefix + b",".join(values) + b"],"  # type: ignore[arg-type]
             at = data.find(key)
             while at >= 0:
-                name, _, point, form = _row_at(self.where, data, at)
+                name, _, point, form = row_around(self.where, data, at)
                 yield name, point, form
                 at = data.find(key, at + 1)
             return
+        import re  # an axis left open: a pattern of the values given
+
         items = b",".join(re.escape(value) if value is not None else _VALUE for value in values)
         for match in re.finditer(re.escape(prefix) + items + rb"\],", data):
-            name, _, point, form = _row_at(self.where, data, match.start())
+            name, _, point, form = row_around(self.where, data, match.start())
             yield name, point, form
 
     def members(self, family: str) -> list[tuple[str, bytes, int]]:
         """Every kernel of ``family``: (name, axis values as written, form), in index order."""
+        import re
+
         pattern = re.compile(rb'"' + _NAME + rb'":\[\d{1,12},"' + re.escape(family.encode()) + rb'",\[([^\[\]]{0,4096})\],(\d{1,7})\]')
         return [(name.decode(), point, int(form)) for name, point, form in pattern.findall(self.directory())]
 
@@ -224,8 +248,8 @@ class KernelLines:
         start, end = self.spans["table"]
         position = start + found[0]
         line = self._fetch(position, None, min(MAX_KERNEL_LINE_BYTES, end - position)) if position < end else b""
-        opening = _LINE.match(line)
-        if opening is None or opening.groups() != (name.encode(), found[1].encode()):
+        # The newline before the line, its name, then its family: both names, as the row's parse checked.
+        if not line.startswith(b'\n"' + name.encode() + b'": {"family": "' + found[1].encode() + b'", '):
             msg = f"{where}: the directory ({DIRECTORY_KEY}) points at no line of this kernel; rebuild or reinstall the library"
             raise IndexFormatError(msg)
         last = position + len(line) >= end
@@ -258,27 +282,6 @@ def _text(data: bytes, where: str) -> str:
     except UnicodeDecodeError as exc:
         msg = f"{where}: not UTF-8 at byte {exc.start}"
         raise IndexFormatError(msg) from None
-
-
-def _row(where: str, data: bytes, at: int, name: str) -> tuple[int, str, bytes, int]:
-    match = _ROW.match(data, at)
-    if match is None or data[match.end() : match.end() + 1] not in (b",", b"}"):
-        msg = f"{where}: {DIRECTORY_KEY}.{name}: not a row like [offset, family, [axis values], form]"
-        raise IndexFormatError(msg)
-    _, offset, family, point, form = match.groups()
-    return int(offset), family.decode(), point, int(form)
-
-
-def _row_at(where: str, data: bytes, at: int) -> tuple[str, str, bytes, int]:
-    """The row holding a family found at ``at`` (its ``,"family",[``)."""
-    colon = data.rfind(b'":[', 0, at)
-    start = data.rfind(b'"', 0, colon)
-    name = data[start + 1 : colon].decode("ascii", "replace")
-    found = _row(where, data, start, name)
-    if start + 1 + len(name) + 3 + len(str(found[0])) != at or data[start - 1 : start] not in (b"{", b","):
-        msg = f"{where}: {DIRECTORY_KEY}: a row near byte {at} is not like [offset, family, [axis values], form]"
-        raise IndexFormatError(msg)
-    return (name, *found[1:])  # type: ignore[return-value]
 
 
 def split(data: bytes, where: str) -> tuple[dict[str, Any], KernelLines] | None:

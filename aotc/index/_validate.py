@@ -13,8 +13,6 @@ entry, for a reader that checks each kernel on its first use.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from aotc.errors import echo
 from aotc.index import _declared_entries
 from aotc.index._values import (
@@ -54,6 +52,8 @@ from aotc.index.schema import (
     sealed_fields,
 )
 from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
+
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType, without importing types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

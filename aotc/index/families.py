@@ -17,7 +17,6 @@ its fields is used.
 
 from __future__ import annotations
 
-from types import MappingProxyType
 
 from aotc._record import Record
 from aotc.errors import UnknownKernelError, echo
@@ -25,6 +24,8 @@ from aotc.index import _declared_entries
 from aotc.index._validate import params_of
 from aotc.index._values import _IDENTIFIER, _MAX_INT, _MAX_KERNELS, _MAX_PARAMS, _fail, _int, _list, _object, _table, _text
 from aotc.index.schema import FAMILIES_KEY
+
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType, without importing types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ How much is checked when:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from _collections_abc import Mapping  # collections.abc's own: importing that imports collections
 
 from aotc.errors import IndexFormatError, UnknownKernelError, UnreadableFileError
 from aotc.index import _lines
@@ -159,9 +159,12 @@ class LibraryIndex(Mapping):  # Mapping[str, Any]
             split = _lines.open_lines(path, path)  # the top level only: no kernel's line
         except UnreadableFileError:
             split = None  # read_index_file says why, in its own words
+        # A lazy index (a library loaded to run) keeps the record of files already
+        # hashed; a whole check (aotc inspect, doctor) hashes every file it reads.
+        files = FolderFiles(directory, remembered=lazy)
         if split is not None:
-            return cls(None, path, FolderFiles(directory), lazy=lazy, split=split)
-        return cls(read_index_file(path), path, FolderFiles(directory), lazy=lazy)
+            return cls(None, path, files, lazy=lazy, split=split)
+        return cls(read_index_file(path), path, files, lazy=lazy)
 
     # -- families -------------------------------------------------------------------
 
