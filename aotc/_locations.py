@@ -8,7 +8,9 @@ A library is found by name in one of two places, in this order:
   (``rowops = "rowops._kernels"`` in the package's ``pyproject.toml``, under
   ``[project.entry-points."aotc.libraries"]``). Only a name aotc does not
   hold itself reads the installed distributions' metadata, so loading the
-  tropical library never imports ``importlib.metadata``. The folder is found
+  tropical library never imports ``importlib.metadata``; and what that read
+  found is kept between processes until a distribution is installed or
+  uninstalled on the import path (``aotc._entry_points``). The folder is found
   without importing the package: beside the distribution's files, or else
   where ``importlib.util.find_spec`` finds the top-level package (an
   editable install). Two packages declaring one name, and an entry point
@@ -27,7 +29,6 @@ from aotc.errors import LibraryNotFoundError, echo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
     from pathlib import Path
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
     "library_dir", "library_folder", "module_path", "shadowed_declaration",
 ]  # fmt: skip
 
-ENTRY_POINT_GROUP = "aotc.libraries"
+ENTRY_POINT_GROUP = "aotc.libraries"  # aotc._entry_points.GROUP
 INDEX_NAME = "index.json"  # aotc.index.INDEX_NAME, without importing the index package
 
 _PACKAGE_DIR = os.path.dirname(os.path.realpath(__file__))
@@ -102,56 +103,42 @@ def shadowed_declaration(name: str) -> str:
     saying that name loads aotc's (``aotc doctor`` reports it); else ""."""
     if not os.path.isfile(os.path.join(library_folder(name), INDEX_NAME)):
         return ""
-    found = [ep for ep in _declared()[0] if ep.name == name]
+    found = [who for declared, _, who, _ in _declared()[0] if declared == name]
     if not found:
         return ""
-    who = ", ".join(_distribution(ep) for ep in found)
-    return f"{who} declares it too ({ENTRY_POINT_GROUP} entry point), but the name loads aotc's own library; rename that entry point, or load its folder"
+    return f"{', '.join(found)} declares it too ({ENTRY_POINT_GROUP} entry point), but the name loads aotc's own library; rename that entry point, or load its folder"
 
 
 def declared_libraries() -> list[str]:
     """The names packages declare in the ``aotc.libraries`` entry-point group."""
-    return sorted({ep.name for ep in _declared()[0]})
+    return sorted({name for name, _, _, _ in _declared()[0]})
 
 
-def _declared() -> tuple[list[EntryPoint], list[str]]:
-    """Every ``aotc.libraries`` entry point of the installed distributions (the
-    first of a name on the path, as importlib.metadata counts them), and the
+def _declared() -> tuple[list[list[str]], list[str]]:
+    """Every ``aotc.libraries`` entry point of the installed distributions
+    (``[name, value, "distribution version", its .dist-info folder]``, the first
+    of a name on the path, as importlib.metadata counts them), and the
     distributions whose entry points cannot be read, each named with why: one
     broken package must not hide every other package's library."""
-    from importlib import metadata
+    from aotc._entry_points import declarations
 
-    found: list[EntryPoint] = []
-    broken: list[str] = []
-    seen: set[str] = set()
-    for dist in metadata.distributions():
-        try:
-            name = dist.metadata["Name"] or ""
-            key = name.lower().replace("-", "_").replace(".", "_")
-            if key in seen:
-                continue
-            seen.add(key)
-            found.extend(dist.entry_points.select(group=ENTRY_POINT_GROUP))
-        except Exception as exc:  # noqa: BLE001 - a package's malformed metadata, whatever its parser raises
-            where = getattr(dist, "_path", None)
-            broken.append(f"{where or 'a package'} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
-    return found, broken
+    return declarations()
 
 
 def declared_library_folder(name: str) -> str | None:
     """The folder of the library a package declares as ``name``; None where none does."""
     declared, broken = _declared()
-    found = [ep for ep in declared if ep.name == name]
+    found = [item for item in declared if item[0] == name]
     if not found:
         if broken:
             msg = f"no installed package declares a library {echo(name)}, and the entry points of {len(broken)} cannot be read: {listing(broken, '; ')}"
             raise LibraryNotFoundError(msg)
         return None
-    if len({(_distribution(ep), ep.value) for ep in found}) > 1:
-        who = " and ".join(f"{_distribution(ep)} ({echo(ep.value)})" for ep in found)
+    if len({(who, value) for _, value, who, _ in found}) > 1:
+        who = " and ".join(f"{who} ({echo(value)})" for _, value, who, _ in found)
         msg = f"library {echo(name)}: {len(found)} installed packages declare it ({ENTRY_POINT_GROUP} entry points): {who}; uninstall one, or load a folder"
         raise LibraryNotFoundError(msg)
-    return _entry_point_folder(found[0])
+    return _entry_point_folder(*found[0])
 
 
 def module_path(value: str) -> list[str] | None:
@@ -160,16 +147,14 @@ def module_path(value: str) -> list[str] | None:
     return parts if all(part.isidentifier() for part in parts) else None
 
 
-def _entry_point_folder(ep: EntryPoint) -> str:
-    where = f"library {echo(ep.name)}: {_distribution(ep)} declares it as {echo(ep.value)} ({ENTRY_POINT_GROUP} entry point)"
-    parts = module_path(ep.value)
+def _entry_point_folder(name: str, value: str, who: str, info: str) -> str:
+    where = f"library {echo(name)}: {who} declares it as {echo(value)} ({ENTRY_POINT_GROUP} entry point)"
+    parts = module_path(value)
     if parts is None:
         msg = f"{where}, which is not a package folder; write it as package.folder, e.g. rowops._kernels"
         raise LibraryNotFoundError(msg)
-    candidates = []
-    dist = getattr(ep, "dist", None)
-    if dist is not None:
-        candidates.append(os.fspath(dist.locate_file("/".join(parts))))
+    # Beside the distribution's files (its .dist-info's folder), as pip installs them.
+    candidates = [os.path.join(os.path.dirname(info), *parts)] if info else []
     import importlib.util  # an editable install: where the top-level package is found, without importing it
 
     try:
@@ -184,10 +169,3 @@ def _entry_point_folder(ep: EntryPoint) -> str:
     tried = ", ".join(candidates) or f"package {parts[0]!r} is not installed"
     msg = f"{where}, but no {INDEX_NAME} is there ({tried}); reinstall that package"
     raise LibraryNotFoundError(msg)
-
-
-def _distribution(ep: EntryPoint) -> str:
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return "a package"
-    return f"{dist.metadata['Name']} {dist.version}"

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from aotc.errors import UnreadableFileError
 
-__all__ = ["KERNEL_FILE_LIMIT", "open_regular", "read_capped", "read_regular"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["KERNEL_FILE_LIMIT", "foreign_directory", "open_regular", "read_capped", "read_regular"]
 
 # The most a kernel's source or fatbin may hold: far above any real one (a
 # fatbin for every architecture is a few MiB), far below what exhausts memory.
@@ -39,31 +41,52 @@ _KINDS = (
 )
 
 
-@contextmanager
-def open_regular(path: str | os.PathLike[str], max_bytes: int) -> Iterator[tuple[int, os.stat_result]]:
-    """``(fd, fstat)`` of ``path`` if it is a regular file of at most ``max_bytes``;
-    else ``UnreadableFileError`` naming the path. The fd is closed on exit."""
-    path = os.fspath(path)
-    if not _O_NOFOLLOW and os.path.islink(path):  # no O_NOFOLLOW (Windows): check first
-        msg = f"{path}: is a symbolic link, not a regular file"
-        raise UnreadableFileError(msg)
-    try:
-        fd = os.open(path, _O_READ)
-    except OSError as exc:
-        msg = f"{path}: {_reason(exc, path)}"
-        raise UnreadableFileError(msg) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-            msg = f"{path}: is {kind}, not a regular file"
+def open_regular(path: str | os.PathLike[str], max_bytes: int) -> _RegularFile:
+    """``with open_regular(path, max_bytes) as (fd, st)``: the fd and fstat of ``path``
+    if it is a regular file of at most ``max_bytes``; else ``UnreadableFileError``
+    naming the path. The fd is closed on exit."""
+    return _RegularFile(os.fspath(path), max_bytes)
+
+
+class _RegularFile:
+    """``open_regular``'s context manager: a class, not ``contextlib.contextmanager``,
+    whose import (with ``functools`` and ``collections``) would cost every start-up
+    more than the reads it guards."""
+
+    __slots__ = ("_fd", "_max_bytes", "_path")
+
+    def __init__(self, path: str, max_bytes: int) -> None:
+        self._path = path
+        self._max_bytes = max_bytes
+        self._fd = -1
+
+    def __enter__(self) -> tuple[int, os.stat_result]:
+        path = self._path
+        if not _O_NOFOLLOW and os.path.islink(path):  # no O_NOFOLLOW (Windows): check first
+            msg = f"{path}: is a symbolic link, not a regular file"
             raise UnreadableFileError(msg)
-        if st.st_size > max_bytes:
-            msg = f"{path}: {st.st_size} bytes, over the limit of {max_bytes}"
-            raise UnreadableFileError(msg)
-        yield fd, st
-    finally:
-        os.close(fd)
+        try:
+            fd = os.open(path, _O_READ)
+        except OSError as exc:
+            msg = f"{path}: {_reason(exc, path)}"
+            raise UnreadableFileError(msg) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+                msg = f"{path}: is {kind}, not a regular file"
+                raise UnreadableFileError(msg)
+            if st.st_size > self._max_bytes:
+                msg = f"{path}: {st.st_size} bytes, over the limit of {self._max_bytes}"
+                raise UnreadableFileError(msg)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return fd, st
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+        os.close(self._fd)
 
 
 def read_regular(path: str | os.PathLike[str], max_bytes: int) -> bytes:
@@ -92,6 +115,25 @@ def read_capped(fd: int, path: str | os.PathLike[str], max_bytes: int, expected:
     except OSError as exc:
         msg = f"{os.fspath(path)}: {_reason(exc, path)}"
         raise UnreadableFileError(msg) from None
+
+
+def foreign_directory(path: str | os.PathLike[str], st: os.stat_result | None = None) -> str:
+    """Why the folder ``path`` (of status ``st``, where already taken) may hold
+    what others wrote: it is no directory, it is another user's, or others may
+    write in it; "" for a directory of this user's that no one else writes.
+    What the disk cache and the kept entry points are trusted as far as."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            return f"cannot inspect {os.fspath(path)}: {exc.strerror}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{os.fspath(path)} is not a directory"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"{os.fspath(path)} is owned by uid {st.st_uid}, not by this user ({os.geteuid()})"
+    if os.name != "nt" and st.st_mode & 0o022:
+        return f"{os.fspath(path)} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return ""
 
 
 def _reason(exc: OSError, path: str | os.PathLike[str]) -> str:

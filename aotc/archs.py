@@ -8,9 +8,6 @@ prefix: ``80``, ``90a`` (arch-specific, runs only on exactly 9.0) or ``100f``
 
 from __future__ import annotations
 
-import functools
-import re
-
 from aotc.errors import ArchError, echo
 
 __all__ = [
@@ -29,28 +26,46 @@ MIN_ARCH_CUDA12 = 70  # the CUDA 12 lane (AOTC_CUDA=12) also builds Volta
 # What nvcc 13.0 and 12.9 know; a newer nvcc on PATH is asked about anything else.
 _KNOWN_BASE = frozenset({70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121})
 _MAX_DIGITS = 4  # sm_1000 is far off; a longer number is a typo, and int() of 5000 digits raises
-_ARCH_RE = re.compile(rf"([0-9]{{1,{_MAX_DIGITS}}})([af]?)\Z")
+_DIGITS = "0123456789"
+
+
+def _number_and_suffix(text: str) -> tuple[int, str] | None:
+    """``text`` as 1 to _MAX_DIGITS ASCII digits and an optional 'a' or 'f'
+    (``([0-9]{1,4})([af]?)``), or None. Not a regular expression: the runtime
+    reads MIN_ARCH from this module, and a start-up must not import ``re``."""
+    suffix = text[-1:] if text[-1:] in ("a", "f") else ""
+    digits = text[: len(text) - len(suffix)]
+    if not 0 < len(digits) <= _MAX_DIGITS or digits.strip(_DIGITS):
+        return None
+    return int(digits), suffix
 
 
 def arch_sort_key(arch: str) -> tuple[int, str]:
-    match = _ARCH_RE.match(arch) if isinstance(arch, str) else None
-    return (int(match.group(1)), match.group(2)) if match else (0, arch)
+    found = _number_and_suffix(arch) if isinstance(arch, str) else None
+    return found if found is not None else (0, arch)
 
 
-@functools.cache
+_nvcc_answer: list[frozenset[int]] = []  # nvcc asked once a process
+
+
 def _nvcc_known() -> frozenset[int]:
+    if _nvcc_answer:
+        return _nvcc_answer[0]
     # Imported here: the runtime reads MIN_ARCH from this module, and must not pay for subprocess.
+    import re
     import shutil
     import subprocess
 
+    known: frozenset[int] = frozenset()
     nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return frozenset()
-    try:
-        out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=60, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-    return frozenset(int(m) for m in re.findall(r"sm_([0-9]+)", out.stdout))
+    if nvcc is not None:
+        try:
+            out = subprocess.run([nvcc, "--list-gpu-code"], capture_output=True, text=True, timeout=60, check=True)
+            known = frozenset(int(m) for m in re.findall(r"sm_([0-9]+)", out.stdout))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    _nvcc_answer.append(known)
+    return known
 
 
 def parse_arch(value: object, min_arch: int = MIN_ARCH) -> str:
@@ -73,14 +88,15 @@ def parse_arch(value: object, min_arch: int = MIN_ARCH) -> str:
         msg = f"architecture of {value.bit_length()} bits is not of the form 80, 90a or 100f"
         raise ArchError(msg)
     text = str(value).strip()
-    if len(text) < 8 and re.fullmatch(r"[0-9]+\.[0-9]+", text):
+    whole, dot, fraction = text.partition(".")
+    if len(text) < 8 and dot and whole and fraction and not (whole + fraction).strip(_DIGITS):  # [0-9]+\.[0-9]+
         msg = f"architecture {text!r} looks like a compute capability; write {text.replace('.', '')}"
         raise ArchError(msg)
-    match = _ARCH_RE.match(text)
-    if match is None:
+    found = _number_and_suffix(text)
+    if found is None:
         msg = f"architecture {echo(text)} is not of the form 80, 90a or 100f"
         raise ArchError(msg)
-    number, suffix = int(match.group(1)), match.group(2)
+    number, suffix = found
     if number < min_arch:
         msg = f"architecture {text} is below sm_{min_arch}, the oldest CUDA {'12' if min_arch < MIN_ARCH else '13'} supports"
         if min_arch == MIN_ARCH and number >= MIN_ARCH_CUDA12:
@@ -101,7 +117,7 @@ def parse_arch(value: object, min_arch: int = MIN_ARCH) -> str:
 
 def parse_arch_list(text: str, min_arch: int = MIN_ARCH) -> tuple[str, ...]:
     """Parse an override such as ``"80;90"``, ``"80,90a"`` or ``"80 90"``."""
-    items = [item for item in re.split(r"[;,\s]+", text.strip()) if item]
+    items = text.replace(";", " ").replace(",", " ").split()
     if not items:
         msg = "architecture list is empty"
         raise ArchError(msg)

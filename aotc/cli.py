@@ -204,6 +204,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
                 answers = answers_cache()  # NVRTC's answers, in a folder of the cache's own
                 extra = f" (and {answers.clear()} NVRTC answers)" if answers.directory.is_dir() else ""
+                from aotc._entry_points import forget
+                from aotc.index._verified import forget as forget_verified
+
+                forgotten = forget()  # the kept aotc.libraries entry points
+                extra += f" (and {forgotten} kept library-name lookups)" if forgotten else ""
+                verified = forget_verified()  # the records of kernel files already hashed
+                extra += f" (and {verified} records of verified files)" if verified else ""
             print(f"{cache.directory}: removed {removed} entries{extra}")
         else:
             removed = cache.prune(args.max_bytes)

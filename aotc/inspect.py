@@ -18,6 +18,7 @@ from aotc._locations import ENTRY_POINT_GROUP, find_library, module_path
 from aotc.archs import arch_sort_key
 from aotc.errors import DamagedLibraryError, LibraryNotFoundError, echo
 from aotc.index import INDEX_NAME, MAX_INDEX_BYTES, LibraryIndex
+from aotc.index.schema import MAX_LAID_OUT_BYTES
 from aotc.index.files import MemberFiles
 
 __all__ = ["KernelReport", "LibraryReport", "inspect_target"]
@@ -104,7 +105,8 @@ def _wheel_reports(wheel: Path) -> Iterator[LibraryReport]:
 
             where = f"{wheel}!{prefix}"
             files = MemberFiles(read, where)
-            index = LibraryIndex(_capped(archive, member, MAX_INDEX_BYTES), f"{where}/{INDEX_NAME}", files)
+            # Read whole: only an index in the build's layout may be larger than MAX_INDEX_BYTES.
+            index = LibraryIndex(_capped(archive, member, MAX_LAID_OUT_BYTES), f"{where}/{INDEX_NAME}", files)
             yield _report(where, index)
 
 

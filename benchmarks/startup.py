@@ -1,10 +1,13 @@
 """The start-up a user waits for, beside the peer's, and its cost against the library's size (issue 21).
 
 Each sample is a fresh interpreter, timed from inside (``time.perf_counter``),
-so the interpreter's own start is left out of both sides:
+so the interpreter's own start is left out of both sides, and nothing else is
+imported before the clock starts (``time`` and ``sys`` are built in): what
+aotc imports, ``json`` and ``re`` among them where it does, is counted.
 
-- **aotc**: ``import aotc.tropical``, ``aotc.load(library, backend="noop")``
-  and the first use of five kernels (the kernels of a training step:
+- **aotc**: ``import aotc.tropical``, ``aotc.load("tropical", backend="noop")``
+  (by name, as a user writes it; ``--library`` names a folder instead) and
+  the first use of five kernels (the kernels of a training step:
   ``lib.kernel(name)``: index entry checked, fatbin read and verified, module
   loaded by the backend). The noop backend stands where the driver would.
 - **the peer**: what a tropical GEMM library that compiles at start does
@@ -19,10 +22,13 @@ so the interpreter's own start is left out of both sides:
 
 Rounds are interleaved (aotc, peer, size 86, size N), so drift in the load of
 a shared machine hits every case alike; medians are reported, with ``uptime``.
+``--instructions`` also counts the aotc start-up's instructions under
+callgrind (a process that runs it, less one that runs ``pass``; one hash
+seed), which a machine's load does not move.
 
     python benchmarks/startup.py [--python VENV/bin/python] [--library DIR] [--peer-source tropical_gemm.cu]
                                  [--arch 8.0] [--rounds 7] [--peer-rounds N] [--kernels 1032]
-                                 [--baseline-python OLD_VENV/bin/python]
+                                 [--baseline-python OLD_VENV/bin/python] [--instructions]
 
 ``--python`` runs the aotc children (an installed wheel's venv); the peer's
 and the generator run in this interpreter, which needs cuda-bindings' NVRTC.
@@ -48,8 +54,9 @@ KERNELS = (
     "gemm_minplus_f32_forward",
 )
 
+# Nothing but the built-in time and sys before the clock: json is imported to print, after it stops.
 _AOTC_START = """
-import json, sys, time
+import sys, time
 start, cpu = time.perf_counter(), time.process_time()
 import aotc, aotc.tropical
 imported = time.perf_counter()
@@ -58,8 +65,19 @@ loaded = time.perf_counter()
 for name in sys.argv[2].split(","):
     lib.kernel(name)
 used = time.perf_counter()
+cpu = time.process_time() - cpu
+import json
 print(json.dumps({"import": imported - start, "load": loaded - imported, "uses": used - loaded, "total": used - start,
-                  "total, CPU time": time.process_time() - cpu}))
+                  "total, CPU time": cpu}))
+"""
+
+# The same start-up, bare, for callgrind: its count less that of `pass`.
+_AOTC_START_BARE = """
+import sys
+import aotc, aotc.tropical
+lib = aotc.load(sys.argv[1], backend="noop")
+for name in sys.argv[2].split(","):
+    lib.kernel(name)
 """
 
 _AOTC_SIZE = """
@@ -88,13 +106,33 @@ print(json.dumps({"total": time.perf_counter() - start, "cubin_bytes": size}))
 """
 
 
+def _environment() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+
+
 def _child(python: str, code: str, *args: str) -> dict[str, float]:
-    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     # From a folder with no aotc in it: `python -c` puts the working folder first on sys.path.
-    done = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, env=env, check=False, cwd="/")
+    done = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, env=_environment(), check=False, cwd="/")
     if done.returncode != 0:
         raise SystemExit(f"{python}: child failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _instructions(python: str, code: str, *args: str) -> int:
+    """What callgrind counts for ``python -c code args``."""
+    env = {**_environment(), "PYTHONHASHSEED": "0"}  # one hash seed: the same process runs the same instructions
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, "-c", code, *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd="/")
+    found = [line for line in done.stderr.splitlines() if "Collected :" in line]
+    if done.returncode != 0 or not found:
+        raise SystemExit(f"{python}: callgrind run failed:\n{done.stderr[-2000:]}")
+    return int(found[-1].split()[-1])
+
+
+def start_instructions(python: str, library: str, names: str) -> int:
+    """The start-up's instructions beyond an interpreter that runs ``pass``."""
+    _child(python, _AOTC_START, library, names)  # any bytecode written before counting
+    return _instructions(python, _AOTC_START_BARE, library, names) - _instructions(python, "pass")
 
 
 def _library_dir(python: str, library: str | None) -> str:
@@ -102,6 +140,11 @@ def _library_dir(python: str, library: str | None) -> str:
         return os.path.abspath(library)
     code = "import aotc; print(aotc.library_dir('tropical'))"
     return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, cwd="/").stdout.strip()
+
+
+def _loaded_as(library: str | None) -> str:
+    """What the start-up passes to ``aotc.load``: the name a user writes, or ``--library``'s folder."""
+    return "tropical" if library is None else os.path.abspath(library)
 
 
 def generate_library(source: str, target: str, kernels: int, python: str) -> str:
@@ -145,6 +188,7 @@ def main() -> None:
     parser.add_argument("--peer-rounds", type=int, help="rounds that also time the peer (default: all)")
     parser.add_argument("--baseline-python", help="another aotc (an older wheel's venv) timed the same way, beside")
     parser.add_argument("--kernels", type=int, default=1032, help="kernels in the generated library")
+    parser.add_argument("--instructions", action="store_true", help="also count the start-up's instructions (needs valgrind)")
     args = parser.parse_args()
     library = _library_dir(args.python, args.library)
     arch = args.arch.replace(".", "")
@@ -158,11 +202,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         big = generate_library(library, os.path.join(scratch, "big"), args.kernels, args.python)
         for round_ in range(args.rounds):
-            for key, value in _child(args.python, _AOTC_START, library, names).items():
+            for key, value in _child(args.python, _AOTC_START, _loaded_as(args.library), names).items():
                 add(f"aotc start-up: {key}", value)
             if args.baseline_python:
-                baseline = _child(args.baseline_python, _AOTC_START, _library_dir(args.baseline_python, None), names)
+                baseline = _child(args.baseline_python, _AOTC_START, _loaded_as(None), names)
                 add("baseline aotc start-up: total", baseline["total"])
+                add("baseline aotc start-up: total, CPU time", baseline["total, CPU time"])
             if args.peer_source and round_ < (args.peer_rounds or args.rounds):
                 add("peer start-up: NVRTC compile of its kernels", _child(sys.executable, _PEER_START, args.peer_source, arch)["total"])
             small = _child(args.python, _AOTC_SIZE, library, names)
@@ -174,6 +219,11 @@ def main() -> None:
             add(f"aotc.load + 5 first uses, {int(large['kernels'])} kernels, CPU time", large["cpu"])
             add("ratio: large library / small, CPU time", large["cpu"] / small["cpu"])
     print(f"{_uptime()} at the end; medians of {args.rounds} interleaved rounds")
+    if args.instructions:
+        for who, python in (("aotc", args.python), ("baseline aotc", args.baseline_python)):
+            if python:
+                count = start_instructions(python, _loaded_as(args.library if who == "aotc" else None), names)
+                print(f"  {who} start-up, instructions beyond `python -c pass`: {count / 1e6:.1f} M")
     for case, values in samples.items():
         median = statistics.median(values)
         shown = f"{median:.2f}x" if case.startswith("ratio") else f"{median * 1e3:9.2f} ms"

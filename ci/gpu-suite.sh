@@ -14,8 +14,9 @@
 #      batch), CuPy and staged NumPy arrays, and a family with declared strides
 #      reading CUDA views and broadcasts in place; examples/warpnorm (one
 #      warp a row, shuffles) in f32, f16 and bf16 against its references, and
-#      half arithmetic with defined rounding bit for bit against the emulator
-#      (tests/kernels/test_family_gpu.py); the torch, CuPy and two-GPU cases
+#      half arithmetic with defined rounding and the float-to-integer
+#      intrinsics on their boundaries (saturation, NaN to 0, each rounding)
+#      bit for bit against the emulator (tests/kernels/test_family_gpu.py); the torch, CuPy and two-GPU cases
 #      skip, saying why, where PyTorch with CUDA, CuPy or a second GPU is missing;
 #      and JAX arrays through the buffer_callback route on XLA's stream, under
 #      jit, grad and vmap (tests/tropical/test_jax_gpu.py, and rowops' softmax

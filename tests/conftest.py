@@ -27,6 +27,14 @@ def aotc_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def first_fault(error: BaseException | str) -> str:
+    """A checked launch's KernelFaultError without the count of the launch's other
+    faults that ends it ("; 12 more faults in this launch"), where it has one."""
+    text = str(error)
+    head, _, count = text.rpartition("; ")
+    return head if head and count.endswith(" in this launch") and count.split()[0].isdigit() else text
+
+
 RunAotc = Callable[..., subprocess.CompletedProcess]
 
 

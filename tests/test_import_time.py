@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -83,4 +84,43 @@ def test_the_first_launch_imports_no_dataclasses_inspect_typing_subprocess_pathl
     modules = [m for m in imported_by(code, site=True) if m not in before]
     assert {"aotc.runtime.library", "aotc.index.library_index", "aotc.runtime.launcher", "aotc.kernels._launch"} <= set(modules)
     banned = [m for m in modules if m.split(".")[0] in FIRST_LAUNCH_MUST_NOT_IMPORT]
+    assert banned == []
+
+
+# What a start-up (`import aotc.tropical`, `aotc.load`, the first use of five
+# kernels) must not import: json (with re, enum, functools and collections,
+# 31 M instructions), hashlib (OpenSSL: 10 M) and the rest below cost more
+# than the whole start-up may (issue 39: 1000x the peer's NVRTC start,
+# benchmarks/RESULTS.md). hashlib is spared where the kernels' files are on
+# the record of files already verified (aotc.index._verified), as they are
+# from a library's second start on.
+START_MUST_NOT_IMPORT = (
+    "json", "re", "enum", "functools", "collections", "contextlib", "hashlib", "_hashlib", "importlib", "warnings",
+    "types", "operator", "reprlib", "dataclasses", "inspect", "typing", "subprocess", "pathlib", "threading",
+)  # fmt: skip
+
+_START = """
+import sys
+import aotc, aotc.tropical
+library = aotc.load(sys.argv[1], backend="noop")
+for name in sys.argv[2].split(","):
+    library.kernel(name)
+"""
+
+
+def test_a_start_up_imports_no_json_re_enum_hashlib_or_the_modules_they_bring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtime.runtime_support import make_library
+
+    from aotc.runtime.library import Library
+
+    library = make_library(tmp_path)
+    names = list(Library(library, backend="noop"))[:5]
+    monkeypatch.setenv("AOTC_CACHE_DIR", str(tmp_path / "cache"))
+    time.sleep(2.1)  # files settle (are kept on the record once hashed) two seconds after their last change
+    code = f"import sys; sys.argv[1:] = [{str(library)!r}, {','.join(names)!r}]\n{_START}"
+    imported_by(code)  # the library's first start: it hashes the files, and keeps them on the record
+    start = set(imported_by("pass"))
+    modules = [m for m in imported_by(code) if m not in start]
+    assert {"aotc.runtime.library", "aotc.index.library_index", "aotc.runtime.launcher"} <= set(modules)
+    banned = [m for m in modules if m.split(".")[0] in START_MUST_NOT_IMPORT]
     assert banned == []

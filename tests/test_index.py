@@ -211,7 +211,7 @@ def test_a_lazy_index_checks_each_kernel_at_its_first_use() -> None:
     assert index["semirings"]["maxplus"]["zero"] == "-inf"  # the top level checks no kernel
     assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 1 checked>"
     whole = LibraryIndex(dumps(document()), "index.json").document
-    assert dict(index.document) == {k: v for k, v in whole.items() if k != "kernel_lines"}  # every kernel
+    assert dict(index.document) == dict(whole)  # every kernel
     assert repr(index.kernels) == "<KernelTable index.json: 3 kernels, 3 checked>"
 
 
@@ -235,15 +235,16 @@ def test_an_index_in_another_layout_is_checked_whole_even_when_lazy() -> None:
 
 def test_a_directory_pointing_at_another_kernels_line_is_refused() -> None:
     data = dumps(document())
-    first, second = b'"gemm_maxplus_forward":[0,', b'"gemm_maxplus_argmax":['
-    offset = data[data.index(second) + len(second) :].split(b",", 1)[0]
-    data = data.replace(first, b'"gemm_maxplus_forward":[' + offset + b",", 1)
+    second, third = b'"gemm_maxplus_argmax":[', b'"gemm_minplus_forward":['
+    offsets = [data[data.index(key) + len(key) :].split(b",", 1)[0] for key in (second, third)]
+    assert len(offsets[0]) == len(offsets[1])  # swapped, the directory keeps its length
+    data = data.replace(second + offsets[0], second + offsets[1], 1)
     lazy = LibraryIndex(data, "index.json", lazy=True)
-    assert lazy.kernel("gemm_maxplus_argmax").name == "gemm_maxplus_argmax"  # its own line is intact
-    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: the directory \(kernel_lines\) points at no line of this kernel"):
-        lazy.kernel("gemm_maxplus_forward")
-    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_forward: the directory \(kernel_lines\) points at no line"):
-        LibraryIndex(data, "index.json")  # read whole (aotc inspect): the directory is held to the table
+    assert lazy.kernel("gemm_minplus_forward").name == "gemm_minplus_forward"  # its own line is intact
+    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_argmax: the directory \(kernel_lines\) points at no line of this kernel"):
+        lazy.kernel("gemm_maxplus_argmax")
+    with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_argmax: the directory \(kernel_lines\) points at no line"):
+        LibraryIndex(data, "index.json")  # read whole (aotc inspect): every kernel is checked
 
 
 def test_axes_its_line_gives_but_its_entry_does_not_are_refused() -> None:
@@ -253,3 +254,34 @@ def test_axes_its_line_gives_but_its_entry_does_not_are_refused() -> None:
     index = LibraryIndex(data, "index.json", lazy=True)
     with pytest.raises(IndexFormatError, match=r"^index\.json: kernels\.gemm_maxplus_argmax\.axes: checksum mismatch"):
         index.kernel("gemm_maxplus_argmax")  # its axes are checked before a family groups it by them
+
+
+# -- size: a library past 10,000 kernels and 8 MiB loads, reading its top level alone --
+
+
+def test_a_library_of_many_kernels_loads_and_a_load_reads_its_top_level_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    doc = document()
+    first = doc["kernels"]["gemm_maxplus_forward"]
+    kernels = {}
+    for i in range(12_000):  # past the 10,000 kernels and the 8 MiB an index could hold
+        entry = {**first, "symbol": f"k{i}", "axes": {**first["axes"], "variant": f"v{i}"}}
+        entry["checksum"] = {**first["checksum"], **field_checksums(entry, ("symbol", "axes"))}
+        kernels[f"k{i}"] = entry
+    doc["kernels"] = kernels
+    lib = tmp_path / "lib"
+    (lib / "src").mkdir(parents=True)
+    (lib / "gemm_maxplus_forward.fatbin").write_bytes(FATBIN)
+    (lib / "src" / "gemm_maxplus_forward.cu").write_bytes(SOURCE)
+    (lib / "index.json").write_bytes(dumps(doc))
+    assert (lib / "index.json").stat().st_size > 8 * 1024 * 1024
+    read = []
+    pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, size, at: read.append(size) or pread(fd, size, at))
+    index = LibraryIndex.open(lib, lazy=True)
+    assert (len(index.kernels), sum(read)) == (12_000, 8192 + len(b"\n }\n}\n"))  # its first 8 KiB, and its last bytes
+    assert index.kernel("k11999").axes["variant"] == "v11999"  # the directory, then that kernel's line
+    family = index.family("gemm")
+    assert (family.count, len(family.forms), family.find({"variant": "v7000"})[0][0]) == (12_000, 1, "k7000")
+    assert index.read_verified("k11999", "fatbin") == FATBIN

@@ -10,12 +10,11 @@ never an exception. Standard library only.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 from aotc._cache._entry import ENTRY_SCHEMA
 from aotc._cache._key import KEY_SCHEMA, CacheKey
+from aotc._folders import user_cache_folder
 from aotc._cache._store import (
     DEFAULT_MAX_BYTES,
     STATE_OK,
@@ -44,16 +43,8 @@ __all__ = [
 
 def user_cache_dir(setting: str) -> Path:
     """The platform's user cache directory plus ``aotc``; ``setting`` is named if there is none."""
-    try:
-        if sys.platform == "win32":
-            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        elif sys.platform == "darwin":
-            base = str(Path.home() / "Library" / "Caches")
-        else:
-            xdg = os.environ.get("XDG_CACHE_HOME", "")
-            # The XDG spec says a relative value is invalid and must be ignored.
-            base = xdg if os.path.isabs(xdg) else str(Path.home() / ".cache")
-    except RuntimeError as exc:
-        msg = f"cannot find a user cache directory ({exc}): set {setting}"
-        raise CacheError(msg) from None
-    return Path(base) / "aotc"
+    folder = user_cache_folder()
+    if not folder:
+        msg = f"cannot find a user cache directory (no home folder): set {setting}"
+        raise CacheError(msg)
+    return Path(folder)

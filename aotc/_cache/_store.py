@@ -37,6 +37,7 @@ except ImportError:  # Windows: fills are serialised per process only.
 from aotc.errors import ArgumentError, ArgumentTypeError, CacheError, CacheWarning, echo
 from aotc._cache._entry import HEADER, entry_header, read_entry
 from aotc._cache._key import CacheKey
+from aotc._untrusted_files import foreign_directory
 
 __all__ = ["DEFAULT_MAX_BYTES", "CacheInfo", "CacheStats", "DiskCache"]
 
@@ -366,13 +367,9 @@ def _inspect_directory(directory: Path) -> tuple[str, str]:
         st = os.stat(directory)
     except OSError as exc:
         return STATE_READ_ONLY, f"cannot inspect {directory}: {exc.strerror}"
-    if not stat.S_ISDIR(st.st_mode):
-        return STATE_REFUSED, f"{directory} is not a directory"
-    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-        return STATE_REFUSED, f"{directory} is owned by uid {st.st_uid}, not by this user ({os.geteuid()})"
-    if os.name != "nt" and st.st_mode & 0o022:
-        mode = stat.S_IMODE(st.st_mode)
-        return STATE_REFUSED, f"{directory} is writable by group or others (mode {mode:04o})"
+    problem = foreign_directory(directory, st)
+    if problem:
+        return STATE_REFUSED, problem
     if not os.access(directory, os.W_OK | os.X_OK):
         return STATE_READ_ONLY, f"{directory} is not writable"
     return STATE_OK, ""

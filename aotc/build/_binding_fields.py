@@ -3,7 +3,8 @@
 - ``arg:`` the name the generated bindings give it (keywords, messages, op
   schemas), where the manifest's name is the C code's (``A: {..., arg: a}``);
 - ``fill:`` an out array's value before the launch (kernels that add into
-  it): a number, ``-inf``/``+inf``, ``true``/``false``, or a constant naming one;
+  it): a number, ``-inf``/``+inf`` (an integer type's lowest / highest value),
+  ``true``/``false``, or a constant naming one;
 - ``max:`` the bound of a caller-given extent, a scalar named only in out
   arrays' shapes: a dimension the in and inout arrays bind, or a number;
 - a scalar's type may be a dtype axis or constant, resolved per point.
@@ -57,14 +58,17 @@ def parse_fill(check: Checker, fields: LineDict, key: str, role: Any, constants:
 
 
 def fill_at(check: Checker, value: Any, values: dict[str, Any], dtype: DType, line: int, key: str, where: str) -> int | float | bool:
-    """The fill at a point, as the array's dtype holds it: an integer in its range,
-    a float (``-inf``/``+inf`` included) for a float type, true or false for bool."""
+    """The fill at a point, as the array's dtype holds it: an integer in its range
+    (``-inf``/``+inf``: its lowest / highest), a float (``-inf``/``+inf``
+    included) for a float type, true or false for bool."""
     given = values[value] if isinstance(value, str) and value not in INFINITIES else value
     found = INFINITIES.get(given, given) if isinstance(given, str) else given
     if dtype.kind == "bool" and (isinstance(found, bool) or (type(found) is int and found in (0, 1))):
         return bool(found)
     if dtype.kind == "float" and isinstance(found, (int, float)) and not isinstance(found, bool) and found == found:
         return float(found)
+    if dtype.kind in ("int", "uint") and type(found) is float and abs(found) == float("inf"):
+        return dtype.bounds[0] if found < 0 else dtype.bounds[1]  # as a semiring's zero and one read them
     if dtype.kind in ("int", "uint") and type(found) is int and dtype.bounds[0] <= found <= dtype.bounds[1]:
         return found
     shown = f"{value} is {echo(given)}" if given is not value else echo(value)

@@ -58,9 +58,22 @@ class _MarkingLoader(jinja2.FileSystemLoader):
         return mark(source, template) or source, filename, uptodate
 
 
+class _ByName(dict):
+    """A table whose entries ``name.key`` reads for every key: a template's
+    ``ctype.values`` is the C type of a parameter named ``values``, where a
+    dict's own attributes (``values``, ``items``, ``keys``, ``get``) would win."""
+
+
+class _Environment(jinja2.Environment):
+    def getattr(self, obj: object, attribute: str) -> object:
+        if isinstance(obj, _ByName) and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
 def _environment(templates_dir: Path, *, marking: bool = False) -> jinja2.Environment:
     loader = (_MarkingLoader if marking else jinja2.FileSystemLoader)(str(templates_dir.resolve()))
-    env = jinja2.Environment(
+    env = _Environment(
         loader=loader,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -93,7 +106,7 @@ def _context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object
         "family": kernel.family,
         "kernel_name": kernel.symbol,
         "params": ", ".join(p.declaration() for p in kernel.params),
-        "ctype": {p.name: p.dtype.ctype if hasattr(p, "dtype") else p.ctype for p in kernel.signature.params},
+        "ctype": _ByName({p.name: p.dtype.ctype if hasattr(p, "dtype") else p.ctype for p in kernel.signature.params}),
         "block": kernel.launch.block,
         "shared_bytes_dynamic": kernel.launch.shared_bytes_dynamic,
         "shared_bytes_static": kernel.launch.shared_bytes_static,

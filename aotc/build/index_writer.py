@@ -9,17 +9,13 @@ the schema constants and the checksum rule both sides use are in
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aotc._version import __version__
+from aotc.index._layout import render
 from aotc.index.schema import (
     CHECKSUM_KEY,
-    DIRECTORY_KEY,
-    LAYOUT_CLOSE,
-    LAYOUT_DIRECTORY,
-    LAYOUT_TABLE,
     SCHEMA,
     SOURCE_DIR,
     TOP_SEALED,
@@ -99,24 +95,7 @@ def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], toolk
 
 
 def dumps(index: Mapping[str, Any]) -> bytes:
-    """The index's bytes: the top level indented, a directory of the kernels on one
-    line, then the kernels one a line, so that ``aotc.load`` reads a kernel's entry
-    without parsing the others (``aotc.index._lines``, which documents the layout)."""
-    kernels = index.get("kernels", {})
-    top = {key: value for key, value in index.items() if key not in ("kernels", DIRECTORY_KEY)}
-    if not kernels:
-        return (json.dumps({**top, "kernels": kernels}, indent=1) + "\n").encode("utf-8")
-    lines, directory, offset = [], {}, 0
-    for name, entry in kernels.items():
-        # A kernel is found by its family: its line opens with it.
-        ordered = {"family": entry["family"]} if "family" in entry else {}
-        ordered.update((key, value) for key, value in entry.items() if key not in ordered)
-        line = f"{json.dumps(name)}: {json.dumps(ordered)}"  # ASCII: json escapes the rest
-        # Where the line starts, from the kernels table's opening brace: at the newline before it.
-        directory[name] = [offset, entry.get("family")]
-        lines.append(line)
-        offset += len(line) + 2  # that newline, and the comma after the line
-    head = json.dumps(top, indent=1)[: -len("\n}")]
-    directory_line = json.dumps(directory, separators=(",", ":"))
-    text = head + LAYOUT_DIRECTORY + directory_line + LAYOUT_TABLE + "\n" + ",\n".join(lines) + LAYOUT_CLOSE
-    return text.encode("utf-8")
+    """The index's bytes in the build's layout (``aotc.index._layout``, which documents
+    it): the top level, then each family's catalog, a directory of the kernels and
+    the kernels one a line, so that ``aotc.load`` reads only what it uses."""
+    return render(index)

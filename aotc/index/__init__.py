@@ -13,7 +13,7 @@ must not count as one.
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 from aotc.index.schema import INDEX_NAME, MAX_INDEX_BYTES, SCHEMA, SOURCE_DIR, sha256_bytes
 
@@ -54,6 +54,7 @@ def __getattr__(name: str) -> Any:
     except KeyError:
         msg = f"module 'aotc.index' has no attribute {name!r}"
         raise AttributeError(msg) from None
-    value = getattr(importlib.import_module(module), attribute)
+    __import__(module)  # importlib.import_module's work, without importing importlib (and warnings)
+    value = getattr(sys.modules[module], attribute)
     globals()[name] = value  # once: later lookups find it without this function
     return value

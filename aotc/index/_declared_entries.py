@@ -5,13 +5,12 @@ that the generated bindings (``aotc.kernels``) can trust them. ``aotc.index._val
 
 from __future__ import annotations
 
-import keyword
-from types import MappingProxyType
-
 from aotc.dtypes import DTYPES
 from aotc.errors import echo
 from aotc.index._values import _IDENTIFIER, _MAX_INT, _MAX_INTERNED, _MAX_PARAMS, _fail, _int, _list, _object, _table, _text
 from aotc.index.views import Backward, DeclaredParam, Param
+
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType, without importing types
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,9 +42,9 @@ _SCALAR_OPTIONAL = frozenset({"arg", "extent", "max"})
 _ARRAY_ITEM_KEYS = frozenset({"name", "array"})
 _ARRAY_KEYS = frozenset({"dtype", "role", "shape"})
 _ARRAY_OPTIONAL = frozenset({"optional", "strides", "lanes", "pack", "fill"})
-# An argument name the bindings cannot take: Python's keywords, their own
+# An argument name the bindings cannot take: Python's keywords (``keyword``,
+# imported by the first kernel that names an argument: few do), their own
 # keyword, and the prefix of their own names (aotc.build._family_fields).
-_KEYWORDS = frozenset(keyword.kwlist)
 _RESERVED_ARG = "stream"
 _INTERNAL_PREFIX = "_aotc"
 _INFINITIES = {"-inf": float("-inf"), "+inf": float("inf")}
@@ -56,7 +55,9 @@ def _arg(where: str, path: str, item: dict[str, Any], name: str) -> str:
     if "arg" not in item:
         return name
     arg = _text(where, f"{path}.arg", item["arg"], _IDENTIFIER, "an argument name")
-    if arg in _KEYWORDS or arg == _RESERVED_ARG or arg.startswith(_INTERNAL_PREFIX):
+    from keyword import iskeyword
+
+    if iskeyword(arg) or arg == _RESERVED_ARG or arg.startswith(_INTERNAL_PREFIX):
         _fail(where, f"{path}.arg", f"{echo(arg)} is a name the bindings keep for themselves")
     return arg
 

@@ -4,16 +4,17 @@ The index is read before anything in it can be trusted, so nothing here may
 hang, exhaust memory or recurse on a hostile file: the open never blocks or
 follows a symlink, only a regular file is read, its size is capped before a
 byte is read, and the nesting depth is measured by a loop before ``json``
-(which recurses) sees the text.
+(which recurses) sees the text. The text is parsed by json's own C scanner
+(``aotc._cjson``): importing ``json``, with ``re`` and ``enum``, would cost a
+start-up more than the rest of it.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from itertools import accumulate
 
+from aotc import _cjson
 from aotc._untrusted_files import read_regular
 from aotc.errors import IndexFormatError, LibraryNotFoundError, UnreadableFileError, echo
 from aotc.index.schema import MAX_DEPTH, MAX_INDEX_BYTES
@@ -39,9 +40,10 @@ def read_index_file(path: str | os.PathLike[str]) -> bytes:
 # A JSON string, and the brackets outside strings. The closing quote is
 # optional so that a string never closed still matches (to the end of the
 # text): a pattern that could fail there would be retried from every later
-# quote, quadratic on text such as '\\"' * 40000.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
-_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+# quote, quadratic on text such as '\\"' * 40000. Compiled on first need:
+# the build writes no escapes, and `re` is no part of a start-up.
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"?'
+_NOT_BRACKETS = r"[^\[\]{}]+"
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
@@ -64,7 +66,9 @@ def _depth(text: str) -> int:
         kept = text.encode("ascii").translate(None, _NOT_BRACKETS_OR_QUOTES).split(b'"')
         steps = map(_BYTE_STEP.__getitem__, b"".join(kept[::2]))
     else:
-        steps = map(_STEP.__getitem__, _NOT_BRACKETS.sub("", _STRING.sub("", text)))
+        import re
+
+        steps = map(_STEP.__getitem__, re.sub(_NOT_BRACKETS, "", re.sub(_STRING, "", text, flags=re.DOTALL)))
     return max(0, max(accumulate(steps), default=0))
 
 
@@ -104,7 +108,7 @@ def parse_json_text(text: str, where: str, max_depth: int) -> Any:
         msg = f"{where}: not a valid index (nested {depth} deep; an index nests at most {MAX_DEPTH})"
         raise IndexFormatError(msg)
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return _cjson.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except (IndexFormatError, ValueError, RecursionError) as exc:
         # IndexFormatError from the hooks: a duplicate key or NaN. ValueError: malformed
         # JSON (JSONDecodeError), or an integer of more digits than Python converts.

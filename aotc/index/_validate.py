@@ -13,8 +13,6 @@ entry, for a reader that checks each kernel on its first use.
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
 from aotc.errors import echo
 from aotc.index import _declared_entries
 from aotc.index._values import (
@@ -44,6 +42,7 @@ from aotc.index.schema import (
     ARCH_TEXT,
     CHECKSUM_KEY,
     KERNEL_SEALED,
+    LAYOUT_KEYS,
     MAX_FILE_BYTES,
     PACK_CODES,
     SCHEMA,
@@ -54,17 +53,20 @@ from aotc.index.schema import (
 )
 from aotc.index.views import FileEntry, IndexKernel, Launch, Param, ToolkitEntry
 
+MappingProxyType = type(type.__dict__)  # types.MappingProxyType, without importing types
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["Validated", "backward_targets", "freeze", "kernel", "toolkit_entry", "validate", "validate_top"]
+__all__ = ["Validated", "backward_targets", "freeze", "kernel", "params_of", "toolkit_entry", "validate", "validate_top"]
 
 _TOP_REQUIRED = frozenset({"schema", "library", "semirings", "kernels", CHECKSUM_KEY})
-# kernel_lines: the directory of the one-kernel-a-line layout (aotc.index._lines), held to
-# the kernels table by LibraryIndex: a locator, never read for what a kernel does.
-_TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", "kernel_lines"})
+# The build's layout (aotc.index._layout): where its parts lie, the families' catalogs and
+# the directory, derived from the kernels table and held to it by LibraryIndex: locators,
+# never read for what a kernel does before that kernel's own entry is checked.
+_TOP_OPTIONAL = frozenset({"aotc_version", "toolkit", "nvcc_version", *LAYOUT_KEYS})
 _KERNEL_REQUIRED = frozenset({*KERNEL_SEALED, CHECKSUM_KEY})
 _KERNEL_OPTIONAL = frozenset({"resources", "backward"})
 _SEMIRING_KEYS = frozenset({"add", "mul", "zero", "one", "counting"})
@@ -157,7 +159,8 @@ _PARAM_KEYS = frozenset({"name", "ctype", "kind", "pack"})
 _PARAMS: dict[tuple[str, str, str], Param] = {}
 
 
-def _params(where: str, path: str, value: Any) -> tuple[Param, ...]:
+def params_of(where: str, path: str, value: Any) -> tuple[Param, ...]:
+    """A kernel's ``params``, checked (a family's catalog holds them too)."""
     params, names = [], set()
     for i, raw in enumerate(_list(where, path, value, _MAX_PARAMS)):
         at = f"{path}[{i}]"
@@ -230,7 +233,7 @@ def _kernel(where: str, name: str, value: Any) -> IndexKernel:
     entry = _object(where, path, value, _KERNEL_REQUIRED, _KERNEL_OPTIONAL)
     symbol = _text(where, f"{path}.symbol", entry["symbol"], _IDENTIFIER, "a name")
     family = _text(where, f"{path}.family", entry["family"], _IDENTIFIER, "a name")
-    params = _params(where, f"{path}.params", entry["params"])
+    params = params_of(where, f"{path}.params", entry["params"])
     axes = _declared_entries.axes(where, f"{path}.axes", entry["axes"])
     signature = _declared_entries.signature(where, f"{path}.signature", entry["signature"], params, axes)
     backward = _declared_entries.backward(where, f"{path}.backward", entry["backward"], name) if "backward" in entry else None

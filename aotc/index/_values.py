@@ -4,11 +4,19 @@ and its range, each failure one line naming the file and the field path.
 ``aotc.index._validate`` (the top level and each kernel) and
 ``aotc.index._declared_entries`` (a declared kernel's axes and signature)
 are built from these.
+
+What a string may hold is a rule written with ``str`` methods (``Chars``,
+``DottedNumber``), each the regular expression it names (``.pattern``):
+importing ``re`` imports ``enum``, ``functools`` and ``collections`` (25 M
+instructions, some 2.5 ms), and ``re`` compiles each pattern with its parser,
+written in Python: more, together, than a whole start-up may cost
+(benchmarks/RESULTS.md, issue 39). A set of characters, a first character
+and a length are what ``str.strip`` and ``len`` answer in C.
+``tests/test_index_text_rules.py`` holds each rule to its expression on
+generated strings.
 """
 
 from __future__ import annotations
-
-import re
 
 from aotc.errors import IndexFormatError, echo
 
@@ -16,17 +24,71 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}")
+    from aotc.index.schema import ArchText
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+WORD_CHARS = _LETTERS + "0123456789_"
+NAME_START = _LETTERS + "_"
+
+
+class Chars:
+    """A string of ``shortest`` to ``longest`` characters of ``chars``, whose first
+    is one of ``first`` (default: ``chars``). ``fullmatch`` answers as a pattern's
+    ``fullmatch`` would, true or false."""
+
+    __slots__ = ("_chars", "_first", "longest", "pattern", "shortest")
+
+    def __init__(self, pattern: str, chars: str, longest: int, *, first: str | None = None, shortest: int = 1) -> None:
+        self.pattern = pattern  # the regular expression this rule is (for messages and tests)
+        self._chars = chars
+        self._first = frozenset(chars if first is None else first)
+        self.longest = longest
+        self.shortest = shortest
+
+    def fullmatch(self, text: str) -> bool:
+        # strip() removes every leading and trailing character of the set: a string of them alone leaves "".
+        return self.shortest <= len(text) <= self.longest and (not text or text[0] in self._first) and not text.strip(self._chars)
+
+    def __repr__(self) -> str:
+        return f"<text rule {self.pattern}>"
+
+
+class DottedNumber:
+    """``parts`` runs of 1 to ``digits`` decimal digits, joined by dots (``13.0.88``).
+
+    A decimal digit is what ``\\d`` matches in a ``str`` pattern: ``str.isdecimal``."""
+
+    __slots__ = ("digits", "parts", "pattern")
+
+    def __init__(self, pattern: str, parts: tuple[int, int], digits: int) -> None:
+        self.pattern = pattern
+        self.parts = parts
+        self.digits = digits
+
+    def fullmatch(self, text: str) -> bool:
+        pieces = text.split(".")
+        low, high = self.parts
+        return low <= len(pieces) <= high and all(0 < len(piece) <= self.digits and piece.isdecimal() for piece in pieces)
+
+    def __repr__(self) -> str:
+        return f"<text rule {self.pattern}>"
+
+
+# Each rule is the regular expression it names, answered without `re` (see the module docstring).
+_IDENTIFIER = Chars(r"[A-Za-z_][A-Za-z0-9_]{0,63}", WORD_CHARS, 64, first=NAME_START)
+_WORD = Chars(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}", WORD_CHARS + ".+-", 64, first=WORD_CHARS)
 # A plain file name: no separator, no leading dot, nothing but these characters.
-_NAME_OR_EMPTY = re.compile(r"[A-Za-z0-9_.+-]{0,64}")
-_CONSTANT = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}")
-_PLAIN_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_CTYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_ *]{0,63}")
-_VERSION = re.compile(r"\d{1,6}(\.\d{1,6}){1,3}")
+_NAME_OR_EMPTY = Chars(r"[A-Za-z0-9_.+-]{0,64}", WORD_CHARS + ".+-", 64, shortest=0)
+_CONSTANT = Chars(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,63}", WORD_CHARS + ".+-", 64, first=WORD_CHARS + "+-")
+_PLAIN_FILE = Chars(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", WORD_CHARS + ".+-", 128, first=WORD_CHARS)
+_SHA256 = Chars(r"[0-9a-f]{64}", "0123456789abcdef", 64, shortest=64)
+_CTYPE = Chars(r"[A-Za-z_][A-Za-z0-9_ *]{0,63}", WORD_CHARS + " *", 64, first=NAME_START)
+_VERSION = DottedNumber(r"\d{1,6}(\.\d{1,6}){1,3}", (2, 4), 6)
 _TEXT_LIMIT = 256
-_MAX_KERNELS = 10_000
+# Kernels an index may hold: ten times the largest libraries shipped, so a
+# library of 100,000 kernels loads; each part of the build's layout is read
+# within its own cap (aotc.index.schema), whatever the count.
+_MAX_KERNELS = 1_000_000
 _MAX_PARAMS = 64
 _MAX_ARCHS = 64
 _MAX_THREADS = 1024
@@ -79,7 +141,7 @@ def _list(where: str, path: str, value: Any, limit: int) -> list[Any]:
     return value
 
 
-def _text(where: str, path: str, value: Any, pattern: re.Pattern[str] | None = None, what: str = "") -> str:
+def _text(where: str, path: str, value: Any, pattern: Chars | ArchText | None = None, what: str = "") -> str:
     # The same three rules as below, in one expression: a kernel entry holds some 90 strings.
     if type(value) is str and (pattern is None or pattern.fullmatch(value)) and len(value) <= _TEXT_LIMIT and value.isprintable():
         return value

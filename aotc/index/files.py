@@ -4,6 +4,11 @@ Below a library folder nothing is a symlink: not the ``src`` subfolder, not
 a file (O_NOFOLLOW). Only regular files are read (opened with O_NONBLOCK, so a
 FIFO cannot hang the open), and no more bytes than the index's recorded size. A wheel's
 members come through a callable, with the same size and sha256 checks.
+
+A library loaded to run (``FolderFiles(..., remembered=True)``, what
+``aotc.load`` opens) hashes a file once: the file's identity is then kept
+(``aotc.index._verified``), and a file opened with the same identity, before
+and after its read, is not hashed again.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 
 from aotc._untrusted_files import KERNEL_FILE_LIMIT, open_regular, read_capped
 from aotc.errors import DamagedLibraryError, UnreadableFileError
+from aotc.index._verified import VerifiedFiles
 from aotc.index.schema import INDEX_NAME, sha256_bytes
 
 TYPE_CHECKING = False
@@ -39,10 +45,12 @@ def verify(data: bytes, entry: FileEntry, label: str) -> bytes:
 
 
 class FolderFiles:
-    """The files of a library folder."""
+    """The files of a library folder; ``remembered``: keep and trust the record of
+    files already verified (see the module docstring), or hash every file read."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, remembered: bool = False) -> None:
         self.folder = os.fspath(directory)  # a string: loading a kernel imports no pathlib
+        self._record = VerifiedFiles(self.folder) if remembered else None
 
     @property
     def directory(self) -> Path:
@@ -67,16 +75,25 @@ class FolderFiles:
         if not os.path.lexists(label):
             msg = f"{label}: missing; {_REINSTALL}"
             raise DamagedLibraryError(msg)
+        record = self._record
+        if record is not None:
+            record.begin()
         try:
-            with open_regular(label, KERNEL_FILE_LIMIT) as (fd, info):
-                if info.st_size != entry.size:
-                    msg = f"{label}: size {info.st_size} bytes, {INDEX_NAME} says {entry.size}; {_REINSTALL}"
+            with open_regular(label, KERNEL_FILE_LIMIT) as (fd, before):
+                if before.st_size != entry.size:
+                    msg = f"{label}: size {before.st_size} bytes, {INDEX_NAME} says {entry.size}; {_REINSTALL}"
                     raise DamagedLibraryError(msg)
                 # No more than the recorded size: read_capped refuses a file that grew since fstat.
                 data = read_capped(fd, label, entry.size, entry.size)
+                after = os.fstat(fd)
         except UnreadableFileError as exc:
             raise DamagedLibraryError(f"{exc}; {_REINSTALL}") from None
-        return verify(data, entry, label)
+        if record is not None and len(data) == entry.size and record.vouches(entry.sha256, before, after):
+            return data  # these bytes hashed to entry.sha256 when the file was last hashed
+        verify(data, entry, label)
+        if record is not None:
+            record.keep(entry.sha256, before, after)
+        return data
 
 
 class MemberFiles:

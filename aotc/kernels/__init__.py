@@ -43,31 +43,27 @@ class Kernels:
 
     def __init__(self, library: Any) -> None:
         self.library = library
-        # Grouped by what the index's directory says: a family's kernels are each
-        # checked when the family is first used, so a library of many kernels
-        # loads at one cost (aotc.index._lines).
-        by_family: dict[str, list[str]] = {}
-        for name, family in library.index.kernels.families().items():
-            by_family.setdefault(family, []).append(name)
-        self._kernels = by_family
+        # The index's families: each bound from its catalog at its first use, and each
+        # kernel checked when a call first chooses it, so a library of many kernels
+        # loads, and a family of many is first called, at one cost (aotc.index.families).
+        self._family_names = dict.fromkeys(library.index.family_names())  # the families, in index order
         self._families: dict[str, Family] = {}
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
-        self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the families made so far
+        self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the kernels reached so far
         self._making = _lock()  # taken by _make_family
         self.serial = next(_serials)  # names it in _traced.MADE's keys, where an id could be reused
 
     @property
     def names(self) -> tuple[str, ...]:
         """The library's declared families."""
-        return tuple(self._kernels)
+        return tuple(self._family_names)
 
     def family(self, name: str) -> Family:
         """The binding of family ``name``."""
         found = self._families.get(name)
         if found is None:
-            kernels = self._kernels.get(name)
-            if kernels is None:
-                known = ", ".join(self._kernels) or "none"
+            if name not in self._family_names:
+                known = ", ".join(self._family_names) or "none"
                 msg = f"{self.library.name} has no declared family {name!r} (families: {known})"
                 raise AttributeError(msg)
             found = made(_make_family(self, name))
@@ -77,13 +73,13 @@ class Kernels:
         """The layout whose op is ``name`` (``gemm_forward``; a family of one layout: the family's name)."""
         found = self._layouts.get(name)
         if found is None:
-            family = next((f for f in self._kernels if name == f or name.startswith(f"{f}_")), None)
+            family = next((f for f in self._family_names if name == f or name.startswith(f"{f}_")), None)
             if family is not None:
                 self.family(family)
                 found = self._layouts.get(name)
             if found is None:
                 known = ", ".join(self._layouts) or "none made yet"
-                msg = f"{self.library.name} has no kernel binding {name!r} (families: {', '.join(self._kernels) or 'none'}; bindings: {known})"
+                msg = f"{self.library.name} has no kernel binding {name!r} (families: {', '.join(self._family_names) or 'none'}; bindings: {known})"
                 raise AttributeError(msg)
         return found
 
@@ -95,8 +91,8 @@ class Kernels:
         """The layout that binds kernel ``kernel``."""
         found = self._layout_of.get(kernel)
         if found is None:
-            self.family(self.library.index.kernel(kernel).family)
-            found = self._layout_of[kernel]
+            family = self.family(self.library.index.kernel(kernel).family)
+            found = self._layout_of[kernel] = family.layout_of(kernel)
         return found
 
     def __getattr__(self, name: str) -> Any:
@@ -108,10 +104,10 @@ class Kernels:
         return made(_prepare(self, name))
 
     def __dir__(self) -> list[str]:
-        return [*super().__dir__(), *self._kernels, *self._layouts]
+        return [*super().__dir__(), *self._family_names, *self._layouts]
 
     def __repr__(self) -> str:
-        return f"<aotc.kernels over {self.library.name!r}: {', '.join(self._kernels) or 'no declared families'}>"
+        return f"<aotc.kernels over {self.library.name!r}: {', '.join(self._family_names) or 'no declared families'}>"
 
     def torch_ops(self) -> Any:
         """Register this library's layouts as ``torch.ops.<library>.<op>`` (once) and return that namespace."""
@@ -152,11 +148,9 @@ def _make_family(kernels: Kernels, name: str) -> str:
     with kernels._making:  # noqa: SLF001 - the Kernels' own lock
         found = kernels._families.get(name)  # noqa: SLF001 - and its own table
         if found is None:  # not made by another thread meanwhile
-            # Each checked now; the index holds its line to the family its directory gave.
-            checked = [kernels.library.index.kernel(kernel) for kernel in kernels._kernels[name]]  # noqa: SLF001
-            found = Family(kernels, name, checked)
+            # Its catalog, checked whole; each kernel is checked when a call first chooses it.
+            found = Family(kernels, name, kernels.library.index.family(name))
             kernels._layouts.update(found.layouts)  # noqa: SLF001
-            kernels._layout_of.update((kernel, layout) for layout in found.layouts.values() for kernel in layout.kernels)  # noqa: SLF001
             kernels._families[name] = found  # noqa: SLF001 - last: read without the lock once here
     return keep(made_key("family", kernels.serial, name), found)
 
@@ -168,7 +162,7 @@ def _prepare(kernels: Kernels, name: str) -> str:
     ``_traced.MADE``; returns its key there."""
     from aotc.kernels._keys import made_key
 
-    if name in kernels._kernels:  # noqa: SLF001 - the Kernels' own table
+    if name in kernels._family_names:  # noqa: SLF001 - the Kernels' own table
         family = kernels.family(name)
         only = family.only
         found = family if only is None else only.entry or only

@@ -10,8 +10,11 @@ with one plan table, one PyTorch op and one JAX route. Dimensions, strides,
 shapes, dtypes, lanes and packing may differ from kernel to kernel: they are
 read from the kernel a call chooses.
 
-A layout knows its kernels from the index alone. ``choose`` picks a call's
-kernel from the axes it names, its arrays' dtypes and ranks; ``decide``
+A layout knows its kernels' forms from the family's catalog alone
+(``aotc.index.families``): the signatures they are bound by, each once.
+``choose`` picks a call's form from the axes it names and its arrays' dtypes
+and ranks, then its kernel from the directory by its axis values; only that
+kernel is checked, when a call first chooses it (``admit``). ``decide``
 (``aotc.kernels._decision``) binds its dimensions.
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from aotc.arrays.kinds import kind_of
 from aotc.dtypes import DTYPES, by_numpy
-from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, echo
 from aotc.kernels._entry import add_guard, direct_guard, entry_for, has_guard
 from aotc.kernels._keys import choice_key, plan_key
 from aotc.kernels._launch import launch
@@ -31,12 +34,13 @@ if TYPE_CHECKING:
     from typing import Any
 
     from aotc.index import IndexKernel
+    from aotc.index.families import KernelForm
 
 __all__ = ["Layout", "dtype_hint", "layout_key"]
 
 
-def layout_key(kernel: IndexKernel) -> tuple[Any, ...]:
-    """What a call binds ``kernel`` by: each array's binding name and role, and
+def layout_key(kernel: IndexKernel | KernelForm) -> tuple[Any, ...]:
+    """What a call binds ``kernel`` (or a form's kernels) by: each array's binding name and role, and
     each scalar the caller passes (its binding name, and int or float), in
     declared order. Dimensions and strides, bound from the arrays, are not in it."""
     key = []
@@ -63,14 +67,18 @@ class Layout:
     """The binding of some kernels of family ``family`` (the ``Family``) that share a
     ``layout_key``; ``name`` is its op's name (the family's, where it has one layout)."""
 
-    def __init__(self, family: Any, name: str, kernels: list[IndexKernel]) -> None:
+    def __init__(self, family: Any, name: str, forms: list[KernelForm]) -> None:
         self.family = family
         self.library = family.library
         self.name = name
-        self.kernels = {k.name: k for k in kernels}
-        # Each kernel's parameters by binding name (arrays and the caller's scalars).
-        self.bound = {k.name: {p.arg: p for p in k.signature or () if not p.scalar or not p.dim} for k in kernels}
-        signature = kernels[0].signature or ()
+        self.forms = tuple(forms)
+        # Each form's parameters by binding name (arrays and the caller's scalars).
+        self._form_bound = {f.index: {p.arg: p for p in f.signature if not p.scalar or not p.dim} for f in forms}
+        # The kernels calls have chosen (checked), by name, and their parameters by
+        # binding name; any other kernel of the layout is checked when looked up.
+        self.kernels: dict[str, IndexKernel] = _Reached(self)
+        self.bound: dict[str, dict[str, Any]] = _Reached(self)
+        signature = forms[0].signature
         arrays = [p for p in signature if not p.scalar]
         self.given = tuple(p.arg for p in arrays if p.role != "out")
         self.outs = tuple(p.arg for p in arrays if p.role == "out")
@@ -82,16 +90,15 @@ class Layout:
         self.extents = tuple(p.arg for p in scalars if p.extent)
         # A dimension that only packed arrays hold, in words: the caller may give
         # it exactly (by keyword), else it is the words' capacity (_decision).
-        self.lengths = _lengths(kernels)
+        self.lengths = _lengths(forms)
         self.sizes = self.extents + self.lengths  # every size the caller may give
         self.positional = tuple(p.arg for p in signature if (not p.scalar and p.role != "out") or (p.scalar and not p.dim))
-        axes: dict[str, list[Any]] = {}
-        for kernel in kernels:
-            for axis, value in (kernel.axes or {}).items():
-                values = axes.setdefault(axis, [])
-                if value not in values:
-                    values.append(value)
-        self.axes = {axis: tuple(values) for axis, values in axes.items()}
+        # Each axis's values among the forms' kernels, in the family's order.
+        held: dict[str, set[Any]] = {}
+        for form in forms:
+            for axis, values in form.axes.items():
+                held.setdefault(axis, set()).update(values)
+        self.axes = {axis: tuple(v for v in values if v in held[axis]) for axis, values in family.axes.items() if axis in held}
         # The axes a call may choose by keyword: those with more than one value here.
         self.open_axes = tuple(axis for axis, values in self.axes.items() if len(values) > 1)
         # Everything the layout's calls work out once: kernel choices, decisions,
@@ -237,72 +244,114 @@ class Layout:
         known = tuple((name, tuple(shape) if all(type(e) is int for e in shape) else (0,) * len(shape)) for name, shape in shapes.items())
         return self.kernels[_chosen(self, tuple(dtypes.items()), tuple(axes.items()), known)]
 
+    def admit(self, kernel: IndexKernel, form: KernelForm) -> None:
+        """Kernel ``kernel`` (checked, of ``form``) is one this layout's calls launch."""
+        self.bound[kernel.name] = self._form_bound[form.index]
+        self.kernels[kernel.name] = kernel
+
+    def reach(self, name: str) -> None:
+        """Check and admit kernel ``name``; UnknownKernelError (a KeyError, as a
+        mapping's lookup raises) where it is not this layout's."""
+        kernel, form = self.family.catalog.kernel(name)
+        if form.index not in self._form_bound:
+            raise UnknownKernelError(f"{name}: not a kernel of {self.name}()'s layout")
+        self.admit(kernel, form)
+
     def _choose(self, dtypes: dict[str, str], axes: dict[str, Any], ranks: dict[str, int], shapes: dict[str, Any]) -> str:
-        matches = list(self.kernels.values())
+        forms = list(self.forms)
+        named = {}  # the axes given that vary here, by value
         for axis, value in axes.items():
             if axis not in self.axes:
                 continue  # an axis of the family that does not vary here: the caller already chose this layout
             if isinstance(value, bool) or not isinstance(value, (str, int)) or value not in self.axes[axis]:
                 raise self.not_a_value(axis, value)
-            matches = [k for k in matches if k.axes is not None and k.axes.get(axis) == value]
-            if not matches:
-                chosen = ", ".join(f"{a}={v}" for a, v in axes.items())
-                msg = f"{self.name}(): no kernel for {chosen}"
-                raise ArgumentError(msg)
+            named[axis] = value
+            forms = [f for f in forms if value in f.axes.get(axis, ())]
+            if not forms:
+                raise ArgumentError(self._no_kernel(axes))
         seen: dict[str, str] = {}  # the dtypes of the arrays checked so far
         for name, dtype in dtypes.items():
             if name in self.outs:
                 continue  # an out array given chooses only among kernels the inputs leave (below)
-            fits = [k for k in matches if self.bound[k.name][name].dtype == dtype]
+            fits = [f for f in forms if self._form_bound[f.index][name].dtype == dtype]
             if not fits:
-                raise ArgumentError(self._dtype_refusal(name, dtype, matches, seen, axes))
-            matches = fits
+                raise ArgumentError(self._dtype_refusal(name, dtype, forms, seen, axes))
+            forms = fits
             seen[name] = dtype
         for name, dtype in dtypes.items():
-            fits = [k for k in matches if self.bound[k.name][name].dtype == dtype] if name in self.outs else matches
+            fits = [f for f in forms if self._form_bound[f.index][name].dtype == dtype] if name in self.outs else forms
             if fits:  # none: the out array's own check names its dtype
-                matches = fits
+                forms = fits
         # A kernel that takes the arrays as they are wins over one that must
         # leave out an optional dimension (a single matrix over a batch of one).
         scored = []
-        for kernel in matches:
+        for form in forms:
             left_out = 0
             for name, rank in ranks.items():
-                declared = self.bound[kernel.name][name]
+                declared = self._form_bound[form.index][name]
                 dropped = len(declared.shape) + (declared.lanes > 1) - rank
                 if not 0 <= dropped <= declared.optional:
                     break
                 left_out += dropped
             else:
-                scored.append((left_out, kernel))
+                scored.append((left_out, form))
         if not scored:
-            self._refuse_rank(matches, shapes)
+            self._refuse_rank(forms, shapes)
         best = min(score for score, _ in scored)
-        matches = [kernel for score, kernel in scored if score == best]
-        if len(matches) > 1:
-            open_axes = [a for a in self.open_axes if len({k.axes[a] for k in matches if k.axes is not None}) > 1]
-            axis = open_axes[0]
-            values = ", ".join(sorted({str(k.axes[axis]) for k in matches if k.axes is not None}))
-            msg = f"{self.name}(): {len(matches)} kernels fit these arrays; choose one with {axis}= ({values})"
-            raise ArgumentError(msg)
-        return matches[0].name
+        forms = [form for score, form in scored if score == best]
+        return self._kernel_at(named, forms, axes)
 
-    def _dtype_refusal(self, name: str, dtype: str, matches: list[IndexKernel], seen: dict[str, str], axes: dict[str, Any]) -> str:
+    def _kernel_at(self, named: dict[str, Any], forms: list[KernelForm], axes: dict[str, Any]) -> str:
+        """The one kernel of ``forms`` at the axis values ``named`` (an axis the forms hold
+        one value of is that value), checked and admitted: found in the directory."""
+        point = dict(named)
+        for axis in self.axes:
+            held = {v for f in forms for v in f.axes.get(axis, ())}
+            if axis not in point and len(held) == 1:
+                point[axis] = next(iter(held))
+        catalog = self.family.catalog
+        indexes = {f.index for f in forms}
+        # A whole point is one kernel's, whatever its form: two found there leave no choice.
+        whole = catalog.find(point) if len(point) == len(catalog.axes) else None
+        found = catalog.find(point, indexes) if whole is None or len(whole) > 1 else [hit for hit in whole if hit[2] in indexes]
+        if not found:
+            raise ArgumentError(self._no_kernel(axes))
+        if len(found) > 1:
+            found = catalog.find(point, indexes, limit=sum(f.count for f in forms))
+            open_axes = [a for a in self.open_axes if len({p.get(a) for _, p, _ in found}) > 1]
+            axis = open_axes[0] if open_axes else next(iter(self.axes), "")
+            values = ", ".join(sorted({str(p[axis]) for _, p, _ in found if axis in p}))
+            msg = f"{self.name}(): {len(found)} kernels fit these arrays; choose one with {axis}= ({values})"
+            raise ArgumentError(msg)
+        name, reached, _ = found[0]
+        twins = whole if whole is not None else catalog.find(reached)  # the axis values a call reaches are one kernel's
+        if len(twins) > 1:
+            msg = f"{self.library.index.where}: kernels.{twins[1][0]}: has the axes of kernel {twins[0][0]!r}, in family {catalog.name}"
+            raise IndexFormatError(msg)
+        kernel, form = catalog.kernel(name)
+        self.admit(kernel, form)
+        return name
+
+    def _no_kernel(self, axes: dict[str, Any]) -> str:
+        chosen = ", ".join(f"{a}={v}" for a, v in axes.items())
+        return f"{self.name}(): no kernel for {chosen}"
+
+    def _dtype_refusal(self, name: str, dtype: str, matches: list[KernelForm], seen: dict[str, str], axes: dict[str, Any]) -> str:
         """The one line for an array of a dtype no kernel left takes there."""
-        have = sorted({self.bound[k.name][name].dtype for k in matches})
+        have = sorted({self._form_bound[f.index][name].dtype for f in matches})
         like = next((other for other, got in seen.items() if have == [got]), None)
         if like is not None:  # the kernels take this array in the dtype an earlier one has
             return f"{name}: dtype {dtype} does not match {like}'s {seen[like]}"
         # The axes that chose these kernels, less those of dtypes (the arrays' dtypes say those).
         chosen = ", ".join(f"{a}={v}" for a, v in axes.items() if a in self.open_axes and not set(self.axes[a]) <= DTYPES.keys())
-        where = f" for {chosen}" if chosen and len(matches) < len(self.kernels) else ""
+        where = f" for {chosen}" if chosen and len(matches) < len(self.forms) else ""
         listed = ", ".join(have[:-1]) + " or " + have[-1] if len(have) > 1 else have[0]
         return f"{name}: dtype {dtype}, but {self.name}'s kernels{where} take {listed} there"
 
-    def _refuse_rank(self, kernels: list[IndexKernel], shapes: dict[str, Any]) -> None:
-        """The one line for an array of a rank no kernel takes: the ranks the ``kernels`` left take there."""
+    def _refuse_rank(self, forms: list[KernelForm], shapes: dict[str, Any]) -> None:
+        """The one line for an array of a rank no kernel takes: the ranks the ``forms`` left take there."""
         for name, shape in shapes.items():
-            declared = [self.bound[k.name][name] for k in kernels]
+            declared = [self._form_bound[f.index][name] for f in forms]
             ranks = sorted({r for d in declared for r in _ranks(d)})
             if len(shape) not in ranks:
                 widest = max(declared, key=lambda d: len(d.shape))
@@ -325,12 +374,27 @@ def _chosen(layout: Layout, dtypes: tuple[Any, ...], axes: tuple[Any, ...], shap
     return name
 
 
-def _lengths(kernels: list[IndexKernel]) -> tuple[str, ...]:
+class _Reached(dict):  # dict[str, Any]
+    """A layout's kernels (or their parameters) by name: those reached so far, and
+    any other of the layout's, checked and admitted when looked up."""
+
+    __slots__ = ("_layout",)
+
+    def __init__(self, layout: Layout) -> None:
+        super().__init__()
+        self._layout = layout
+
+    def __missing__(self, name: str) -> Any:
+        self._layout.reach(name)
+        return dict.__getitem__(self, name)
+
+
+def _lengths(forms: list[KernelForm]) -> tuple[str, ...]:
     """The binding names of the dimensions that only packed in arrays hold
-    (as the last dimension, in words), in any of ``kernels``."""
+    (as the last dimension, in words), in any of ``forms``."""
     found: dict[str, None] = {}
-    for kernel in kernels:
-        signature = kernel.signature or ()
+    for form in forms:
+        signature = form.signature
         unpacked = {e for p in signature if not p.scalar and p.role != "out" and not p.pack for e in p.shape}
         packed = {p.shape[-1] for p in signature if not p.scalar and p.role != "out" and p.pack and type(p.shape[-1]) is str}
         found.update((p.arg, None) for p in signature if p.scalar and p.name in packed - unpacked)

@@ -11,46 +11,43 @@ the axes the call names.
 
 from __future__ import annotations
 
-from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
 from aotc.kernels._binding import Layout, dtype_hint, layout_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.index import IndexKernel
+    from aotc.index.families import FamilyCatalog, KernelForm
 
 __all__ = ["Family"]
 
 
 class Family:
     """The binding of declared family ``name`` of a library: ``layouts`` by op
-    name. ``bindings`` is the library's ``Kernels``, which its gradients reach through."""
+    name, made from the family's catalog (``aotc.index.families``): its forms,
+    grouped by what a call binds, never its kernels. ``bindings`` is the
+    library's ``Kernels``, which its gradients reach through."""
 
-    def __init__(self, bindings: Any, name: str, kernels: list[IndexKernel]) -> None:
+    def __init__(self, bindings: Any, name: str, catalog: FamilyCatalog) -> None:
         self.bindings = bindings
         self.library = bindings.library
         self.name = name
-        groups: dict[tuple[Any, ...], list[IndexKernel]] = {}
-        for kernel in kernels:
-            groups.setdefault(layout_key(kernel), []).append(kernel)
-        axes: dict[str, list[Any]] = {}
-        points: dict[tuple[Any, ...], str] = {}
-        for kernel in kernels:
-            # The build gives each point one kernel; an index edited (and
-            # resealed) into two would leave a call no way to choose.
-            point = tuple(sorted((kernel.axes or {}).items()))
-            if point in points:
-                msg = f"{self.library.index.where}: kernels.{kernel.name}: has the axes of kernel {points[point]!r}, in family {name}"
-                raise IndexFormatError(msg)
-            points[point] = kernel.name
-            for axis, value in (kernel.axes or {}).items():
-                values = axes.setdefault(axis, [])
-                if value not in values:
-                    values.append(value)
-        self.axes = {axis: tuple(values) for axis, values in axes.items()}
+        self.catalog = catalog
+        groups: dict[tuple[Any, ...], list[KernelForm]] = {}
+        for form in catalog.forms:
+            groups.setdefault(layout_key(form), []).append(form)
+        self.axes = dict(catalog.axes)
         names = _layout_names(name, [_axis_values(group) for group in groups.values()], tuple(self.axes))
         self.layouts = {op: Layout(self, op, group) for op, group in zip(names, groups.values())}
+        self._layout_of_form = {form.index: layout for layout in self.layouts.values() for form in layout.forms}
+
+    def layout_of(self, kernel: str) -> Layout:
+        """The layout that binds kernel ``kernel`` of this family (checked, and admitted there)."""
+        checked, form = self.catalog.kernel(kernel)
+        layout = self._layout_of_form[form.index]
+        layout.admit(checked, form)
+        return layout
 
     def __repr__(self) -> str:
         return f"<aotc kernel family {self.library.name}.{self.name}: {', '.join(self.layouts)}>"
@@ -98,11 +95,11 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-def _axis_values(kernels: list[IndexKernel]) -> dict[str, set[Any]]:
+def _axis_values(forms: list[KernelForm]) -> dict[str, set[Any]]:
     found: dict[str, set[Any]] = {}
-    for kernel in kernels:
-        for axis, value in (kernel.axes or {}).items():
-            found.setdefault(axis, set()).add(value)
+    for form in forms:
+        for axis, values in form.axes.items():
+            found.setdefault(axis, set()).update(values)
     return found
 
 

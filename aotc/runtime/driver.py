@@ -19,8 +19,6 @@ are ``cuDriverGetVersion`` units, 1000 * major + 10 * minor (12040 is CUDA 12.4)
 
 from __future__ import annotations
 
-import re
-
 from aotc._record import Record
 from aotc.errors import DriverTooOldError
 from aotc.index import parse_toolkit
@@ -38,7 +36,7 @@ __all__ = ["OLDEST_SUPPORTED", "Toolkit", "check_driver", "cuda_text", "toolkit_
 OLDEST_SUPPORTED = 12000
 # The driver branch that first supports a CUDA major.0, for people who know drivers by branch.
 _BRANCHES = {12000: "R525", 13000: "R580"}
-_LANE_SUFFIX = re.compile(r"-cuda\d+x$")
+_LANE_SUFFIX = r"-cuda\d+x$"  # a lane's wheel name ends so; compiled in the one message that needs it
 
 
 class Toolkit(Record):
@@ -109,7 +107,9 @@ def check_driver(toolkit: Toolkit | None, driver: int | None, *, library: str = 
         msg = f"{head}; no aotc wheel supports a driver older than {oldest}: upgrade the driver"
     elif major < toolkit.cuda_major:
         # The lane built for this driver's CUDA major; CuPy names its wheels the same way.
-        other = f"{_LANE_SUFFIX.sub('', toolkit.wheel)}-cuda{major}x"
+        import re  # not at import: a start-up must not pay for re
+
+        other = f"{re.sub(_LANE_SUFFIX, '', toolkit.wheel)}-cuda{major}x"
         msg = f"{head}: upgrade the driver, or pip install {other}"
     else:
         msg = f"{head}: upgrade the driver"

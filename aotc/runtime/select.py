@@ -6,10 +6,7 @@ rule in DESIGN.md ("Choosing an image") is tested on a machine without a GPU.
 
 from __future__ import annotations
 
-from enum import Enum
-
-from aotc._record import Record
-from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12
+from aotc._record import Record, StrChoices
 from aotc.errors import ArgumentError, ConfigurationError, IndexFormatError, NoKernelImageError
 from aotc.index.schema import ARCH_TEXT
 
@@ -40,11 +37,9 @@ _VARIANT_RANK = {"": 0, "f": 1, "a": 2}
 # sm_87 SASS does not run on an 8.9 desktop GPU. (11.0 is Thor, which CUDA 12
 # called 10.1.) PTX is unaffected: the driver JITs it onto any of them.
 INTEGRATED_ARCHS = frozenset({(7, 2), (8, 7), (10, 1), (11, 0)})
-_OLDEST = divmod(MIN_ARCH, 10)
-_OLDEST_CUDA12 = divmod(MIN_ARCH_CUDA12, 10)
 
 
-class JitPolicy(str, Enum):
+class JitPolicy(StrChoices):
     """The AOTC_JIT override."""
 
     AUTO = "auto"
@@ -53,7 +48,7 @@ class JitPolicy(str, Enum):
     OFF = "off"
 
 
-class ImageKind(str, Enum):
+class ImageKind(StrChoices):
     """How the chosen image reaches the GPU."""
 
     SASS_EXACT = "sass_exact"
@@ -79,12 +74,12 @@ class Arch(Record):
 
     @classmethod
     def parse(cls, text: str, *, what: str = "arch") -> Arch:
-        match = ARCH_TEXT.fullmatch(text) if isinstance(text, str) else None
-        if match is None:
+        parts = ARCH_TEXT.parts(text) if isinstance(text, str) else None
+        if parts is None:
             expected = "digits and an optional 'a' or 'f', e.g. '86', '90a', '100f'"
             msg = f"malformed {what} {text!r} in the index (expected {expected})"
             raise IndexFormatError(msg)
-        return cls(int(match[1]), int(match[2]), match[3])
+        return cls(*parts)
 
     def __str__(self) -> str:
         return f"{self.major}{self.minor}{self.variant}"
@@ -238,12 +233,14 @@ def explain_selection(
             return ImageChoice(ImageKind.DRIVER_JIT, str(ptx), reason)
     fixes.append(f"rebuild with AOTC_ARCHS={major}{minor}")
     remedy = f"fix: {' or '.join(fixes)}"
-    if (major, minor) < _OLDEST and kernel.ptx_toolkit >= (13, 0):
+    from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12  # here, where no image fits: a choice that finds one needs neither
+
+    if (major, minor) < divmod(MIN_ARCH, 10) and kernel.ptx_toolkit >= (13, 0):
         # Neither nvcc 13 nor NVRTC 13 targets it: suggesting a rebuild or the
         # JIT extra would send people in circles. Volta has the CUDA 12 wheel.
         oldest = f"sm_{MIN_ARCH}"
         failures.append(f"{device} is older than {oldest}, the oldest architecture CUDA 13 compiles for")
-        if (major, minor) >= _OLDEST_CUDA12:
+        if (major, minor) >= divmod(MIN_ARCH_CUDA12, 10):
             remedy = "fix: pip install aotc-cuda12x, the CUDA 12 build with sm_70 SASS (or rebuild with AOTC_CUDA=12)"
         else:
             remedy = f"no fix in aotc: it builds for sm_{MIN_ARCH_CUDA12} and newer only; use a newer GPU"

@@ -158,8 +158,8 @@ class Tropical:
                 raise ArgumentError(msg)
             wanted[axis] = chosen
         names = [
-            kernel.name for layout in self.family.layouts.values() for kernel in layout.kernels.values()
-            if all(chosen is None or kernel.axes[axis] in chosen for axis, chosen in wanted.items())
+            name for name, axes, _ in self.family.catalog.members()
+            if all(chosen is None or axes[axis] in chosen for axis, chosen in wanted.items())
         ]  # fmt: skip
         return self.library.preload(names, device)
 

@@ -154,3 +154,55 @@ def test_generated_sources_compile_under_nvcc_without_warnings(golden_project: P
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+
+
+NAMED_LIKE_A_DICT = """\
+library: named
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  pick:
+    template: pick.cu.j2
+    axes: {dtype: [f32]}
+    name: "pick_{dtype}"
+    signature:
+      values: {array: dtype, role: in, shape: [n]}
+      items: {array: i32, role: out, shape: [n]}
+      keys: {array: f64, role: in, shape: [n]}
+      get: i64
+      n: i32
+    launch:
+      grid: [n]
+      block: [32]
+"""
+
+
+def test_ctype_names_every_parameter(tmp_path: Path) -> None:
+    """``ctype.values`` is the C type of a parameter named ``values`` (and so for
+    ``items``, ``keys`` and ``get``), not the method a dict's attribute gives:
+    nvcc used to fail on ``typedef <built-in method values of dict object ...> T;``."""
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "manifest.yaml").write_text(NAMED_LIKE_A_DICT)
+    (tmp_path / "templates" / "pick.cu.j2").write_text(
+        "typedef {{ ctype.values }} V;\ntypedef {{ ctype.items }} I;\ntypedef {{ ctype.keys }} K;\n"
+        "typedef {{ ctype.get }} G;\ntypedef {{ ctype['n'] }} N;\n"
+        'extern "C" __global__ void {{ kernel_name }}({{ params }}) {}\n'
+    )
+    manifest = load_manifest(tmp_path / "manifest.yaml")
+    source = render_kernel(manifest, manifest.kernels[0])
+    for line in ("typedef float V;", "typedef int I;", "typedef double K;", "typedef long long G;", "typedef int N;"):
+        assert line in source, source
+
+
+def test_ctype_keeps_a_dicts_methods_where_no_parameter_takes_their_name(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    text = NAMED_LIKE_A_DICT
+    for name, other in (("values:", "x:"), ("items:", "y:"), ("keys:", "z:"), ("get:", "g:")):
+        text = text.replace(f"      {name}", f"      {other}")
+    (tmp_path / "manifest.yaml").write_text(text)
+    (tmp_path / "templates" / "pick.cu.j2").write_text(
+        '{% for name, type in ctype.items() %}// {{ name }}: {{ type }}\n{% endfor %}extern "C" __global__ void {{ kernel_name }}({{ params }}) {}\n'
+    )
+    manifest = load_manifest(tmp_path / "manifest.yaml")
+    source = render_kernel(manifest, manifest.kernels[0])
+    assert "// x: float\n// y: int\n// z: double\n// g: long long\n// n: int\n" in source, source

@@ -134,8 +134,9 @@ def test_a_backward_is_written_as_kernel_names() -> None:
 
 
 def test_the_build_imports_the_schema_and_not_the_reader() -> None:
-    # aotcTools.cmake lists aotc/index/__init__.py and schema.py as inputs of the
-    # index step; the reader's modules are not, so the build must not import them.
+    # aotcTools.cmake lists aotc/index/__init__.py, schema.py and _layout.py (the
+    # layout's writer) as inputs of the index step; the reader's modules are not,
+    # so the build must not import them.
     script = "import sys, aotc.build.tool; print(sorted(m for m in sys.modules if m.startswith('aotc.index')))"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO)
-    assert result.stdout.strip() == "['aotc.index', 'aotc.index.schema']"
+    assert result.stdout.strip() == "['aotc.index', 'aotc.index._layout', 'aotc.index.schema']"

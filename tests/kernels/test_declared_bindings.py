@@ -104,7 +104,7 @@ def test_a_numeric_max_bounds_an_extent(tmp_path: Path) -> None:
         ("fill: low}", "fill: inf}", "signature.y.fill: expected a number, -inf, +inf, true or false, or a constant naming one (low), got str 'inf'"),
         ("fill: low}", "fill: [0]}", "signature.y.fill: expected a number, -inf, +inf, true or false, or a constant naming one (low), got a list"),
         ("fill: low}", "fill: 1.5}", "signature.y.fill: at dtype=i32, 1.5, which a i32 array cannot hold"),
-        ("fill: low}", "fill: -inf}", "signature.y.fill: at dtype=i32, '-inf', which a i32 array cannot hold"),
+        ("fill: low}", "fill: true}", "signature.y.fill: at dtype=f32, True, which a f32 array cannot hold"),
         ("fill: 0, arg: histogram}", "fill: 2147483648, arg: histogram}", "signature.counts.fill: at dtype=f32, 2147483648, which a i32 array cannot hold"),
         ("fill: 0, arg: histogram}", "fill: true, arg: histogram}", "signature.counts.fill: at dtype=f32, True, which a i32 array cannot hold"),
         ("      - {when: {dtype: i32}, low: -2147483648}", "      - {when: {dtype: i32}, low: -2147483649}", "signature.y.fill: at dtype=i32, low is -2147483649, which a i32 array cannot hold"),
@@ -143,3 +143,23 @@ def test_a_bool_constant_is_no_launch_number(tmp_path: Path) -> None:
     path = pick(tmp_path, "      - {low: -inf}\n", "      - {low: -inf, width: true}\n").parent
     (path / "manifest.yaml").write_text((path / "manifest.yaml").read_text().replace("block: [32]", "block: [width]"))
     assert "launch.block[0]: width is True here, not a number" in refused(path / "manifest.yaml")
+
+
+def test_an_infinite_fill_is_an_integer_types_end(tmp_path: Path) -> None:
+    """``fill: -inf`` / ``+inf`` on an integer array is its type's lowest / highest
+    value, as the vocabulary says (and as a semiring's zero and one read them):
+    no per-dtype constant is needed, and a bool array still refuses it."""
+    import numpy as np
+
+    import aotc
+    import aotc.kernels
+
+    path = pick(tmp_path / "project", ("fill: low}", "fill: 0, arg: histogram}"), ("fill: -inf}", "fill: +inf, arg: histogram}"))
+    f32, i32 = load_manifest(path).kernels
+    assert (f32.signature.params[1].fill, i32.signature.params[1].fill) == (float("-inf"), -(2**31))
+    assert f32.signature.params[2].fill == i32.signature.params[2].fill == 2**31 - 1
+    ops = aotc.kernels.over(aotc.load(declared_library(tmp_path, path), backend="emulator"))
+    y, counts = ops.pick(np.zeros((2, 5), np.int32), 3, 4, 0, dtype="i32")  # the kernel writes nothing: the fills show
+    assert y.tolist() == [[-(2**31)] * 3] * 2 and counts.tolist() == [2**31 - 1] * 4
+    message = refused(pick(tmp_path / "bool", "counts: {array: i32, role: out, shape: [bins], fill: 0,", "counts: {array: bool, role: out, shape: [bins], fill: -inf,"))
+    assert "families.pick.signature.counts.fill: at dtype=f32, '-inf', which a bool array cannot hold" in message, message

@@ -4,7 +4,8 @@ autograd and torch.compile, with and without the optional batch) and CuPy
 arrays, against the NumPy references; and the strided BADD family, reading
 CUDA views and broadcasts in place; the warpnorm example (one warp a row,
 shuffles, f16 and bf16) against its references; and half arithmetic whose
-rounding CUDA defines, bit for bit against the emulator.
+rounding CUDA defines, and the float-to-integer intrinsics on their
+boundaries, bit for bit against the emulator.
 Skipped, saying why, where there is no GPU (conftest.py)."""
 
 from __future__ import annotations
@@ -266,3 +267,22 @@ def test_half_rounding_matches_the_emulator_bit_for_bit(tmp_path: Any, dtype: st
         assert np.array_equal(nan, np.isnan(on_cpu.astype(np.float32))), f"{dtype} {name}: NaN in one result, not the other"
         mismatched = np.flatnonzero((on_gpu.view(np.uint16) != on_cpu.view(np.uint16)) & ~nan)
         assert mismatched.size == 0, f"{dtype} {name}: {mismatched.size} results differ, the first for {a[mismatched[0]]!r}, {b[mismatched[0]]!r}, {c[mismatched[0]]!r}"
+
+
+# Float-to-integer intrinsics (__float2int_rn and kin) on their boundaries:
+# the GPU's cvt against the table both sides follow (saturation, NaN to 0,
+# each rounding), and against the emulator (tests/runtime/conversion_support.py).
+@pytest.mark.parametrize("source", ["f32", "f64"])
+def test_conversions_match_the_table_and_the_emulator(tmp_path: Any, source: str) -> None:
+    from runtime.conversion_support import CONVERSIONS, boundaries, mismatches
+
+    project = tmp_path / "project"
+    write_project(project, {**CONVERSIONS, "CMakeLists.txt": HALFROUND["CMakeLists.txt"].replace("halfround", "conversions")})
+    gpu = _build_for_this_gpu(project, tmp_path / "gpu", "conversions")
+    emulated = aotc.kernels.over(aotc.load(declared_library(tmp_path / "emulated", project / "manifest.yaml"), backend="emulator"))
+    values = boundaries(source)
+    names = ("i32", "u32", "i64", "u64")
+    on_gpu, on_cpu = dict(zip(names, gpu.convert(values))), dict(zip(names, emulated.convert(values)))
+    assert mismatches(source, values, on_gpu) == [], "the GPU departs from the table"
+    for name in names:
+        assert np.array_equal(on_gpu[name], on_cpu[name]), f"{source} to {name}: the emulator departs from the GPU"

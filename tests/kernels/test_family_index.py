@@ -24,38 +24,59 @@ def lib(tmp_path: Path) -> Path:
 
 def test_a_declared_library_is_laid_out_a_kernel_a_line(lib: Path) -> None:
     text = (lib / "index.json").read_text()
-    assert '"kernel_lines": {"softmax_f32":[0,"softmax"],' in text
+    assert '"kernel_lines": {"softmax_f32":[0,"softmax",["f32",256],0],' in text
     assert '\n"scan_i64": {"family": "scan", ' in text
-    assert LibraryIndex.open(lib).kernels.families()["scan_i64"] == "scan"  # read whole: the directory held to the table
+    assert '\n"scan": {"axes": {"dtype": ["f32", "f64", "i32", "i64"], ' in text  # its catalog, a line of its own
+    scan = LibraryIndex.open(lib).family("scan")  # read whole: the catalogs and the directory held to the table
+    assert [f.kernel for f in scan.forms] == ["scan_f32", "scan_f64", "scan_i32", "scan_i64"]
+    assert scan.find({"dtype": "i64"}) == [("scan_i64", {"dtype": "i64", "threads": 256, "items": 4}, 3)]
 
 
-def test_a_familys_first_use_checks_its_kernels_alone(lib: Path) -> None:
+def test_a_familys_first_use_checks_the_kernel_it_calls_alone(lib: Path) -> None:
     library = aotc.load(lib, backend="emulator")
     kernels = aotc.kernels.over(library)
     assert kernels.names == ("softmax", "softmax_backward", "scan", "histogram", "scale_shift", "scale_shift_grad_x", "scale_shift_grad_params")
     assert repr(library.index.kernels) == f"<KernelTable {lib / 'index.json'}: 16 kernels, 0 checked>"
     kernels.softmax(np.ones((2, 3)))
-    assert repr(library.index.kernels) == f"<KernelTable {lib / 'index.json'}: 16 kernels, 2 checked>"
+    assert repr(library.index.kernels) == f"<KernelTable {lib / 'index.json'}: 16 kernels, 1 checked>"
+    assert list(kernels.layout("softmax").kernels) == ["softmax_f64"]  # the one kernel the call chose
 
 
-def _lie(lib: Path, old: bytes, new: bytes) -> None:
+def _lie(lib: Path, old: bytes, new: bytes, count: int = 1) -> None:
     path = lib / "index.json"
     data = path.read_bytes()
-    assert old in data
-    path.write_bytes(data.replace(old, new, 1))
+    assert old in data and len(old) == len(new)  # the parts of the layout keep their places
+    path.write_bytes(data.replace(old, new, count))
 
 
-def test_a_directory_that_files_a_kernel_under_another_family_is_refused(lib: Path) -> None:
-    data = (lib / "index.json").read_bytes()
-    start = data.index(b'"scan_f32":[')
-    entry = data[start : data.index(b"]", start) + 1]
-    _lie(lib, entry, entry.replace(b'"scan"]', b'"softmax"]'))
-    kernels = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+def test_a_directory_row_that_files_a_kernel_under_another_family_is_refused(lib: Path) -> None:
+    _lie(lib, b'"scan_f32":[9319,"scan",', b'"scan_f32":[9319,"sca1",')
+    library = aotc.load(lib, backend="emulator")
+    kernels = aotc.kernels.over(library)
     assert kernels.scan(np.ones((2, 3))).shape == (2, 3)  # the other kernels of scan are unaffected
     with pytest.raises(IndexFormatError, match=r"kernels\.scan_f32: the directory \(kernel_lines\) points at no line of this kernel"):
-        kernels.softmax(np.ones((2, 3)))  # the family that claims it checks it
-    with pytest.raises(IndexFormatError, match=r"kernel_lines\.scan_f32: does not give the kernel's family$"):
-        LibraryIndex.open(lib)  # read whole (aotc inspect): the directory is held to the table
+        library.kernel("scan_f32")
+    with pytest.raises(IndexFormatError, match=r"kernels\.scan_f32: the directory \(kernel_lines\) points at no line of this kernel"):
+        LibraryIndex.open(lib)  # read whole (aotc inspect): every kernel is checked
+
+
+def test_a_directory_row_that_sends_a_call_to_another_kernel_is_refused(lib: Path) -> None:
+    # softmax_f32's row claims softmax_f64's axis values and form: an f64 call would find it.
+    _lie(lib, b'"softmax_f32":[0,"softmax",["f32",256],0]', b'"softmax_f32":[0,"softmax",["f64",256],1]')
+    _lie(lib, b'"softmax_f64":[2284,"softmax",["f64",256],1]', b'"softmax_f64":[2284,"softmax",["f32",256],0]')
+    kernels = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    with pytest.raises(IndexFormatError, match=r"kernels\.softmax_f32\.axes: not what the directory and its family's catalog \(kernel_families\.softmax\) say"):
+        kernels.softmax(np.ones((2, 3)))
+    with pytest.raises(IndexFormatError, match=r"kernel_lines\.softmax_f32: does not give the kernel's family, axis values and form$"):
+        LibraryIndex.open(lib)  # read whole: the directory is held to the kernels
+
+
+def test_a_catalog_that_is_not_its_familys_is_refused_read_whole(lib: Path) -> None:
+    _lie(lib, b'"scan": {"axes": {"dtype": ["f32", "f64", "i32", "i64"]', b'"scan": {"axes": {"dtype": ["f64", "f32", "i32", "i64"]')
+    kernels = aotc.kernels.over(aotc.load(lib, backend="emulator"))
+    assert kernels.scan(np.ones((2, 3))).shape == (2, 3)  # the same values: a call is unaffected
+    with pytest.raises(IndexFormatError, match=r"kernel_families\.scan: is not the catalog of the family's kernels; rebuild or reinstall the library$"):
+        LibraryIndex.open(lib)
 
 
 def _rewrite(lib: Path, change: Any) -> None:
@@ -108,7 +129,7 @@ def test_an_index_entry_the_bindings_could_not_trust_is_refused(tmp_path: Path, 
     lib = declared_library(tmp_path, ROWOPS / "manifest.yaml")
     _rewrite(lib, change)
     with pytest.raises(IndexFormatError, match=message):
-        aotc.kernels.over(aotc.load(lib, backend="emulator")).softmax(np.ones((2, 2)))
+        aotc.kernels.over(aotc.load(lib, backend="emulator")).softmax(np.ones((2, 2), np.float32))  # softmax_f32's call
 
 
 def _with_extent(entry: dict[str, Any]) -> None:
@@ -148,7 +169,7 @@ def test_a_fill_its_dtype_cannot_hold_is_refused(tmp_path: Path, dtype: str, fil
     lib = declared_library(tmp_path, ROWOPS / "manifest.yaml")
     _rewrite(lib, lambda e: e["signature"][1]["array"].update(dtype=dtype, fill=fill))
     if fill == "1e400":  # a number JSON reads as infinity: the index spells that "+inf"
-        _lie(lib, b'"fill": "1e400"', b'"fill": 1e400')
+        _lie(lib, b'"fill": "1e400"', b'"fill":   1e400', count=-1)  # in its line and in its family's catalog
     with pytest.raises(IndexFormatError, match=rf"signature\[1\]\.array\.fill: .* is not a value of a {dtype} array$"):
         LibraryIndex.open(lib)
 

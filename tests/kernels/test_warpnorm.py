@@ -28,6 +28,7 @@ from aotc.build.manifest import load_manifest
 from aotc.errors import KernelFaultError
 from aotc.runtime.emulator.compile import compile_library_bytes
 from aotc.runtime.emulator.launch import load_library_bytes
+from conftest import first_fault
 from declared_support import WARPNORM, warpnorm  # noqa: F401 - fixtures
 from declared_support import warpnorm_reference as reference
 
@@ -219,7 +220,7 @@ def test_a_lane_dropped_from_the_shuffle_mask_is_named(monkeypatch: pytest.Monke
     a plausible wrong max), and the sync check names the lane and the line."""
     with pytest.raises(KernelFaultError) as caught:
         _run_softmax(_softmax_source("#define WARPNORM_FULL_MASK 0x7fffffffu\n"), "sync", monkeypatch)
-    text = str(caught.value)
+    text = first_fault(caught.value)
     assert re.match(
         r"softmax_f32: sync check: lane not in mask: in block \(0, 0, 0\) warp 0, lane 31 \(thread \(31, 0, 0\)\) "
         r"calls __shfl_xor_sync with mask 0x7fffffff, which does not name lane 31 \(softmax_f32\.cu:\d+\)$",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import first_fault
 
 from aotc.errors import KernelFaultError
 from aotc.runtime.emulator.compile import compile_library_bytes
@@ -142,7 +143,7 @@ def test_a_read_before_the_wait_is_named(built: dict, monkeypatch: pytest.Monkey
     library = load(built, monkeypatch, checks="init")
     with pytest.raises(KernelFaultError) as caught:
         staged(library, early=1)
-    assert str(caught.value) == (
+    assert first_fault(caught.value) == (
         "staged_sum: init check: read before an asynchronous copy landed: block (0, 0, 0) thread (0, 0, 0) reads "
         "shared staged_sum::stage + 256 bytes (of 512), which an asynchronous copy fills only at its wait (groups.cu:75)"
     )

@@ -24,7 +24,7 @@ from aotc.errors import KernelFaultError
 from aotc.runtime.cache import DiskCache
 from aotc.runtime.emulator.backend import EmulatorBackend
 from aotc.runtime.emulator.checks import asan_environment
-from conftest import REPO, aotc_env
+from conftest import REPO, aotc_env, first_fault
 from kernel_harness import Case, DeviceArrays, operands
 from tropical_manifest import tropical_manifest
 
@@ -117,7 +117,7 @@ def test_check_catches_its_planted_bug(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("AOTC_EMULATOR_CHECK", check)
     with pytest.raises(KernelFaultError) as caught:
         _run(tmp_path, bug, "maxmul", CASE)
-    text = str(caught.value)
+    text = first_fault(caught.value)
     assert re.match(rf"gemm_maxmul_f32_forward: {message}", text), text
     assert "\n" not in text
     if check == "sync":
@@ -154,7 +154,7 @@ def _run_checked_in_child(tmp_path: Path, bug: str, check: str) -> str:
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], tests])
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.strip().splitlines()[-1]
+    return first_fault(result.stdout.strip().splitlines()[-1])
 
 
 def test_memory_check_catches_a_bound_off_by_one(tmp_path: Path) -> None:
@@ -164,7 +164,7 @@ def test_memory_check_catches_a_bound_off_by_one(tmp_path: Path) -> None:
     # where A ends and the harness's poisoned guard band begins.
     assert re.fullmatch(
         r"gemm_maxmul_f32_forward: memory check: out of bounds: block \(\d+, 1, 0\) thread \(\d+, \d+, 0\) "
-        r"reads 4 bytes at argument A \+ 109\d\d bytes \(bytes AddressSanitizer marks off limits: a guard band, "
-        r"or freed memory\) \(gemm_maxmul_f32_forward:\d+\)",
+        r"reads 4 bytes at argument A \+ 109\d\d bytes \(bytes AddressSanitizer marks off limits: a redzone, a guard "
+        r"band, or freed memory\) \(gemm_maxmul_f32_forward:\d+\)",
         verdict,
     ), verdict

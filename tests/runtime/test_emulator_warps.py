@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import first_fault
 
 from aotc.errors import KernelFaultError
 from aotc.runtime.emulator.compile import compile_library_bytes
@@ -197,7 +198,7 @@ def test_each_planted_warp_bug_is_named(built: dict, monkeypatch: pytest.MonkeyP
     library = load(built, "warp_bugs.cu", BUG_KERNELS, monkeypatch, checks=check)
     with pytest.raises(KernelFaultError) as caught:
         launch_bug(library, symbol)
-    assert str(caught.value) == message
+    assert first_fault(caught.value) == message
 
 
 @pytest.mark.parametrize("threading", THREADINGS)

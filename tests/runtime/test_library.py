@@ -87,11 +87,12 @@ def test_loading_one_kernel_opens_only_the_index_and_its_fatbin(lib_dir: Path) -
         [sys.executable, "-c", _OPENS_SCRIPT, str(lib_dir)], capture_output=True, text=True, env=aotc_env(), timeout=120
     )
     assert result.returncode == 0, result.stderr
-    # Load reads the index's top level and directory; a first use reads that
-    # kernel's own line of index.json (aotc.index._lines), then its fatbin.
+    # Load reads the index's top level; the first kernel's use reads the directory
+    # (once a library), then that kernel's own line of index.json (aotc.index._lines),
+    # then its fatbin.
     assert json.loads(result.stdout) == {
         "load": ["index.json"],
-        "first use": ["index.json", "gemm_maxplus_f32_forward.fatbin"],
+        "first use": ["index.json", "index.json", "gemm_maxplus_f32_forward.fatbin"],
         "second use": [],
         "other kernel": ["index.json", "gemm_minplus_f32_forward.fatbin"],
     }

@@ -16,8 +16,8 @@ crashes.
 
 from __future__ import annotations
 
-import importlib
 import os
+import sys
 from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc.errors import ArgumentError, BackendError, ConfigurationError, NoDeviceError, echo
@@ -122,13 +122,13 @@ class BackendRegistry:
             return spec(ordinal)
         module_name, _, class_name = spec.partition(":")
         try:
-            module = importlib.import_module(module_name)
+            __import__(module_name)  # importlib.import_module's work, without importing importlib (and warnings)
         except ModuleNotFoundError as exc:
             if exc.name is not None and module_name.startswith(exc.name):
                 msg = f"the {name} backend is not part of this aotc installation ({module_name} is missing)"
                 raise BackendError(msg) from None
             raise
-        cls = getattr(module, class_name)
+        cls = getattr(sys.modules[module_name], class_name)
         return cls(ordinal=ordinal) if ordinal else cls()
 
 

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from aotc._cache import DEFAULT_MAX_BYTES, DiskCache, user_cache_dir
+from aotc._folders import cache_folder
 from aotc.errors import CacheError, echo
 
 __all__ = ["ANSWERS_FOLDER", "DefaultCaches", "answers_cache", "default_cache", "default_cache_dir", "defaults"]
@@ -21,10 +22,8 @@ _ANSWERS_MAX_BYTES = 1 << 20
 
 def default_cache_dir() -> Path:
     """``AOTC_CACHE_DIR``, or else the platform's user cache directory plus ``aotc``."""
-    configured = os.environ.get("AOTC_CACHE_DIR", "")
-    if configured:
-        return Path(os.path.abspath(os.path.expanduser(configured)))
-    return user_cache_dir("AOTC_CACHE_DIR")
+    folder = cache_folder()
+    return Path(folder) if folder else user_cache_dir("AOTC_CACHE_DIR")
 
 
 def _max_bytes_from_env() -> int:

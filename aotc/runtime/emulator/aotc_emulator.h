@@ -164,10 +164,22 @@ static inline void __threadfence_system() { std::atomic_thread_fence(std::memory
 // ---- atomics: CUDA's overload set, relaxed like CUDA's ------------------------
 // Always inlined, so that a checked build's report names the kernel's line.
 #define AOTC_EMU_INLINE inline __attribute__((always_inline))
+// An atomic that accumulates through a compare-and-swap loop says so to the
+// race check, which tells a read between such updates (a partial result) from
+// one between compare-and-swaps of atomicMax's kind (a guess the loop checks).
+#if AOTC_EMU_CHECKS
+#define AOTC_EMU_ACCUMULATING const ::aotc_emu::check::Accumulating aotc_emu_accumulating
+#else
+#define AOTC_EMU_ACCUMULATING
+#endif
 namespace aotc_emu::detail {
 
-template <class T, class Update>
+template <bool Accumulates, class T, class Update>
 AOTC_EMU_INLINE T atomic_update(T* address, Update update) {
+  if constexpr (Accumulates) {
+    AOTC_EMU_ACCUMULATING;
+    return atomic_update<false>(address, update);
+  }
   T old = __atomic_load_n(address, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(address, &old, update(old), true, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED)) {
@@ -178,6 +190,7 @@ AOTC_EMU_INLINE T atomic_update(T* address, Update update) {
 // Floating-point updates run on the bits, so NaN and -0.0 compare exactly.
 template <class F, class Bits, class Update>
 AOTC_EMU_INLINE F atomic_update_floating(F* address, Update update) {
+  AOTC_EMU_ACCUMULATING;
   Bits* bits = reinterpret_cast<Bits*>(address);
   Bits old = __atomic_load_n(bits, __ATOMIC_RELAXED);
   for (;;) {
@@ -207,10 +220,10 @@ AOTC_EMU_INLINE T atomic_cas(T* address, T compare, T value) {
 
 #define AOTC_ATOMIC_MINMAX(SUFFIX, T)                                                       \
   static AOTC_EMU_INLINE T atomicMin##SUFFIX(T* p, T v) {                                            \
-    return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v < old ? v : old; });  \
+    return ::aotc_emu::detail::atomic_update<false>(p, [v](T old) { return v < old ? v : old; });  \
   }                                                                                         \
   static AOTC_EMU_INLINE T atomicMax##SUFFIX(T* p, T v) {                                            \
-    return ::aotc_emu::detail::atomic_update(p, [v](T old) { return v > old ? v : old; });  \
+    return ::aotc_emu::detail::atomic_update<false>(p, [v](T old) { return v > old ? v : old; });  \
   }
 
 #define AOTC_ATOMICS(SUFFIX)                                                                 \
@@ -229,11 +242,11 @@ AOTC_EMU_INLINE T atomic_cas(T* address, T compare, T value) {
     return ::aotc_emu::detail::atomic_cas(p, c, v);                                          \
   }                                                                                          \
   static AOTC_EMU_INLINE unsigned int atomicInc##SUFFIX(unsigned int* p, unsigned int limit) {       \
-    return ::aotc_emu::detail::atomic_update(                                                \
+    return ::aotc_emu::detail::atomic_update<true>(                                          \
         p, [limit](unsigned int old) { return old >= limit ? 0u : old + 1u; });              \
   }                                                                                          \
   static AOTC_EMU_INLINE unsigned int atomicDec##SUFFIX(unsigned int* p, unsigned int limit) {       \
-    return ::aotc_emu::detail::atomic_update(                                                \
+    return ::aotc_emu::detail::atomic_update<true>(                                          \
         p, [limit](unsigned int old) { return (old == 0u || old > limit) ? limit : old - 1u; }); \
   }                                                                                          \
   static AOTC_EMU_INLINE float atomicAdd##SUFFIX(float* p, float v) {                                 \
@@ -330,11 +343,37 @@ static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __ddiv_rn(double a, double b) { return a / b; }
 static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 
-#define AOTC_CONVERSIONS(NAME, FROM, TO)                                                     \
-  static inline TO __##NAME##_rn(FROM v) { return static_cast<TO>(nearbyint(v)); }           \
-  static inline TO __##NAME##_rz(FROM v) { return static_cast<TO>(v); }                      \
-  static inline TO __##NAME##_rd(FROM v) { return static_cast<TO>(floor(v)); }               \
-  static inline TO __##NAME##_ru(FROM v) { return static_cast<TO>(ceil(v)); }
+namespace aotc_emu {
+enum Rounding : int { kNearest, kTowardZero, kDown, kUp };
+
+// cvt's float-to-integer (cvt.rni/rzi/rmi/rpi): rounded as asked (to nearest
+// even, toward zero, down, up), then clamped to I's range; NaN becomes 0.
+// A C cast would be undefined past the range (x86 gives the lowest value).
+template <class I, class F>
+inline I to_integer(F value, Rounding rounding) {
+  if (value != value) return 0;
+  const double wide = static_cast<double>(value);  // exact for a float
+  const double rounded = rounding == kNearest      ? __builtin_nearbyint(wide)
+                         : rounding == kTowardZero ? __builtin_trunc(wide)
+                         : rounding == kDown       ? __builtin_floor(wide)
+                                                   : __builtin_ceil(wide);
+  constexpr int bits = 8 * sizeof(I);
+  constexpr unsigned long long highest_bits = std::is_signed_v<I> ? (1ull << (bits - 1)) - 1 : ~0ull >> (64 - bits);
+  constexpr I highest = static_cast<I>(highest_bits);
+  constexpr I lowest = std::is_signed_v<I> ? static_cast<I>(-static_cast<long long>(highest_bits) - 1) : static_cast<I>(0);
+  // A 64-bit highest value (2^63 - 1, 2^64 - 1) becomes 2^63 or 2^64 as a double,
+  // the first value past it, so the comparisons stay exact.
+  if (rounded <= static_cast<double>(lowest)) return lowest;
+  if (rounded >= static_cast<double>(highest)) return highest;
+  return static_cast<I>(rounded);
+}
+}  // namespace aotc_emu
+
+#define AOTC_CONVERSIONS(NAME, FROM, TO)                                                                  \
+  static inline TO __##NAME##_rn(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kNearest); }    \
+  static inline TO __##NAME##_rz(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kTowardZero); } \
+  static inline TO __##NAME##_rd(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kDown); }       \
+  static inline TO __##NAME##_ru(FROM v) { return ::aotc_emu::to_integer<TO>(v, ::aotc_emu::kUp); }
 AOTC_CONVERSIONS(float2int, float, int)
 AOTC_CONVERSIONS(float2uint, float, unsigned int)
 AOTC_CONVERSIONS(float2ll, float, long long)

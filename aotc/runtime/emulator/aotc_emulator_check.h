@@ -18,22 +18,27 @@
 //   its __syncwarps (its interval, aotc_emulator_warp.h). A plain read of a
 //   word another thread updates atomically is forgiven if the reader itself
 //   then updates it atomically before its next barrier (the guess of a CAS
-//   loop). A read of a byte no thread of this block wrote since the block
+//   loop), and is a note, not a fault, where every update was a
+//   compare-and-swap, min or max (an early exit of a float atomicMax). A read
+//   of a byte no thread of this block wrote since the block
 //   began is an uninitialized read (init), and so is a read of bytes an
 //   asynchronous copy lands in only at its wait. An access outside every
 //   shared object, or past the launch's dynamic shared bytes, is out of
 //   bounds (memory).
 // - Global memory: an access the compiler believes aligned (__tsan_readN)
-//   must be N-aligned, as on a GPU; the bytes must not be poisoned in
-//   AddressSanitizer's shadow (redzones around each malloc, freed memory).
-//   That needs libasan loaded first in the process (LD_PRELOAD); compile.py
-//   refuses the memory check without it.
+//   must be N-aligned, as on a GPU, inside an allocation the launch reaches,
+//   on bytes not poisoned in AddressSanitizer's shadow (guard bands, freed
+//   memory): aotc_emulator_bounds.h. That needs libasan loaded first in the
+//   process (LD_PRELOAD); a launch refuses the memory check without it.
+// - A bad access is never performed, whatever the checks: a read gets
+//   poison, a write is dropped, or the thread stops (aotc_emulator_bounds.h).
 // - At a barrier, the waiting threads must all wait at the same __syncthreads
 //   (sync): a barrier that part of the block skips shows as two call sites.
 //   A warp collective must name its own lane, every lane it names must reach
 //   it, and a shuffle must read a lane that takes part (sync).
-// The first violation is recorded (aotc_emu_fault) and the launch returns
-// kKernelFault once the grid finishes; Python turns it into KernelFaultError.
+// The first violation is recorded (aotc_emu_fault), with the count of the
+// others, and the launch returns kKernelFault once the grid finishes; Python
+// turns it into KernelFaultError. The first note (aotc_emu_note) is logged.
 #pragma once
 
 namespace aotc_emu::check {
@@ -81,10 +86,14 @@ struct Fault {
   int reason;                 // kInactiveSource: a SourceReason; kDivergentWarp: 1 if the other lane waits at __syncthreads
   char operation[32], other_operation[32];
   char other_file[128];
+  unsigned long long others;  // the launch's other faults (notes: other such reads)
+  int stopped;                // its thread stopped there: nothing could stand in for the memory
 };
 
 constexpr unsigned short kNobody = 0xFFFF;
 constexpr unsigned short kSeveral = 0x4000;      // reader, updater: other threads share its interval
+constexpr unsigned short kAccumulated = 0x2000;  // updater: an update of this epoch was no compare-and-swap
+constexpr unsigned short kThreadBits = 0x1FFF;   // reader, updater: the thread
 constexpr unsigned short kPendingCopy = 0xFFFD;  // writer: an asynchronous copy lands here at its wait
 constexpr unsigned char kManyWarps = 0xFF;
 struct Shadow {
@@ -101,12 +110,21 @@ struct Accessor {
   unsigned char warp;
   unsigned interval;
 };
+// What an atomic does to its word, as the race check tells reads apart
+// (docs/design.md, "The race check's model of atomics").
+enum AtomicKind : int {
+  kPlain = 0,
+  kAccumulate = 1,  // add, sub, inc, dec, and, or, xor, exchange: a read between sees a partial result
+  kCompare = 2,     // compare-and-swap, min, max: a read between is a guess the update checks
+};
 // A plain read of a word another thread updated atomically in this epoch:
-// reported at the reader's next barrier unless it updates the word itself.
+// reported at the reader's next barrier unless it updates the word itself
+// (a note, not a fault, where every update was a compare-and-swap).
 struct Suspect {
   bool active;
   int space;
   bool same_warp;
+  bool compare_only;
   unsigned short other;
   unsigned long long address, offset, size;
   void* pc;
@@ -122,10 +140,16 @@ struct SharedObject {
 
 static Fault fault;
 static bool faulted;
+static Fault note;  // the first read of a word that others compare-and-swap (a note, never a fault)
+static bool noted;
+static unsigned long long fault_count, note_count;
+static unsigned long long event_serial, counted_serial;  // one access (or barrier, collective) counts once
+static unsigned long long fault_serial;                   // the event `fault` records
+static int atomic_kind = kCompare;                          // of the next atomic hooks (begin_accumulate)
 // The launching thread's copy of its last launch's report: another thread's
 // launch may start before Python reads it.
-static thread_local Fault launch_fault;
-static thread_local bool launch_faulted;
+static thread_local Fault launch_fault, launch_note;
+static thread_local bool launch_faulted, launch_noted;
 static unsigned epoch;        // the current barrier phase, counted over every block
 static unsigned block_epoch;  // the first epoch of the running block
 static Shadow* static_shadow;
@@ -151,6 +175,11 @@ static GlobalPage* global_pages;
 static unsigned long long global_capacity, global_count;
 static unsigned long long cached_page = ~0ull;
 static Shadow* cached_shadow;
+}  // namespace aotc_emu::check
+
+#include "aotc_emulator_bounds.h"
+
+namespace aotc_emu::check {
 
 AOTC_EMU_UNCHECKED static void copy_text(char* to, const char* from, unsigned long capacity) {
   unsigned long i = 0;
@@ -176,25 +205,47 @@ AOTC_EMU_UNCHECKED static int rank(int check) {
   return check == kMemory ? 4 : check == kSync ? 3 : check == kRace ? 2 : 1;
 }
 
-// Records the launch's first violation of the highest rank; the launch runs
-// on to its end either way.
-AOTC_EMU_UNCHECKED static Fault* report(int check, int kind, int space) {
-  if (faulted && rank(check) <= rank(fault.check)) return nullptr;
-  faulted = true;
-  __builtin_memset(&fault, 0, sizeof(fault));
-  fault.check = check;
-  fault.kind = kind;
-  fault.space = space;
+AOTC_EMU_UNCHECKED static Fault* begin_record(Fault& f, int check, int kind, int space) {
+  __builtin_memset(&f, 0, sizeof(f));
+  f.check = check;
+  f.kind = kind;
+  f.space = space;
   const uint3 b = detail::block_idx;
-  fault.block[0] = b.x;
-  fault.block[1] = b.y;
-  fault.block[2] = b.z;
-  put_thread(fault.thread, linear_thread());
+  f.block[0] = b.x;
+  f.block[1] = b.y;
+  f.block[2] = b.z;
+  put_thread(f.thread, linear_thread());
   Dl_info info;
   if (check != kSync && access_pc != nullptr && dladdr(access_pc, &info) != 0) {
-    fault.pc = reinterpret_cast<unsigned long long>(access_pc) - reinterpret_cast<unsigned long long>(info.dli_fbase);
+    f.pc = reinterpret_cast<unsigned long long>(access_pc) - reinterpret_cast<unsigned long long>(info.dli_fbase);
   }
-  return &fault;
+  return &f;
+}
+
+// Counts a violation once per access (or barrier, or collective), and records
+// the launch's first of the highest rank; the launch runs on to its end.
+AOTC_EMU_UNCHECKED static Fault* report(int check, int kind, int space) {
+  if (counted_serial != event_serial) {
+    counted_serial = event_serial;
+    ++fault_count;
+  }
+  if (faulted && rank(check) <= rank(fault.check)) return nullptr;
+  faulted = true;
+  fault_serial = event_serial;
+  return begin_record(fault, check, kind, space);
+}
+
+// The first read of a word other threads compare-and-swap in its epoch:
+// right as an early exit or a loop's guess, wrong as a final result.
+static unsigned long long noted_serial;
+AOTC_EMU_UNCHECKED static Fault* report_note(int kind, int space) {
+  if (noted_serial != event_serial) {
+    noted_serial = event_serial;
+    ++note_count;
+  }
+  if (noted) return nullptr;
+  noted = true;
+  return begin_record(note, kRace, kind, space);
 }
 
 // The static __shared__ objects: the symbols of section aotc_shared, read
@@ -257,10 +308,14 @@ AOTC_EMU_UNCHECKED static void find_shared_objects(unsigned long long section_si
   }
 }
 
-// Called before each launch, on the launching thread.
+// Called before each launch, on the launching thread. `words`: the 8-byte
+// words of the arguments' values, any of which may be a pointer.
 AOTC_EMU_UNCHECKED static bool begin_launch(unsigned long long shared_bytes, const char* names,
-                                            const unsigned long long* pointers, int count) {
-  faulted = false;
+                                            const unsigned long long* pointers, int count,
+                                            const unsigned long long* words, int word_count) {
+  faulted = noted = false;
+  fault_count = note_count = 0;
+  counted_serial = noted_serial = ~0ull;
   dynamic_bytes = shared_bytes;
   parameter_names = names;
   pointer_argument_count = count < 256 ? count : 256;
@@ -277,6 +332,7 @@ AOTC_EMU_UNCHECKED static bool begin_launch(unsigned long long shared_bytes, con
         dlsym(RTLD_DEFAULT, "__asan_locate_address"));
     if (asan_region_is_poisoned == nullptr) return false;
   }
+  begin_regions(pointer_arguments, pointer_argument_count, words, word_count);
   return static_shadow != nullptr || section_size == 0;
 }
 
@@ -323,9 +379,18 @@ AOTC_EMU_UNCHECKED static Shadow* global_shadow(unsigned long long address) {
 
 // Called on the launching thread, under the launch lock, once the grid is done.
 AOTC_EMU_UNCHECKED static bool end_launch() {
+  settle();
   free_global_shadow();  // epochs never repeat, so the next launch starts afresh
   launch_faulted = faulted;
-  if (faulted) launch_fault = fault;
+  if (faulted) {
+    launch_fault = fault;
+    launch_fault.others = fault_count - 1;
+  }
+  launch_noted = noted;
+  if (noted) {
+    launch_note = note;
+    launch_note.others = note_count - 1;
+  }
   return faulted;
 }
 
@@ -344,7 +409,7 @@ AOTC_EMU_UNCHECKED_HOT static Accessor accessor() {
 // Sets same_warp when the group is of the accessor's warp.
 AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char warp, unsigned interval, const Accessor& me,
                                          bool& same_warp) {
-  const unsigned short id = who & ~kSeveral;
+  const unsigned short id = who & kThreadBits;
   same_warp = warp == me.warp;
   if (warp == kManyWarps) return id / kWarpSize != me.warp ? id : kNobody;
   if (warp != me.warp) return id;
@@ -364,9 +429,9 @@ AOTC_EMU_UNCHECKED_HOT static void group_add(unsigned& when, unsigned short& who
   }
   if (warp != me.warp) warp = kManyWarps;
   if (me.interval > interval) {
-    who = me.id;
+    who = static_cast<unsigned short>(me.id | (who & kAccumulated));
     interval = me.interval;
-  } else if (me.interval == interval && (who & ~kSeveral) != me.id) {
+  } else if (me.interval == interval && (who & kThreadBits) != me.id) {
     who |= kSeveral;
   }
 }
@@ -423,23 +488,10 @@ AOTC_EMU_UNCHECKED static void name_global(Fault* f, unsigned long long address)
   if (f->extent != 0) f->extent -= static_cast<long long>(pointer_arguments[best]);
 }
 
-AOTC_EMU_UNCHECKED static void check_alignment_and_poison(unsigned long long address, unsigned long long size, bool write,
-                                                          bool aligned) {
-  if (!(AOTC_EMU_CHECKS & kMemory)) return;
-  const bool misaligned = aligned && (address & (size - 1)) != 0;
-  if (!misaligned && asan_region_is_poisoned(reinterpret_cast<void*>(address), size) == nullptr) return;
-  if (Fault* f = report(kMemory, misaligned ? kMisaligned : kOutOfBounds, kGlobal)) {
-    f->is_write = write;
-    f->size = size;
-    name_global(f, address);
-  }
-}
-
-// A fault of an access at `offset` of its space (global: the address).
-AOTC_EMU_UNCHECKED static Fault* access_fault(int check, int kind, int space, unsigned long long offset,
-                                              unsigned long long size, bool write, int other, bool atomic = false,
-                                              bool other_atomic = false, bool same_warp = false) {
-  Fault* f = report(check, kind, space);
+// Fills in `f` (if any) for an access at `offset` of its space (global: the address).
+AOTC_EMU_UNCHECKED static Fault* fill_access(Fault* f, int check, int space, unsigned long long offset,
+                                             unsigned long long size, bool write, int other, bool atomic,
+                                             bool other_atomic, bool same_warp) {
   if (f == nullptr) return nullptr;
   f->is_write = write;
   f->size = size;
@@ -462,9 +514,12 @@ AOTC_EMU_UNCHECKED static Fault* access_fault(int check, int kind, int space, un
     f->extent = static_cast<long long>(dynamic_bytes);
     return f;
   }
-  unsigned short object = object_of_byte[offset];
-  if (object == kNobody) {  // padding: name the object just before it
-    for (unsigned long long o = offset; o-- > 0 && object == kNobody;) object = object_of_byte[o];
+  unsigned short object = offset < detail::__stop_aotc_shared - detail::__start_aotc_shared ? object_of_byte[offset] : kNobody;
+  if (object == kNobody) {  // padding, or past the section: name the object just before it
+    unsigned long long o = offset < detail::__stop_aotc_shared - detail::__start_aotc_shared
+                               ? offset
+                               : detail::__stop_aotc_shared - detail::__start_aotc_shared;
+    while (o-- > 0 && object == kNobody) object = object_of_byte[o];
   }
   if (object == kNobody) object = 0;
   copy_text(f->array, objects[object].name, sizeof(f->array));
@@ -473,10 +528,23 @@ AOTC_EMU_UNCHECKED static Fault* access_fault(int check, int kind, int space, un
   return f;
 }
 
+AOTC_EMU_UNCHECKED static Fault* access_fault(int check, int kind, int space, unsigned long long offset,
+                                              unsigned long long size, bool write, int other, bool atomic = false,
+                                              bool other_atomic = false, bool same_warp = false) {
+  return fill_access(report(check, kind, space), check, space, offset, size, write, other, atomic, other_atomic, same_warp);
+}
+
+// A plain read and another thread's compare-and-swap of one word in one epoch.
+AOTC_EMU_UNCHECKED static void access_note(int kind, int space, unsigned long long offset, unsigned long long size,
+                                           bool atomic, int other, bool same_warp) {
+  fill_access(report_note(kind, space), kRace, space, offset, size, atomic, other, atomic, !atomic, same_warp);
+}
+
 // One byte of an access. `offset` is the byte's offset in its space (global:
 // its address); `first` and `size` describe the whole access, for a report.
+// `atomic`: an AtomicKind.
 AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned long long first, unsigned long long byte,
-                                          unsigned long long size, bool write, bool atomic, const Accessor& me) {
+                                          unsigned long long size, bool write, int atomic, const Accessor& me) {
   if ((AOTC_EMU_CHECKS & kInit) && space != kGlobal && (!write || atomic)) {
     if (s.writer == kPendingCopy && s.written >= block_epoch) {
       access_fault(kInit, kCopyNotLanded, space, byte, size, write, kNobody);
@@ -491,8 +559,12 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
       if ((other = write_race(s, me, warp)) >= 0) {
         access_fault(kRace, kReadAfterWrite, space, byte, size, false, other, false, false, warp);
       } else if (s.updated == epoch && (other = group_race(s.updater, s.update_warp, s.update_interval, me, warp)) >= 0) {
+        // Judged at the reader's next barrier: its own atomic on the word may follow (a CAS loop's guess).
         Suspect& suspect = suspects[me.id];
-        if (!suspect.active) suspect = Suspect{true, space, warp, static_cast<unsigned short>(other), first, byte, size, access_pc};
+        const bool compare_only = (s.updater & kAccumulated) == 0;
+        if (!suspect.active || (suspect.compare_only && !compare_only)) {
+          suspect = Suspect{true, space, warp, compare_only, static_cast<unsigned short>(other), first, byte, size, access_pc};
+        }
       }
     } else if (!atomic) {
       if ((other = write_race(s, me, warp)) >= 0) {
@@ -506,7 +578,11 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
       if ((other = write_race(s, me, warp)) >= 0) {
         access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, true, false, warp);
       } else if (write && s.read == epoch && (other = group_race(s.reader, s.read_warp, s.read_interval, me, warp)) >= 0) {
-        access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, true, false, warp);
+        if (atomic == kCompare) {
+          access_note(kWriteAfterRead, space, byte, size, true, other, warp);
+        } else {
+          access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, true, false, warp);
+        }
       }
     }
   }
@@ -518,6 +594,7 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
     s.write_interval = me.interval;
   } else if (write) {
     group_add(s.updated, s.updater, s.update_warp, s.update_interval, me);
+    if (atomic == kAccumulate) s.updater |= kAccumulated;
     if (s.read == epoch && s.reader == me.id) s.read = 0;  // its own read was the guess this update checks
     Suspect& suspect = suspects[me.id];
     if (suspect.active && suspect.space == space && byte >= suspect.address && byte < suspect.address + suspect.size) {
@@ -527,24 +604,114 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
 }
 
 AOTC_EMU_UNCHECKED static void check_bytes(Shadow* shadow, int space, unsigned long long offset, unsigned long long size,
-                                           bool write, bool atomic) {
+                                           bool write, int atomic) {
   const Accessor me = accessor();
   for (unsigned long long i = 0; i < size; ++i) check_byte(shadow[offset + i], space, offset, offset + i, size, write, atomic, me);
 }
 
-AOTC_EMU_UNCHECKED static void check_global(unsigned long long address, unsigned long long size, bool write, bool aligned,
-                                            bool atomic) {
-  check_alignment_and_poison(address, size, write, aligned);
-  if (!(AOTC_EMU_CHECKS & kRace)) return;
-  const Accessor me = accessor();
-  Shadow* shadow = nullptr;  // of byte `first` of the access, whose page holds byte i
-  for (unsigned long long i = 0, first = 0; i < size; ++i) {
-    if (i == 0 || (address + i) % kPageBytes == 0) {  // one lookup a page
-      shadow = global_shadow(address + i);
-      first = i;
-    }
-    if (shadow != nullptr) check_byte(shadow[i - first], kGlobal, address, address + i, size, write, atomic, me);
+// Whether the bytes of the last access found bad hold no one else's live data
+// (so that divert may swap them): set with each memory fault.
+static bool bad_bytes_swappable;
+
+AOTC_EMU_UNCHECKED static void global_fault(int kind, int problem, unsigned long long address, unsigned long long size,
+                                            bool write) {
+  if (Fault* f = report(kMemory, kind, kGlobal)) {
+    f->is_write = write;
+    f->size = size;
+    f->reason = problem;
+    name_global(f, address);
   }
+}
+
+// Why bytes that are no allocation of the launch's are off limits.
+AOTC_EMU_UNCHECKED static int outside_problem(unsigned long long address, unsigned long long size, bool write) {
+  if (mapped_for(address, size, write)) return kUnreachable;
+  for (unsigned long long page = address / page_bytes; page <= (address + size - 1) / page_bytes; ++page) {
+    if (page_protection(page) < 0) return kUnmapped;
+  }
+  return kProtected;
+}
+
+// Whether a global access may happen; one that may not is reported. With the
+// memory check: inside an allocation the launch reaches, aligned as the
+// compiler assumed, on bytes ASan leaves open; without it: on mapped bytes.
+AOTC_EMU_UNCHECKED_HOT static bool global_allowed(unsigned long long address, unsigned long long size, bool write, bool aligned) {
+  if (AOTC_EMU_CHECKS & kMemory) {
+    const bool misaligned = aligned && (address & (size - 1)) != 0;
+    const bool inside = reachable(address, size);
+    const bool poisoned = asan_region_is_poisoned(reinterpret_cast<void*>(address), size) != nullptr;
+    if (!misaligned && inside && !poisoned) return true;
+    bad_bytes_swappable = inside || poisoned;  // the launch's own bytes, or a redzone, guard band or freed memory
+    const bool redzone = poisoned && (inside || mapped_for(address, size, false));  // else outside the app's memory
+    const int problem = inside || redzone ? kPoisoned : outside_problem(address, size, write);
+    global_fault(misaligned ? kMisaligned : kOutOfBounds, problem, address, size, write);
+    return false;
+  }
+  if (mapped_for(address, size, write)) return true;
+  bad_bytes_swappable = false;
+  global_fault(kOutOfBounds, outside_problem(address, size, write), address, size, write);
+  return false;
+}
+
+// Where an access goes: its space and its offset there (global: the address).
+// False, reported, for one that must not happen.
+AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsigned long long size, bool write, bool aligned,
+                                            int& space, unsigned long long& offset) {
+  const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
+  const unsigned long long section_end = reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared);
+  const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
+  const bool misaligned = (AOTC_EMU_CHECKS & kMemory) && aligned && (address & (size - 1)) != 0;
+  if (address >= section && address < section_end) {
+    space = kStaticShared;
+    offset = address - section;
+    const bool inside = offset + size <= section_end - section && object_of_byte[offset] != kNobody &&
+                        object_of_byte[offset] == object_of_byte[offset + size - 1];
+    if (inside && !misaligned) return true;
+    if (!(AOTC_EMU_CHECKS & kMemory)) return false;  // check_access lets it pass unchecked, as before
+    bad_bytes_swappable = true;                      // the library's own bytes
+    access_fault(kMemory, inside ? kMisaligned : kOutOfBounds, space, offset, size, write, kNobody);
+    return false;
+  }
+  if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
+    space = kDynamicShared;
+    offset = address - dynamic;
+    const bool inside = offset + size <= dynamic_bytes;
+    if ((inside && !misaligned) || !(AOTC_EMU_CHECKS & kMemory)) return true;  // the buffer is the library's own
+    bad_bytes_swappable = true;
+    access_fault(kMemory, inside ? kMisaligned : kOutOfBounds, space, offset, size, write, kNobody);
+    return false;
+  }
+  space = kGlobal;
+  offset = address;
+  return global_allowed(address, size, write, aligned);
+}
+
+// Checks one access of a CUDA thread against the shadow of its bytes. False,
+// reported, for one that must not happen. `atomic`: an AtomicKind.
+AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned,
+                                            int atomic) {
+  const unsigned long long address = reinterpret_cast<unsigned long long>(pointer);
+  int space = kGlobal;
+  unsigned long long offset = 0;
+  if (!place_access(address, size, write, aligned, space, offset)) {
+    return space == kStaticShared && !(AOTC_EMU_CHECKS & kMemory);  // unchecked off the objects, as before
+  }
+  if (space == kStaticShared) {
+    check_bytes(static_shadow, space, offset, size, write, atomic);
+  } else if (space == kDynamicShared) {
+    if (offset + size <= dynamic_bytes) check_bytes(dynamic_shadow, space, offset, size, write, atomic);
+  } else if (AOTC_EMU_CHECKS & kRace) {
+    const Accessor me = accessor();
+    Shadow* shadow = nullptr;  // of byte `first` of the access, whose page holds byte i
+    for (unsigned long long i = 0, first = 0; i < size; ++i) {
+      if (i == 0 || (address + i) % kPageBytes == 0) {  // one lookup a page
+        shadow = global_shadow(address + i);
+        first = i;
+      }
+      if (shadow != nullptr) check_byte(shadow[i - first], kGlobal, address, address + i, size, write, atomic, me);
+    }
+  }
+  return true;
 }
 
 // The suspect reads still standing when their threads reach a barrier or return.
@@ -556,8 +723,13 @@ AOTC_EMU_UNCHECKED static void report_suspects(const detail::Fiber* fibers, int 
     suspect.active = false;
     detail::thread_idx = fibers[t].thread_idx;
     access_pc = suspect.pc;
-    access_fault(kRace, kReadAfterWrite, suspect.space, suspect.offset, suspect.size, false, suspect.other, false, true,
-                 suspect.same_warp);
+    ++event_serial;
+    if (suspect.compare_only) {
+      access_note(kReadAfterWrite, suspect.space, suspect.offset, suspect.size, false, suspect.other, suspect.same_warp);
+    } else {
+      access_fault(kRace, kReadAfterWrite, suspect.space, suspect.offset, suspect.size, false, suspect.other, false, true,
+                   suspect.same_warp);
+    }
   }
 }
 
@@ -572,6 +744,7 @@ AOTC_EMU_UNCHECKED static void end_phase(const detail::Fiber* fibers, int count)
     } else if ((AOTC_EMU_CHECKS & kSync) &&
                (fibers[t].sync_line != fibers[first].sync_line || strcmp(fibers[t].sync_file, fibers[first].sync_file) != 0)) {
       detail::thread_idx = fibers[t].thread_idx;
+      ++event_serial;
       if (Fault* f = report(kSync, kDivergentBarrier, kGlobal)) {
         put_thread(f->other_thread, first);
         f->line = fibers[t].sync_line;
@@ -591,6 +764,7 @@ AOTC_EMU_UNCHECKED static void end_block(const detail::Fiber* fibers, int count)
 AOTC_EMU_UNCHECKED static Fault* warp_fault(int kind, const detail::Fiber& lane, unsigned id) {
   if (!(AOTC_EMU_CHECKS & kSync)) return nullptr;
   detail::thread_idx = lane.thread_idx;
+  ++event_serial;
   Fault* f = report(kSync, kind, kGlobal);
   if (f == nullptr) return nullptr;
   fill_lane(f, id, -1);
@@ -600,7 +774,6 @@ AOTC_EMU_UNCHECKED static Fault* warp_fault(int kind, const detail::Fiber& lane,
   copy_text(f->operation, lane.op_name, sizeof(f->operation));
   return f;
 }
-
 AOTC_EMU_UNCHECKED static void lane_not_in_mask(const detail::Fiber& lane, unsigned id) { warp_fault(kLaneNotInMask, lane, id); }
 
 AOTC_EMU_UNCHECKED static void divergent_warp(const detail::Fiber& lane, unsigned id, const detail::Fiber& other, unsigned other_id) {
@@ -625,6 +798,20 @@ AOTC_EMU_UNCHECKED static void inactive_source(const detail::Fiber& lane, unsign
 }
 
 // ---- asynchronous copies (aotc_emulator_async.h) -------------------------------------
+// ---- asynchronous copies (aotc_emulator_async.h) -------------------------------------
+
+// Whether an asynchronous copy's destination may be written (reported if not:
+// the copy is then never issued).
+AOTC_EMU_UNCHECKED static bool copy_allowed(void* destination, unsigned long long size) {
+  if (detail::current_fiber == nullptr) return true;
+  settle();
+  ++event_serial;
+  access_pc = nullptr;
+  int space = kGlobal;
+  unsigned long long offset = 0;
+  return place_access(reinterpret_cast<unsigned long long>(destination), size, true, false, space, offset) ||
+         (space == kStaticShared && !(AOTC_EMU_CHECKS & kMemory));
+}
 
 // Bytes an asynchronous copy will land in at its wait: reading them first is reported.
 AOTC_EMU_UNCHECKED static void copy_issued(const void* destination, unsigned long long size) {
@@ -644,48 +831,66 @@ AOTC_EMU_UNCHECKED static void copy_issued(const void* destination, unsigned lon
   }
 }
 
-AOTC_EMU_UNCHECKED static void access(const volatile void* pointer, unsigned long long size, bool write, bool aligned,
-                                      bool atomic = false) {
-  if (detail::current_fiber == nullptr) return;  // the emulator's own code, outside any CUDA thread
+// An asynchronous copy lands at its wait: the waiting thread reads its source
+// and writes its destination. Whether it may (the emulator copies only then).
+AOTC_EMU_UNCHECKED static bool copy_landed(void* destination, const void* source, unsigned long long copied,
+                                           unsigned long long size) {
+  if (detail::current_fiber == nullptr) return true;
+  settle();
+  access_pc = nullptr;
+  ++event_serial;
+  bool allowed = copied == 0 || check_access(source, copied, false, false, kPlain);
+  ++event_serial;
+  allowed = check_access(destination, size, true, false, kPlain) && allowed;
+  return allowed;
+}
+
+// ---- the hooks' accesses -------------------------------------------------------------
+
+// A pointer-sized word of a read: what it points to becomes reachable.
+AOTC_EMU_UNCHECKED_HOT static void learn_words(const volatile void* pointer, unsigned long long size) {
   const unsigned long long address = reinterpret_cast<unsigned long long>(pointer);
-  const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
-  const unsigned long long section_end = reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared);
-  const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
-  if (address >= section && address < section_end) {
-    const unsigned long long offset = address - section;
-    const bool inside = offset + size <= section_end - section && object_of_byte[offset] != kNobody &&
-                        object_of_byte[offset] == object_of_byte[offset + size - 1];
-    if (!inside) {
-      if (AOTC_EMU_CHECKS & kMemory) access_fault(kMemory, kOutOfBounds, kStaticShared, offset, size, write, kNobody);
-      return;
-    }
-    if ((AOTC_EMU_CHECKS & kMemory) && aligned && (address & (size - 1)) != 0) {
-      access_fault(kMemory, kMisaligned, kStaticShared, offset, size, write, kNobody);
-    }
-    check_bytes(static_shadow, kStaticShared, offset, size, write, atomic);
-  } else if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
-    const unsigned long long offset = address - dynamic;
-    if (offset + size > dynamic_bytes) {
-      if (AOTC_EMU_CHECKS & kMemory) access_fault(kMemory, kOutOfBounds, kDynamicShared, offset, size, write, kNobody);
-      return;
-    }
-    if ((AOTC_EMU_CHECKS & kMemory) && aligned && (address & (size - 1)) != 0) {
-      access_fault(kMemory, kMisaligned, kDynamicShared, offset, size, write, kNobody);
-    }
-    check_bytes(dynamic_shadow, kDynamicShared, offset, size, write, atomic);
-  } else {
-    check_global(address, size, write, aligned, atomic);
+  const unsigned long long end = address + (size < 512 ? size : 512);
+  for (unsigned long long word = (address + 7) & ~7ull; word + 8 <= end; word += 8) {
+    learn(*reinterpret_cast<const unsigned long long*>(word));
   }
 }
 
-// An asynchronous copy lands at its wait: the waiting thread reads its source
-// and writes its destination.
-AOTC_EMU_UNCHECKED static void copy_landed(void* destination, const void* source, unsigned long long copied,
-                                           unsigned long long size) {
-  access_pc = nullptr;
-  if (copied > 0) access(source, copied, false, false);
-  access(destination, size, true, false);
+// A plain load or store of a CUDA thread: checked, and if bad, diverted (a
+// read finds poison, a write is undone) or its thread stopped there.
+AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned) {
+  if (detail::current_fiber == nullptr) return;  // the emulator's own code, outside any CUDA thread
+  settle_before(write);
+  ++event_serial;
+  if (check_access(pointer, size, write, aligned, kPlain)) {
+    if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
+    return;
+  }
+  if (divert(reinterpret_cast<unsigned long long>(pointer), size, write, bad_bytes_swappable)) return;
+  if (faulted && fault_serial == event_serial) fault.stopped = 1;
+  stop_thread();
 }
+
+// An atomic of a CUDA thread (the hooks perform it): false if it must not
+// happen, and the hook then leaves memory alone.
+AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsigned long long size, bool write, int kind) {
+  if (detail::current_fiber == nullptr) return true;
+  if (diversion_count > 0) settle();
+  last_hook_wrote = false;
+  ++event_serial;
+  const bool allowed = check_access(pointer, size, write, true, kind);
+  if (allowed && (AOTC_EMU_CHECKS & kMemory) && !write && size == 8) learn_words(pointer, size);
+  return allowed;
+}
+
+// The shim's atomics that accumulate through a compare-and-swap loop (float
+// atomicAdd, atomicInc, atomicDec) say so around it (aotc_emulator.h).
+AOTC_EMU_UNCHECKED static void begin_accumulate() { atomic_kind = kAccumulate; }
+AOTC_EMU_UNCHECKED static void end_accumulate() { atomic_kind = kCompare; }
+struct Accumulating {
+  Accumulating() { begin_accumulate(); }
+  ~Accumulating() { end_accumulate(); }
+};
 
 }  // namespace aotc_emu::check
 
@@ -697,15 +902,15 @@ AOTC_EMU_HOOK void __tsan_func_entry(void*) {}
 AOTC_EMU_HOOK void __tsan_func_exit() {}
 AOTC_EMU_HOOK void __tsan_vptr_update(void**, void*) {}
 AOTC_EMU_HOOK void __tsan_vptr_read(void**) {}
-AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, n, false, false); }
-AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, n, true, false); }
+AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, n, false, false); }
+AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, n, true, false); }
 #define AOTC_EMU_ACCESS_HOOKS(N)                                                                                  \
-  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, false, true); }                   \
-  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, true, true); }                   \
-  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, false, false); }        \
-  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, true, false); }        \
-  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, false, true); }          \
-  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::access(p, N, true, true); }
+  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, true); }             \
+  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, true); }             \
+  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, false); }  \
+  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, false); }  \
+  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, true); }    \
+  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, true); }
 AOTC_EMU_ACCESS_HOOKS(1)
 AOTC_EMU_ACCESS_HOOKS(2)
 AOTC_EMU_ACCESS_HOOKS(4)
@@ -715,15 +920,18 @@ AOTC_EMU_ACCESS_HOOKS(16)
 
 // Atomics: performed here (sequentially consistent, which is at least what was
 // asked), and seen by the checks as accesses that never race with each other.
+// One on memory it must not touch does nothing: a load or an update returns
+// poison (all bits set), and a compare-and-swap reports success, so that the
+// loop around it ends.
 #define AOTC_EMU_ATOMIC_HOOKS(N, T)                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_load(const volatile T* a, int) {                                            \
     AOTC_EMU_HERE;                                                                                               \
-    ::aotc_emu::check::access(a, sizeof(T), false, true, true);                                                  \
+    if (!::aotc_emu::check::atomic_access(a, sizeof(T), false, ::aotc_emu::check::kCompare)) return static_cast<T>(~static_cast<T>(0));    \
     return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                 \
   }                                                                                                              \
   AOTC_EMU_HOOK void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                         \
     AOTC_EMU_HERE;                                                                                               \
-    ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
+    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return;           \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                    \
   }                                                                                                              \
   AOTC_EMU_ATOMIC_RMW(N, T, exchange, __atomic_exchange_n)                                                       \
@@ -735,24 +943,24 @@ AOTC_EMU_ACCESS_HOOKS(16)
   AOTC_EMU_ATOMIC_RMW(N, T, fetch_nand, __atomic_fetch_nand)                                                     \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {             \
     AOTC_EMU_HERE;                                                                                               \
-    ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
+    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
     return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                      \
   }                                                                                                              \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {               \
     AOTC_EMU_HERE;                                                                                               \
-    ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
+    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
     return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
   }                                                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                   \
     AOTC_EMU_HERE;                                                                                               \
-    ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
+    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return c;         \
     __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                            \
     return c;                                                                                                    \
   }
 #define AOTC_EMU_ATOMIC_RMW(N, T, NAME, BUILTIN)                                                                 \
   AOTC_EMU_HOOK T __tsan_atomic##N##_##NAME(volatile T* a, T v, int) {                                           \
     AOTC_EMU_HERE;                                                                                               \
-    ::aotc_emu::check::access(a, sizeof(T), true, true, true);                                                   \
+    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return static_cast<T>(~static_cast<T>(0));  \
     return BUILTIN(a, v, __ATOMIC_SEQ_CST);                                                                      \
   }
 AOTC_EMU_ATOMIC_HOOKS(8, unsigned char)
@@ -769,4 +977,10 @@ AOTC_EMU_HOOK void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATO
 // The report of the calling thread's last launch, or null if it found nothing.
 extern "C" __attribute__((visibility("default"))) const ::aotc_emu::check::Fault* aotc_emu_fault() {
   return ::aotc_emu::check::launch_faulted ? &::aotc_emu::check::launch_fault : nullptr;
+}
+
+// The calling thread's last launch's first note (a read of a word other
+// threads compare-and-swap), or null if it has none.
+extern "C" __attribute__((visibility("default"))) const ::aotc_emu::check::Fault* aotc_emu_note() {
+  return ::aotc_emu::check::launch_noted ? &::aotc_emu::check::launch_note : nullptr;
 }

@@ -178,6 +178,9 @@ struct Fiber {
 #else
   ucontext_t context;
 #endif
+#if AOTC_EMU_CHECKS
+  void* stop[5];  // __builtin_setjmp's: a bad access nothing can stand in for ends the thread here
+#endif
 };
 
 // What a launch runs; set by the launching thread before the parallel region.
@@ -306,7 +309,11 @@ static thread_local ucontext_t scheduler_context;
 
 [[noreturn]] AOTC_EMU_RUNTIME static void fiber_main() {
   Fiber* const self = current_fiber;
+#if AOTC_EMU_CHECKS
+  if (__builtin_setjmp(self->stop) == 0) grid.body(grid.invocation);  // check::stop_thread() comes back here
+#else
   grid.body(grid.invocation);
+#endif
   self->state = kFinished;
 #if AOTC_EMU_ASM_SWITCH
   aotc_emu_switch_context(&self->sp, scheduler_sp);
@@ -476,6 +483,9 @@ AOTC_EMU_RUNTIME inline void run_as_worker(int worker, int workers) {
       int waiting = 0, waiting_true = 0;
       for (int t = first; t < last; ++t) {  // run every fiber until it waits or returns
         if (fibers[t].state == kRunnable) resume_fiber(fibers[t]);
+#if AOTC_EMU_CHECKS
+        check::settle();  // what a bad access of that fiber's last moment diverted
+#endif
         if (fibers[t].state == kAtBarrier) {
           ++waiting;
           waiting_true += fibers[t].predicate;
@@ -520,6 +530,20 @@ inline unsigned long long pointer_value(const void* address) {
   }
 }
 
+// The 8-byte words of an argument's value, any of which may be a pointer the
+// kernel follows (a struct of pointers): the memory check reaches what they
+// point to. Returns how many it wrote.
+template <class T>
+inline int argument_words(const void* address, unsigned long long* words) {
+  if constexpr (std::is_pointer_v<T> || sizeof(T) < 8) {
+    return 0;
+  } else {
+    const int count = static_cast<int>(sizeof(T) / 8 < 8 ? sizeof(T) / 8 : 8);
+    __builtin_memcpy(words, address, 8ull * count);
+    return count;
+  }
+}
+
 template <class T>
 constexpr char parameter_kind() {
   if constexpr (std::is_pointer_v<T>) return 'p';
@@ -536,9 +560,15 @@ struct Invocation {
   void (*kernel)(P...);
   std::tuple<std::remove_cv_t<P>...> values;
 
-  static void run(const void* self) {
-    const auto* invocation = static_cast<const Invocation*>(self);
-    std::apply(invocation->kernel, invocation->values);
+  // The emulator's own code, not std::apply: the checks see the kernel's
+  // accesses, not these reads of the arguments (on the launching thread's stack).
+  template <std::size_t... I>
+  AOTC_EMU_RUNTIME void call(std::index_sequence<I...>) const {
+    kernel(std::get<I>(values)...);
+  }
+
+  AOTC_EMU_RUNTIME static void run(const void* self) {
+    static_cast<const Invocation*>(self)->call(std::index_sequence_for<P...>{});
   }
 };
 
@@ -632,7 +662,12 @@ int launch_unpacked(void (*kernel)(P...), const unsigned* grid_size, const unsig
 #if AOTC_EMU_CHECKS
   // Each argument's pointer value (0 for the others), so a global fault can name its array.
   const unsigned long long pointers[] = {pointer_value<std::remove_cv_t<P>>(args[I])..., 0};
-  if (!check::begin_launch(shared_bytes, parameter_names, pointers, sizeof...(P))) return kNoAddressSanitizer;
+  unsigned long long words[8 * sizeof...(P) + 1];
+  int word_count = 0;
+  ((word_count += argument_words<std::remove_cv_t<P>>(args[I], words + word_count)), ...);
+  if (!check::begin_launch(shared_bytes, parameter_names, pointers, sizeof...(P), words, word_count)) {
+    return kNoAddressSanitizer;
+  }
 #else
   (void)parameter_names;
 #endif

@@ -19,7 +19,7 @@ from typing import Any
 from aotc.errors import ConfigurationError, KernelFaultError
 from aotc.runtime.emulator.checks import ASAN_PRELOAD
 
-__all__ = ["CHECK_STATUSES", "check_failure"]
+__all__ = ["CHECK_STATUSES", "check_failure", "log_note"]
 
 KERNEL_FAULT = 11
 NO_ADDRESS_SANITIZER = 12
@@ -57,11 +57,20 @@ class _Fault(ctypes.Structure):
         ("operation", ctypes.c_char * 32),
         ("other_operation", ctypes.c_char * 32),
         ("other_file", ctypes.c_char * 128),
+        ("others", ctypes.c_ulonglong),
+        ("stopped", ctypes.c_int),
     ]
 
 
 _SHIM_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _UNKNOWN_THREAD = 0xFFFFFFFF  # other_thread[0] when the other side is one of several threads
+# Why global bytes are off limits (Fault::reason of an out-of-bounds access; aotc_emulator_bounds.h).
+_OFF_LIMITS = {
+    0: "bytes AddressSanitizer marks off limits: a redzone, a guard band, or freed memory",
+    1: "inside no allocation the launch was given or found a pointer to",
+    2: "no memory is mapped there",
+    3: "memory the process may not {access}",
+}
 _SOURCE_REASONS = {
     0: "does not take part (the mask leaves it out, or it waits at another collective)",
     1: "has returned",
@@ -82,16 +91,20 @@ def _place(fault: _Fault) -> str:
     array = _text(fault.array)
     if fault.space == _GLOBAL:
         if not array:
-            return f"address {fault.offset:#x}"
+            return f"address {fault.offset:#x}" + (f" ({_off_limits(fault)})" if fault.kind == 5 else "")
         where = f"argument {array} + {fault.offset} bytes"
         if fault.kind == 5 and 0 < fault.extent <= fault.offset:
             where += f" (its allocation ends at {array} + {fault.extent})"
         elif fault.kind == 5:
-            where += " (bytes AddressSanitizer marks off limits: a guard band, or freed memory)"
+            where += f" ({_off_limits(fault)})"
         return where
     kind = "shared" if fault.space == _STATIC_SHARED else "dynamic shared memory"
     name = f"{kind} {array}" if fault.space == _STATIC_SHARED else kind
     return f"{name} + {fault.offset} bytes (of {fault.extent})"
+
+
+def _off_limits(fault: _Fault) -> str:
+    return _OFF_LIMITS.get(fault.reason, _OFF_LIMITS[0]).format(access="write" if fault.is_write else "read")
 
 
 def _race(fault: _Fault, block: str, thread: str, other: str) -> str:
@@ -175,6 +188,50 @@ def _source_line(library_path: str, pc: int) -> str:
     return (own or frames or [""])[0]
 
 
+def _aftermath(fault: _Fault, others: str) -> str:
+    """What the report adds after the source line: a stopped thread, the count of the others."""
+    text = "; its thread stopped there, since no memory can stand in for those bytes" if fault.stopped else ""
+    if fault.others:
+        text += f"; {fault.others} more {others}{'' if fault.others == 1 else 's'} in this launch"
+    return text
+
+
+def _note(fault: _Fault, block: str, thread: str, other: str) -> str:
+    """A plain read and another thread's compare-and-swap of one word in one barrier interval."""
+    whom = "other threads" if fault.other_thread[0] == _UNKNOWN_THREAD else f"thread {other}"
+    if fault.kind == 2:  # the compare-and-swap came after the read
+        text = f"block {block} thread {thread} compare-and-swaps {_place(fault)}, which {whom} read since the last __syncthreads"
+    else:
+        text = (
+            f"block {block} thread {thread} reads {_place(fault)}, which {whom} compare-and-swapped since the "
+            "last __syncthreads, and leaves it alone"
+        )
+    return text + (
+        ": right if that read only decides whether to update (the early exit of a float atomicMax), "
+        "a race if it takes the word as a result"
+    )
+
+
+def log_note(kernel: Any) -> None:
+    """Logs, on the ``aotc.runtime.emulator`` logger at INFO, the first read of
+    ``kernel``'s last launch that the race check keeps as a note (a word other
+    threads compare-and-swap): right in the idioms CUDA code is written with,
+    so never a fault."""
+    read = kernel.library.cdll.aotc_emu_note
+    read.restype = ctypes.POINTER(_Fault)
+    pointer = read()
+    if not pointer:
+        return
+    note = pointer.contents
+    where = _source_line(kernel.library.path, note.pc)
+    text = _note(note, _dims(note.block), _dims(note.thread), _dims(note.other_thread))
+    import logging  # here: only a checked launch with a note needs it
+
+    logging.getLogger("aotc.runtime.emulator").info(
+        "%s: race check note: %s%s%s", kernel.symbol, text, f" ({where})" if where else "", _aftermath(note, "such read")
+    )
+
+
 def check_failure(kernel: Any, status: int) -> Exception:
     """The error for a launch of ``kernel`` (an EmulatorKernel) that returned ``status``."""
     if status == NO_ADDRESS_SANITIZER:
@@ -191,4 +248,5 @@ def check_failure(kernel: Any, status: int) -> Exception:
     fault = pointer.contents
     check = _CHECK_NAMES.get(fault.check, str(fault.check))
     where = _source_line(kernel.library.path, fault.pc)
-    return KernelFaultError(f"{kernel.symbol}: {check} check: {_describe(fault)}{f' ({where})' if where else ''}")
+    text = f"{kernel.symbol}: {check} check: {_describe(fault)}{f' ({where})' if where else ''}{_aftermath(fault, 'fault')}"
+    return KernelFaultError(text)

@@ -32,7 +32,7 @@ import weakref
 from collections.abc import Sequence
 
 from aotc.errors import ArgumentError, ArgumentTypeError, UnknownKernelError, echo
-from aotc.runtime.emulator.faults import CHECK_STATUSES, check_failure
+from aotc.runtime.emulator.faults import CHECK_STATUSES, check_failure, log_note
 
 __all__ = [
     "ABI_VERSION",
@@ -88,7 +88,7 @@ def _dim3(value: int | Sequence[int], what: str) -> ctypes.Array[ctypes.c_uint]:
 class EmulatorKernel:
     """One kernel of a loaded emulator library."""
 
-    __slots__ = ("_launch", "kinds", "library", "max_threads", "sizes", "symbol")
+    __slots__ = ("_checked", "_launch", "kinds", "library", "max_threads", "sizes", "symbol")
 
     def __init__(self, library: EmulatorLibrary, symbol: str) -> None:
         try:
@@ -105,6 +105,7 @@ class EmulatorKernel:
         count = describe(sizes, kinds, _MAX_PARAMETERS, ctypes.byref(max_threads))
         self.library = library
         self.symbol = symbol
+        self._checked = hasattr(library.cdll, "aotc_emu_note")  # built with AOTC_EMULATOR_CHECK
         self.sizes: tuple[int, ...] = tuple(sizes[:count])
         self.kinds: str = kinds.raw[:count].decode("ascii").replace("u", "i")
         self.max_threads: int = max_threads.value
@@ -170,6 +171,8 @@ class EmulatorKernel:
             msg = f"shared_bytes must be in [0, 2**64), got {shared_bytes}"
             raise ArgumentError(msg)
         status = self._launch(grid3, block3, shared_bytes, params)
+        if self._checked:
+            log_note(self)
         if status in CHECK_STATUSES:  # AOTC_EMULATOR_CHECK found a fault
             raise check_failure(self, status)
         if status != 0:

@@ -45,6 +45,9 @@ AOTC_EMU_RUNTIME inline Queue& queue() {
 
 AOTC_EMU_RUNTIME inline void issue(void* destination, const void* source, unsigned long long copied,
                                    unsigned long long size) {
+#if AOTC_EMU_CHECKS
+  if (!check::copy_allowed(destination, size)) return;  // reported; it never lands
+#endif
   Queue& q = queue();
   if (q.count == q.capacity) {
     const int capacity = q.capacity == 0 ? 16 : 2 * q.capacity;
@@ -74,11 +77,11 @@ AOTC_EMU_RUNTIME inline void wait_prior(unsigned long long prior) {
       q.copies[kept++] = copy;
       continue;
     }
+#if AOTC_EMU_CHECKS
+    if (!check::copy_landed(copy.destination, copy.source, copy.copied, copy.size)) continue;  // reported
+#endif
     __builtin_memcpy(copy.destination, copy.source, copy.copied);
     __builtin_memset(copy.destination + copy.copied, 0, copy.size - copy.copied);
-#if AOTC_EMU_CHECKS
-    check::copy_landed(copy.destination, copy.source, copy.copied, copy.size);
-#endif
   }
   q.count = kept;
 }

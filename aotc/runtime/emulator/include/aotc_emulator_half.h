@@ -20,7 +20,11 @@ struct __nv_bfloat16;
 
 namespace aotc_emu::half {
 
-enum Rounding : int { kNearest, kTowardZero, kDown, kUp };
+using ::aotc_emu::Rounding;  // kNearest, kTowardZero, kDown, kUp (aotc_emulator.h)
+using ::aotc_emu::kDown;
+using ::aotc_emu::kNearest;
+using ::aotc_emu::kTowardZero;
+using ::aotc_emu::kUp;
 
 // A 16-bit float format: bits of mantissa, least and greatest exponent.
 template <int Mantissa, int MinExponent, int MaxExponent>
@@ -125,21 +129,10 @@ inline float to_float(unsigned short bits) {
   return value;
 }
 
-// cvt's float-to-integer: rounded as asked, saturated, NaN to 0.
+// cvt's float-to-integer: rounded as asked, saturated, NaN to 0 (aotc_emulator.h).
 template <class I>
 inline I to_integer(float value, Rounding rounding) {
-  if (value != value) return 0;
-  const double rounded = rounding == kNearest ? __builtin_nearbyint(static_cast<double>(value))
-                         : rounding == kTowardZero ? __builtin_trunc(static_cast<double>(value))
-                         : rounding == kDown     ? __builtin_floor(static_cast<double>(value))
-                                                 : __builtin_ceil(static_cast<double>(value));
-  constexpr int bits = 8 * sizeof(I);
-  constexpr unsigned long long highest_bits = std::is_signed_v<I> ? (1ull << (bits - 1)) - 1 : ~0ull >> (64 - bits);
-  constexpr I highest = static_cast<I>(highest_bits);
-  constexpr I lowest = std::is_signed_v<I> ? static_cast<I>(-static_cast<long long>(highest_bits) - 1) : static_cast<I>(0);
-  if (rounded <= static_cast<double>(lowest)) return lowest;
-  if (rounded >= static_cast<double>(highest)) return highest;
-  return static_cast<I>(rounded);
+  return ::aotc_emu::to_integer<I, float>(value, rounding);
 }
 
 // a * b + c rounded once to format F: the product of two 16-bit floats is
@@ -459,6 +452,7 @@ inline T relu(T h) {
   static inline float __high2float(const P a) { return static_cast<float>(a.y); }                         \
   static inline P __lowhigh2highlow(const P a) { return P(a.y, a.x); }                                    \
   static inline T atomicAdd(T* address, T value) {                                                        \
+    AOTC_EMU_ACCUMULATING;                                                                                \
     unsigned short* bits = reinterpret_cast<unsigned short*>(address);                                    \
     unsigned short old = *bits, assumed;                                                                  \
     do {                                                                                                  \
@@ -468,6 +462,7 @@ inline T relu(T h) {
     return ::aotc_emu::half::from_bits<T>(old);                                                           \
   }                                                                                                       \
   static inline P atomicAdd(P* address, P value) {                                                        \
+    AOTC_EMU_ACCUMULATING;                                                                                \
     unsigned int* bits = reinterpret_cast<unsigned int*>(address);                                        \
     unsigned int old = *bits, assumed;                                                                    \
     do {                                                                                                  \
