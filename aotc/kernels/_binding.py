@@ -170,9 +170,9 @@ class Layout:
 
             return _jax.call(self, values, axes, stream)
         if route == "torch":
-            from aotc.kernels import _torch_route
+            from aotc.kernels import _torch_guard, _torch_route
 
-            _torch_route.give_guard(self, kinds[self.given[0]], values[self.given[0]])
+            _torch_guard.give_guard(self, kinds[self.given[0]], values[self.given[0]])
             if _torch_route.to_op(self, values, stream):
                 return _torch_route.call_op(self, values, axes)
         return self.run(values, axes, stream)

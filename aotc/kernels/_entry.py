@@ -15,7 +15,7 @@ entry(x, ..., *, y=None, <axes>=None, stream=None)          generated per layout
   array's type (``add_guard``) and returns what the guard returns; a call no guard answers (None) goes to
   ``Layout.full``, which decides everything and raises the one-line errors,
   makes the guard of that type and keeps the plan its launch becomes.
-- A **guard** (``direct_guard`` here; ``_torch_route.guard`` for tensors)
+- A **guard** (``direct_guard`` here; ``_torch_guard.guard`` for tensors)
   checks that every array is of its type, builds the plan key in
   straight-line code from the kinds' texts (``_keys.plan_key_text``: the
   same text the full path's key function is compiled from) and runs the

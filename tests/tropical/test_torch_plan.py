@@ -1,4 +1,4 @@
-"""Call plans for tensors (aotc/kernels/_tensor_plan.py): the tropical:: ops'
+"""Call plans for tensors (made by aotc/kernels/_replay.py from the full call): the tropical:: ops'
 kernel reuses a plan on a repeat call, and every check that depends on the
 tensors themselves still runs. Also the route into the ops: a call autograd
 does not record skips the ops' autograd layer, and out= is versioned like

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from aotc.arrays.operands import Operand
 
-__all__ = ["ArrayKind", "as_operand", "kind_of"]
+__all__ = ["ArrayKind", "as_operand", "current_streams", "kind_of"]
 
 # An array type's id -> its adapter, learnt on first sight. Keyed by the id
 # (the type is kept in _SEEN, so its id is not reused): torch.compile guards a
@@ -61,6 +61,25 @@ def kind_of(obj: Any, name: str) -> ArrayKind:
 def as_operand(obj: Any, name: str) -> Operand:
     """The operand view of ``obj``; ``name`` is the argument's name for errors."""
     return kind_of(obj, name).read(obj, name)
+
+
+def current_streams(device: int) -> tuple[int, ...]:
+    """The current CUDA streams on ``device`` of the frameworks in use that keep
+    one (PyTorch once it has initialised CUDA, CuPy): where a CUDA graph
+    capture may be running (``streams.capture_candidates``)."""
+    found = []
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None) if torch is not None else None
+    if cuda is not None and cuda.is_initialized():
+        from aotc.arrays.kinds.torch import current_stream
+
+        found.append(int(current_stream(torch.device("cuda", device))()))
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        from aotc.arrays.kinds.cuda_array import cupy_current_stream
+
+        found.append(cupy_current_stream(cupy, device))
+    return tuple(found)
 
 
 def _probe(obj: Any) -> ArrayKind | None:
