@@ -140,7 +140,7 @@ class TorchKind(ArrayKind):
     def wrote(self, op: Operand) -> None:
         _bump(op.obj)  # what PyTorch's own in-place ops do: autograd sees the tensor changed
 
-    # Call plans: on the tensors themselves (see ArrayKind). The key holds
+    # Call plans: on the tensors themselves (see PlanTexts). The key holds
     # is_neg(): a negative view's memory is not what it shows (read resolves it).
     plan_operands = False
 
