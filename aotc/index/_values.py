@@ -26,7 +26,8 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CTYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_ *]{0,63}")
 _VERSION = re.compile(r"\d{1,6}(\.\d{1,6}){1,3}")
 _TEXT_LIMIT = 256
-_MAX_KERNELS = 10_000
+# What a manifest may raise its kernel limit to (aotc.build._checks.LIMITS).
+_MAX_KERNELS = 1_000_000
 _MAX_PARAMS = 64
 _MAX_ARCHS = 64
 _MAX_THREADS = 1024

@@ -123,7 +123,7 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("binary-tag", edit("library: mini", "library: !!binary bWluaQ=="), 1, "(yaml)", "tags such as"),
     ("int-tag-on-text", edit("block_m: 32", "block_m: !!int thirty-two"), 25, "(yaml)", "tags such as"),
     # The file itself.
-    ("over-the-size-cap", BASE + "#" * MAX_MANIFEST_BYTES, 1, "(file)", "larger than 256 KiB"),
+    ("over-the-size-cap", BASE + "#" * MAX_MANIFEST_BYTES, 1, "(file)", f"larger than {MAX_MANIFEST_BYTES // 1024} KiB, the limit of bytes a manifest (limits.manifest_bytes"),
     ("not-utf8", edit("library: mini", "library: mini\xff").encode("latin-1"), 1, "(file)", "not UTF-8 text"),
     ("nul-byte", edit("library: mini", "library: mi\x00ni"), 1, "(yaml)", "special characters are not allowed"),
     ("empty", "", 1, "(root)", "the manifest is empty"),
