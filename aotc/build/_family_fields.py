@@ -124,8 +124,7 @@ def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, k
                 check.fail(item_line, item_key, f"an exclude must name at least one of the axes ({listing(names)})")
             rules.append({a: _pick(check, v, f"{item_key}.{a}", line_of(rule, a), axes.values[a], declared[a]) for a, v in rule.items()})
     excluded = RuleIndex(rules, axes.values).mask if rules else None
-    points: list[tuple[Point, Place]] = []
-    count = 0
+    count, chosen_blocks = 0, []
     for block, block_line, block_key in blocks:
         chosen, place = axes.values, Place(block_line)
         if block is not None:
@@ -141,10 +140,13 @@ def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, k
                 for a in names
             }
         count += math.prod(len(chosen[a]) for a in names)
-        # Before a point is made: a matrix of 64**5 points is refused at once.
+        # Every block counted before a point is made: a matrix of 64**5 points is refused at once.
         check.within("points", count, block_line, block_key, f"expands to {count} points before excludes")
         if not rules:  # every point is a kernel
             check.within("kernels", count, block_line, block_key, f"expands to {count} kernels")
+        chosen_blocks.append((chosen, place))
+    points: list[tuple[Point, Place]] = []
+    for chosen, place in chosen_blocks:
         for combo in itertools.product(*(chosen[a] for a in names)):
             if excluded is None or not excluded(dict(zip(names, combo))):
                 points.append((tuple(zip(names, combo)), place))

@@ -87,7 +87,7 @@ FAULTS: list[tuple[str, str, int, str, str]] = [
     ("five-axes-of-64", edit("threads: [128]", "threads: [128], " + axes(5, 64)), 7, "families.fam.axes", "expands to 2147483648 points before excludes, over the limit of 1000000 points a family's matrix holds before excludes (limits.points)"),
     ("three-axes-of-64", edit("threads: [128]", "threads: [128], " + axes(3, 64)), 7, "families.fam.axes", "expands to 524288 kernels, over the limit of 100000 kernels a library (limits.kernels)"),
     ("matrix-blocks-summing-past-the-cap", edit("threads: [128]", "threads: [128], " + axes(3, 64)).replace("    launch:\n", "    matrix:\n" + "      - {dtype: [f32, f64]}\n" * 2 + "    exclude: [{dtype: f64}]\n    launch:\n"), 16, "families.fam.matrix[1]", "expands to 1048576 points before excludes"),
-    ("excludes-leaving-too-many", edit("threads: [128]", "threads: [128], " + axes(3, 64)).replace("    launch:\n", "    exclude: [{a0: v0}]\n    launch:\n"), 5, "families.fam", "brings the library to 516096 kernels, over the limit of 100000 kernels a library (limits.kernels)"),
+    ("excludes-leaving-too-many", edit("threads: [128]", "threads: [128], " + axes(2, 64) + ", b: [" + ", ".join(f"w{i}" for i in range(14)) + "]").replace("    launch:\n", "    exclude: [{a0: v0}]\n    launch:\n"), 5, "families.fam", "brings the library to 112896 kernels, over the limit of 100000 kernels a library (limits.kernels)"),
     ("limit-lowered-below-the-family", "limits: {kernels: 1}\n" + BASE, 8, "families.fam.axes", "expands to 2 kernels, over the limit of 1 kernels a library (limits.kernels)"),
     ("limit-over-its-ceiling", "limits: {kernels: 1000001}\n" + BASE, 1, "limits.kernels", "expected 1 to 1000000 kernels a library (default 100000), got int 1000001"),
     ("limit-unknown", "limits: {threads: 4}\n" + BASE, 1, "limits.threads", "unknown key (known: kernels, points, axis_values, manifest_bytes)"),
@@ -196,7 +196,8 @@ ACCEPTED = [
     ("exactly-1024-kernels", edit("threads: [128]", "threads: [128], " + axes(1, 64) + ", b: [" + ", ".join(f"w{i}" for i in range(8)) + "]").replace('"fam_{dtype}"', '"fam_{dtype}_{a0}_{b}"'), 1024),
     # Past the old caps of 1,024 kernels a library and 64 values an axis.
     ("8192-kernels-on-axes-of-4096", edit("threads: [128]", "threads: [128], " + axes(1, 4096)).replace('"fam_{dtype}"', '"fam_{dtype}_{a0}"'), 8192),
-    ("a-raised-limit", "limits: {kernels: 300000, points: 2000000}\n" + edit("threads: [128]", "threads: [128], " + axes(3, 48)).replace('"fam_{dtype}"', '"fam_{dtype}_{a0}_{a1}_{a2}"'), 221184),
+    ("a-raised-limit", "limits: {axis_values: 5000}\n" + edit("threads: [128]", "threads: [128], " + axes(1, 4500)).replace('"fam_{dtype}"', '"fam_{dtype}_{a0}"'), 9000),
+    ("limits-set-exactly", "limits: {kernels: 2, points: 2}\n" + BASE, 2),
     ("12-deep-expression", edit(GRID, '"' + "*".join(["n"] * 13) + '"'), 2),
     ("axis-value-2-31-minus-1", edit("threads: [128]", "threads: [128], big: [2147483647]"), 2),
     ("underscore-lower-name", edit(PARAMS, PARAMS + "      _x: i32\n"), 2),
