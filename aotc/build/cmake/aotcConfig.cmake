@@ -15,6 +15,7 @@
 #   AOTC_NVCC                 an explicit nvcc
 #   AOTC_COMPILER_LAUNCHER    ccache, sccache, ... (default: CMAKE_CUDA_COMPILER_LAUNCHER)
 #   AOTC_FATBIN_COMPRESSION   size (CUDA 13's default), balance, speed, default (CUDA 12's) or none
+#   AOTC_COMPILE_BATCH        auto (default) or N: kernels one compile command takes
 #
 # No CUDA language is enabled: the fatbins are built by explicit commands into
 # <build>/aotc/<name>/fatbin, whose command lines hold no path of pip's
@@ -54,7 +55,32 @@ function(_aotc_arch_override var arg_value out_value out_source)
   set(${out_source} "${source}" PARENT_SCOPE)
 endfunction()
 
-# One custom command per kernel: generated source -> fatbin (+ ptxas report).
+# How many kernels one compile command takes (AOTC_COMPILE_BATCH: auto or a
+# number). auto: about 32 commands, at most 64 kernels each, so a large
+# library pays a process start per batch rather than per kernel while ninja
+# still has work for every core; one kernel each with a compiler launcher,
+# whose farm runs as many steps at once as ninja hands it.
+function(_aotc_batch_size count out_var)
+  _aotc_option(AOTC_COMPILE_BATCH "auto" batch)
+  if(batch STREQUAL "auto")
+    if(_AOTC_COMPILER_LAUNCHER)
+      set(batch 1)
+    else()
+      math(EXPR batch "(${count} + 31) / 32")
+      if(batch GREATER 64)
+        set(batch 64)
+      endif()
+    endif()
+  elseif(NOT batch MATCHES "^[1-9][0-9]*$")
+    message(FATAL_ERROR "aotc: AOTC_COMPILE_BATCH='${batch}': expected auto or a number of kernels")
+  endif()
+  set(${out_var} "${batch}" PARENT_SCOPE)
+endfunction()
+
+# Compile commands, each for a batch of kernels: generated sources -> fatbins
+# (+ ptxas reports). aotc.build.compile compiles only the kernels of a batch
+# whose fatbins are out of date, and leaves the others' files alone, which
+# ninja sees (restat, from the byproducts).
 function(_aotc_add_compile_commands name work kernels sass ptx werror out_fatbins)
   string(REPLACE ";" "," sass_arg "${sass}")
   string(REPLACE ";" "," ptx_arg "${ptx}")
@@ -65,19 +91,38 @@ function(_aotc_add_compile_commands name work kernels sass ptx werror out_fatbin
   # Build-relative paths: the same command in every build directory, so a
   # compiler cache hits across them.
   file(RELATIVE_PATH rel "${CMAKE_BINARY_DIR}" "${work}")
+  list(APPEND flags "--fatbin-dir=${rel}/fatbin" "--gen-dir=${rel}/gen")
+  list(LENGTH kernels count)
+  _aotc_batch_size(${count} batch)
+  math(EXPR batches "(${count} + ${batch} - 1) / ${batch}")
   set(fatbins "")
-  foreach(kernel IN LISTS kernels)
-    set(fatbin "${work}/fatbin/${kernel}.fatbin")
+  set(first 0)
+  foreach(number RANGE 1 ${batches})
+    list(SUBLIST kernels ${first} ${batch} members)
+    math(EXPR first "${first} + ${batch}")
+    set(outputs "")
+    set(byproducts "")
+    set(sources "")
+    foreach(kernel IN LISTS members)
+      list(APPEND outputs "${work}/fatbin/${kernel}.fatbin")
+      list(APPEND byproducts "${work}/fatbin/${kernel}.fatbin.key" "${work}/gen/${kernel}.resources.txt")
+      list(APPEND sources "${work}/gen/${kernel}.cu")
+    endforeach()
+    list(LENGTH members size)
+    if(size EQUAL 1)
+      set(comment "aotc: ${name}: compile step ${number} of ${batches} (${members})")
+    else()
+      set(comment "aotc: ${name}: compile step ${number} of ${batches} (${size} kernels)")
+    endif()
     add_custom_command(
-      OUTPUT "${fatbin}"
-      BYPRODUCTS "${work}/gen/${kernel}.resources.txt"
-      COMMAND "${_AOTC_COMPILE_TOOL}" ${flags} "--out=${rel}/fatbin/${kernel}.fatbin"
-              "--resources=${rel}/gen/${kernel}.resources.txt" "${rel}/gen/${kernel}.cu"
-      DEPENDS "${work}/gen/${kernel}.cu" "${_AOTC_COMPILER_IDENTITY_FILE}"
+      OUTPUT ${outputs}
+      BYPRODUCTS ${byproducts}
+      COMMAND "${_AOTC_COMPILE_TOOL}" ${flags} ${members}
+      DEPENDS ${sources} "${_AOTC_COMPILER_IDENTITY_FILE}"
       WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
-      COMMENT "aotc: ${name}: compiling ${kernel}"
+      COMMENT "${comment}"
       VERBATIM)
-    list(APPEND fatbins "${fatbin}")
+    list(APPEND fatbins ${outputs})
   endforeach()
   set(${out_fatbins} "${fatbins}" PARENT_SCOPE)
 endfunction()
@@ -130,10 +175,10 @@ endfunction()
 # whose bytes change, and sources are byproducts (Ninja restats them), so
 # only kernels whose text changed recompile.
 function(_aotc_add_generate_command name work manifest kernels templates step_args)
-  set(sources "")
-  foreach(kernel IN LISTS kernels)
-    list(APPEND sources "${work}/gen/${kernel}.cu")
-  endforeach()
+  # One TRANSFORM, not an APPEND per kernel, which copies the growing list each time.
+  set(sources ${kernels})
+  list(TRANSFORM sources PREPEND "${work}/gen/")
+  list(TRANSFORM sources APPEND ".cu")
   add_custom_command(
     OUTPUT "${work}/generate.stamp"
     BYPRODUCTS ${sources}
