@@ -14,9 +14,11 @@ reads the file, :mod:`aotc.build._checks` turns each problem into that line,
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +82,12 @@ class DeclaredKernelSpec:
     def symbol(self) -> str:
         return self.name
 
-    @property
+    # Computed once a kernel (codegen, its render key and the index read each several times).
+    @cached_property
     def params(self) -> tuple[Param, ...]:
         return tuple(Param(p.name, p.ctype, p.kind) for p in self.signature.params)
 
-    @property
+    @cached_property
     def launch(self) -> LaunchGeometry:
         grid = self.declared_launch.grid
         return LaunchGeometry(
@@ -188,6 +191,7 @@ def _expand_family(check: Checker, name: str, spec: LineDict, line: int, templat
         backward = parse_backward(check, fields["backward"], f"{key}.backward", line_of(fields, "backward"), name, axes.values)
     kernels = []
     family_constants = RuleIndex([rule.when for rule in rules], axes.values)
+    shared = _SharedResults()
     for point, place in points:
         at = dict(point)
         # A block's own constants come after the family's, and win.
@@ -196,14 +200,47 @@ def _expand_family(check: Checker, name: str, spec: LineDict, line: int, templat
         where = point_text(point)
         kernel = kernel_name(check, fields.get("name"), name, point, constants, f"{key}.name", line_of(fields, "name"))
         chosen = choose(check, signatures, at, sig_key, sig_line, where)
-        signature, absent = resolve_signature(check, declared[id(chosen)], point, values, chosen.key)
+        signature, absent = shared.get(values, (declared[id(chosen)],), resolve_signature, check, declared[id(chosen)], point, values, chosen.key)
         launch = choose(check, launches, at, f"{key}.launch", line_of(fields, "launch"), where)
-        geometry = parse_launch(check, launch.fields, place.launch, launch.key, values, where, signature, absent, place.launch_key)
+        inputs = (launch.fields, place.launch, signature, absent)
+        geometry = shared.get(values, inputs, parse_launch, check, launch.fields, place.launch, launch.key, values, where, signature, absent, place.launch_key)
         spec = DeclaredKernelSpec(kernel, name, template, point, signature, geometry, None, tuple(constants.items()))
         kernels.append((spec, place.line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")
     return kernels, backward
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _SharedResults:
+    """A point's signature and launch shape, resolved once per distinct input.
+
+    Each depends on the point only through the axes and constants its
+    declaration names (a dtype axis, a tile constant in a launch expression, an
+    axis in a ``when``), so points that agree on those share one result: a
+    10,000-point family of one dtype resolves its signature once, not 10,000
+    times. The names are every identifier in the declaration's repr, more than
+    it reads, never fewer; the error path, which names the point, is never kept.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[int, tuple[object, frozenset[str]]] = {}
+        self._results: dict[tuple[object, ...], Any] = {}
+
+    def get(self, values: dict[str, Any], inputs: tuple[object, ...], resolve: Callable[..., Any], *args: Any) -> Any:
+        """``resolve(*args)``, or the result it gave for ``inputs`` and the same values of the names they mention."""
+        key: list[object] = [id(item) for item in inputs]
+        for item in inputs:
+            known = self._names.get(id(item))
+            if known is None:  # the item itself is kept, so that its id is not reused
+                known = self._names[id(item)] = (item, frozenset(_NAME.findall(repr(item))))
+            key += [(name, type(values[name]), values[name]) for name in sorted(known[1]) if name in values]
+        frozen = tuple(key)
+        if frozen not in self._results:
+            self._results[frozen] = resolve(*args)
+        return self._results[frozen]
 
 
 def _is(kind: Callable[[Path], bool], path: Path) -> bool:

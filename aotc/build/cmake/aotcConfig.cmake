@@ -190,13 +190,17 @@ function(_aotc_add_generate_command name work manifest kernels templates step_ar
 endfunction()
 
 # The index step stages the library (index.json, *.fatbin, src/*.cu) from the
-# fatbins; target aotc_<name> builds it.
-function(_aotc_add_index_command name work manifest fatbins step_args)
+# fatbins and sources (a source can change where its fatbin does not: a
+# comment); target aotc_<name> builds it.
+function(_aotc_add_index_command name work manifest kernels fatbins step_args)
+  set(sources ${kernels})
+  list(TRANSFORM sources PREPEND "${work}/gen/")
+  list(TRANSFORM sources APPEND ".cu")
   add_custom_command(
     OUTPUT "${work}/lib/index.json"
     COMMAND "${_AOTC_BUILD_TOOL}" index ${step_args} "--fatbin-dir=${work}/fatbin" "--gen-dir=${work}/gen"
             "--stage=${work}/lib" ${_AOTC_TOOLKIT_ARGS}
-    DEPENDS ${fatbins} "${manifest}" ${_AOTC_GENERATOR_FILES}
+    DEPENDS ${fatbins} ${sources} "${manifest}" ${_AOTC_GENERATOR_FILES}
     COMMENT "aotc: ${name}: indexing"
     VERBATIM)
   add_custom_target(aotc_${name} ALL DEPENDS "${work}/lib/index.json")
@@ -220,7 +224,7 @@ function(aotc_add_kernel_library name)
   _aotc_add_generate_command("${name}" "${work}" "${manifest}" "${_aotc_kernels}" "${_aotc_templates}" "${step_args}")
   _aotc_add_compile_commands("${name}" "${work}" "${_aotc_kernels}" "${_aotc_sass}" "${_aotc_ptx}"
                              "${arg_WARNINGS_AS_ERRORS}" fatbins)
-  _aotc_add_index_command("${name}" "${work}" "${manifest}" "${fatbins}" "${step_args}")
+  _aotc_add_index_command("${name}" "${work}" "${manifest}" "${_aotc_kernels}" "${fatbins}" "${step_args}")
 
   # The staged folder is the installed library.
   install(DIRECTORY "${work}/lib/" DESTINATION "${arg_INSTALL_DIR}")
