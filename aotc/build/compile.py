@@ -252,21 +252,16 @@ def _step_options(args: argparse.Namespace, kind: str, sass: list[str], ptx: lis
     return options
 
 
-_fingerprints: dict[str, str] = {}
-
-
 def step_key(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], source: bytes) -> CacheKey | None:
     """The key of this step's outputs: the fatbin cache's key, and the batch's record of what
     built a fatbin. None where it cannot be known (no fingerprint, no header digest)."""
     from aotc.build import fatbin_cache
 
     path = os.environ.get("AOTC_TOOLCHAIN_FINGERPRINT", "")
-    if path and path not in _fingerprints:
-        try:
-            _fingerprints[path] = Path(path).read_text()
-        except OSError:
-            _fingerprints[path] = ""
-    fingerprint = _fingerprints.get(path, "")
+    try:
+        fingerprint = Path(path).read_text() if path else ""
+    except OSError:
+        fingerprint = ""
     if not fingerprint:  # without a fingerprint, never guess
         return None
     options = _step_options(args, kind, sass, ptx, fingerprint)
