@@ -100,7 +100,7 @@ def _stage(staged: str, built: str, data: bytes) -> None:
     file system allows, so a staged file that is already the built one costs a stat,
     not a read; else a copy, rewritten only when its bytes change."""
     try:
-        if os.path.samestat(os.stat(staged), os.stat(built)):
+        if os.path.samestat(os.lstat(staged), os.stat(built)):  # lstat: a link planted there is replaced
             return
     except OSError:
         pass
