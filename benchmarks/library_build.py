@@ -102,7 +102,7 @@ def build_library(root: Path, count: int, label: str, checkout: Path, compiler: 
     configure = ["cmake", "-S", str(root), "-B", str(build), "-G", "Ninja", f"-Daotc_DIR={checkout}/aotc/build/cmake", f"-DPython_EXECUTABLE={sys.executable}"]
     wall, cpu, out, rc = _timed(configure, env)
     if rc:
-        reason = re.search(r"over the limit of [^\n]*", " ".join(out.split()))
+        reason = re.search(r"over the limit of .*? a library", " ".join(out.split()))
         row["refused"] = reason[0] if reason else out.strip().splitlines()[-1][:120]
         return row
     build_wall, build_cpu, out, rc = _timed(["cmake", "--build", str(build)], env)

@@ -62,6 +62,8 @@ def _plan(args: argparse.Namespace) -> None:
         f'set(_aotc_templates "{_cmake_list(templates)}")',
     ]
     write_if_changed(Path(args.out), ("\n".join(lines) + "\n").encode("utf-8"))
+    if args.stamp:  # the build-time check ran (its output may be untouched: ninja restats it)
+        Path(args.stamp).write_text(f"{len(manifest.kernels)} kernels\n")
 
 
 def _generate(args: argparse.Namespace) -> None:
@@ -161,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "plan":
             step.add_argument("--library", required=True)
             step.add_argument("--out", required=True)
+            step.add_argument("--stamp", default="")
         elif name == "generate":
             step.add_argument("--out-dir", required=True)
             step.add_argument("--stamp", default="")

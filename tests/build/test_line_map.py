@@ -125,6 +125,8 @@ def test_explain_leads_each_diagnostic_with_its_template_line(tmp_path: Path) ->
     (tmp_path / "k.lines").write_text("aotc line map 1\n/t\nx.cu.j2:7\nx.cu.j2:9\n\n\n")
     report = (
         "ptxas info    : Used 42 registers\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"  # nvcc's continuation
+        "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"  # NVRTC's
         f"{source}(2): error: identifier \"nope\" is undefined\n"
         "      nope;\n      ^\n"
         "k.cu:1:5: warning: unused variable\n"
