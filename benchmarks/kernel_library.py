@@ -25,7 +25,7 @@ import math
 import sys
 from pathlib import Path
 
-__all__ = ["axes_for", "write_library"]
+__all__ = ["axes_for", "point_of", "write_library"]
 
 AXIS_VALUES = 64  # each axis of the synthetic family holds at most this many values
 
@@ -84,7 +84,7 @@ def manifest_text(count: int, library: str, archs: str, edit: int | None = None)
         "      - {bias: 0}",
     ]
     if edit is not None:
-        point = _point(edit, sizes)
+        point = point_of(edit, sizes)
         lines.append(f"      - {{when: {{{', '.join(f'p{i}: {v}' for i, v in enumerate(point))}}}, bias: 1}}")
     lines += [
         "    signature:",
@@ -105,7 +105,7 @@ def manifest_text(count: int, library: str, archs: str, edit: int | None = None)
     return "\n".join(lines) + "\n"
 
 
-def _point(index: int, sizes: list[int]) -> list[int]:
+def point_of(index: int, sizes: list[int]) -> list[int]:
     """The axis values of the ``index``-th point, the first axis fastest."""
     point = []
     for size in sizes:

@@ -10,15 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.errors import ManifestError, echo
 
 __all__ = [
-    "MAX_DIMS", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "MAX_INT", "MAX_INT32", "MAX_KERNELS", "MAX_NAME", "MAX_PARAMS",
+    "LIMITS", "MAX_DIMS", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "MAX_INT", "MAX_INT32", "MAX_NAME", "MAX_PARAMS",
     "RESERVED_FOR", "RESERVED_NAMES",
-    "Checker", "describe", "join", "line_of", "listing",
+    "Checker", "Limit", "describe", "join", "line_of", "listing",
 ]  # fmt: skip
 
 # A whole-string match (\Z, not $, which also matches before a final newline).
@@ -30,10 +30,31 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME = 40
 # No size or count in a manifest comes near this; bigger is a typo.
 MAX_INT = 1 << 16
-# Kernels one library may expand to: aotc's own has 86, and each is a compile
-# per architecture. Counted before anything is expanded, so a matrix of a
-# billion points is refused at once rather than listed.
-MAX_KERNELS = 1024
+
+
+class Limit(NamedTuple):
+    """A cap a manifest may raise for itself, under ``limits:``."""
+
+    default: int
+    ceiling: int  # the most a manifest may raise it to
+    counts: str  # what it counts, as a refusal says it
+
+
+# The caps that bound a manifest's size, each raised in the manifest by its
+# name (``limits: {kernels: 200000}``). The defaults stop the pathological (a
+# stranger's file handed to `aotc list`: a matrix of 64^5 points hung it),
+# not the large: a library of 100,000 kernels lists in seconds. Each is
+# counted before the work it guards (a matrix's points before any is made),
+# and the work after it is linear, so a raised limit raises time and memory
+# in proportion; the ceiling keeps even a raised one finite.
+LIMITS = {
+    "kernels": Limit(100_000, 1_000_000, "kernels a library"),
+    "points": Limit(1_000_000, 10_000_000, "points a family's matrix holds before excludes"),
+    "axis_values": Limit(4_096, 65_536, "values an axis"),
+    # The YAML reader's time is in proportion to the bytes (about 4 s a MiB of
+    # dense flow mappings here); a file over it is refused before it is read.
+    "manifest_bytes": Limit(4 << 20, 64 << 20, "bytes a manifest"),
+}
 # A launch expression's text, and how deeply its operations nest (a*b*c is 2 deep).
 MAX_EXPRESSION_CHARS = 200
 MAX_EXPRESSION_DEPTH = 12
@@ -77,8 +98,10 @@ RESERVED_FOR = {
 class Checker:
     """Validation helpers that turn every problem into one ManifestError line."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, limits: dict[str, int] | None = None) -> None:
         self.path = path
+        # LIMITS' values for this manifest: the defaults, or what its limits: raised them to.
+        self.limits = limits or {name: limit.default for name, limit in LIMITS.items()}
 
     def fail(self, line: int, key: str, message: str) -> NoReturn:
         msg = f"{self.path}:{line}: {key}: {message}"
@@ -126,6 +149,21 @@ class Checker:
         """One of the caps above: ``count`` ``what`` are more than ``limit``."""
         if count > limit:
             self.fail(line, key, f"{count} {what} are more than the limit of {limit}")
+
+    def within(self, name: str, count: int, line: int, key: str, problem: str) -> None:
+        """``count`` against one of LIMITS: over it, ``problem`` and the limit, named
+        as the manifest raises it (``limits.kernels``)."""
+        if count > self.limits[name]:
+            self.fail(line, key, f"{problem}, over the limit of {self.limits[name]} {LIMITS[name].counts} (limits.{name})")
+
+    def raise_limits(self, value: Any, line: int) -> None:
+        """A manifest's ``limits:``: each named limit set, up to its ceiling."""
+        table = self.mapping(value, "limits", line, optional=LIMITS)
+        for name, raw in table.items():
+            at, at_line, limit = f"limits.{name}", line_of(table, name), LIMITS[name]
+            if isinstance(raw, bool) or not isinstance(raw, int) or not 1 <= raw <= limit.ceiling:
+                self.fail(at_line, at, f"expected 1 to {limit.ceiling} {limit.counts} (default {limit.default}), got {describe(raw)}")
+            self.limits[name] = raw
 
     def choices(self, value: Any, key: str, line: int, known: Iterable[str], what: str) -> tuple[str, ...]:
         """A non-empty list of distinct names, each one of ``known``."""

@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from aotc.build._binding_fields import check_args, fill_at, parse_arg, parse_fill, parse_max, scalar_type_at
-from aotc.build._checks import MAX_DIMS, MAX_INT32, MAX_KERNELS, MAX_PARAMS, Checker, describe, line_of, listing
-from aotc.build._family_rules import AxisValue, Rule, matches, parse_when
+from aotc.build._checks import MAX_DIMS, MAX_INT32, MAX_PARAMS, Checker, describe, line_of, listing
+from aotc.build._family_rules import AxisValue, Rule, RuleIndex, matches, parse_when
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.build.signature import ELEMENT_TYPES, ROLES, SCALAR_TYPES, ArrayParam, ScalarParam, Signature
 from aotc.errors import echo
 
 __all__ = ["FamilyAxes", "Point", "expand_points", "kernel_name", "parse_axes", "parse_signature", "point_text", "resolve_signature"]
 
-_MAX_AXIS_VALUES = 64
 # The most one-bit values a packed word holds, and values an element's lanes.
 _MAX_PACK = 64
 _MAX_LANES = 16
@@ -58,9 +57,9 @@ def parse_axes(check: Checker, value: Any, key: str, line: int) -> FamilyAxes:
             items, item_lines = check.sequence(raw, axis_key, axis_line), raw.item_lines
         else:
             items, item_lines = [raw], [axis_line]
-        if len(items) > _MAX_AXIS_VALUES:
-            check.fail(axis_line, axis_key, f"{len(items)} values are more than {_MAX_AXIS_VALUES}")
+        check.within("axis_values", len(items), axis_line, axis_key, f"{len(items)} values")
         values: list[AxisValue] = []
+        seen: set[tuple[type, AxisValue]] = set()  # a set, not the list: an axis may hold thousands
         for item, item_line in zip(items, item_lines):
             if isinstance(item, bool) or not isinstance(item, (int, str)):
                 check.fail(item_line, axis_key, f"expected a name or an integer, got {describe(item)}")
@@ -68,21 +67,23 @@ def parse_axes(check: Checker, value: Any, key: str, line: int) -> FamilyAxes:
                 check.identifier(item, axis_key, item_line, kind="value")
             elif not 0 <= item <= MAX_INT32:
                 check.fail(item_line, axis_key, f"{item} is out of range (0 to 2**31 - 1)")
-            if item in values:
+            if (type(item), item) in seen:
                 check.fail(item_line, axis_key, f"value {echo(item)} is listed twice")
+            seen.add((type(item), item))
             values.append(item)
         result[name] = tuple(values)
     return FamilyAxes(result, line)
 
 
-def _pick(check: Checker, value: Any, key: str, line: int, known: tuple[AxisValue, ...]) -> tuple[AxisValue, ...]:
-    """One axis of a matrix block or an exclude: a value or a list, each declared in ``axes``."""
+def _pick(check: Checker, value: Any, key: str, line: int, known: tuple[AxisValue, ...], declared: frozenset[AxisValue]) -> tuple[AxisValue, ...]:
+    """One axis of a matrix block or an exclude: a value or a list, each declared in ``axes``
+    (``known``, and ``declared``, the same as a set)."""
     items = value if isinstance(value, LineList) else [value]
     item_lines = value.item_lines if isinstance(value, LineList) else [line]
     if not items:
         check.fail(line, key, "must not be empty")
     for item, item_line in zip(items, item_lines):
-        if item not in known or isinstance(item, bool):
+        if isinstance(item, bool) or not isinstance(item, (int, str)) or item not in declared:
             check.fail(item_line, key, f"{echo(item)} is not a value of this axis (declared: {listing(map(str, known))})")
     return tuple(items)
 
@@ -103,6 +104,7 @@ def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, k
     """The family's points: each matrix block's product (no matrix: the axes' whole
     product), less the excludes; each with its place."""
     names = tuple(axes.values)
+    declared = {a: frozenset(values) for a, values in axes.values.items()}
     blocks: list[tuple[Any, int, str]] = [(None, axes.line, f"{key}.axes")]
     if matrix is not None:
         matrix_line = line_of(fields, "matrix")
@@ -120,9 +122,9 @@ def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, k
             rule = check.mapping(item, item_key, item_line, optional=names)
             if not rule:
                 check.fail(item_line, item_key, f"an exclude must name at least one of the axes ({listing(names)})")
-            rules.append({a: _pick(check, v, f"{item_key}.{a}", line_of(rule, a), axes.values[a]) for a, v in rule.items()})
-    points: list[tuple[Point, Place]] = []
-    count = 0
+            rules.append({a: _pick(check, v, f"{item_key}.{a}", line_of(rule, a), axes.values[a], declared[a]) for a, v in rule.items()})
+    excluded = RuleIndex(rules, axes.values).mask if rules else None
+    count, chosen_blocks = 0, []
     for block, block_line, block_key in blocks:
         chosen, place = axes.values, Place(block_line)
         if block is not None:
@@ -134,16 +136,20 @@ def expand_points(check: Checker, axes: FamilyAxes, matrix: Any, exclude: Any, k
                 check.mapping(selected["constants"], f"{block_key}.constants", line_of(selected, "constants"), optional=selected["constants"].keys() if isinstance(selected["constants"], LineDict) else ())
             place = Place(block_line, override, f"{block_key}.launch", selected.get("constants"), f"{block_key}.constants")
             chosen = {
-                a: _pick(check, selected[a], f"{block_key}.{a}", line_of(selected, a), axes.values[a]) if a in selected else axes.values[a]
+                a: _pick(check, selected[a], f"{block_key}.{a}", line_of(selected, a), axes.values[a], declared[a]) if a in selected else axes.values[a]
                 for a in names
             }
         count += math.prod(len(chosen[a]) for a in names)
-        if count > MAX_KERNELS:  # before a point is made: a matrix of 64**5 points is refused at once
-            check.fail(block_line, block_key, f"expands to {count} points before excludes, over the limit of {MAX_KERNELS} kernels a library")
+        # Every block counted before a point is made: a matrix of 64**5 points is refused at once.
+        check.within("points", count, block_line, block_key, f"expands to {count} points before excludes")
+        if not rules:  # every point is a kernel
+            check.within("kernels", count, block_line, block_key, f"expands to {count} kernels")
+        chosen_blocks.append((chosen, place))
+    points: list[tuple[Point, Place]] = []
+    for chosen, place in chosen_blocks:
         for combo in itertools.product(*(chosen[a] for a in names)):
-            point = tuple(zip(names, combo))
-            if not any(all(dict(point)[a] in vs for a, vs in rule.items()) for rule in rules):
-                points.append((point, place))
+            if excluded is None or not excluded(dict(zip(names, combo))):
+                points.append((tuple(zip(names, combo)), place))
     return points
 
 

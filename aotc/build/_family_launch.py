@@ -14,6 +14,7 @@ records and the launcher computes per call.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,14 +115,12 @@ class _Expression:
             return self._constant(raw)
         if len(raw) > MAX_EXPRESSION_CHARS:
             self.fail(f"{len(raw)} characters, over the limit of {MAX_EXPRESSION_CHARS} for a launch expression")
-        try:
-            tree = ast.parse(raw.strip(), mode="eval")
-        except (SyntaxError, MemoryError, RecursionError):  # CPython refuses deep nesting in any of these
+        tree, depth = _parsed(raw.strip())
+        if tree is None:
             self.fail(f"{echo(raw)} is not an expression")
-        depth = _depth(tree.body)
         if depth > MAX_EXPRESSION_DEPTH:
             self.fail(f"{echo(raw)} nests {depth} operations deep, over the limit of {MAX_EXPRESSION_DEPTH}")
-        return self._node(tree.body)
+        return self._node(tree)
 
     def _constant(self, value: int) -> Extent:
         if not 0 <= value <= 1 << 31:  # a constant may be any 64-bit integer; a launch takes these
@@ -182,6 +181,19 @@ class _Expression:
         if dtype not in ELEMENT_TYPES:
             self.fail(f"sizeof({name}): expected a dtype, or an axis or constant naming one")
         return self._constant(ELEMENT_TYPES[dtype].size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> tuple[ast.expr | None, int]:
+    """``text`` parsed (None where Python refuses it), and how deeply it nests. Once
+    per text, not per point: a family's points share its expressions, and parsing
+    them was most of the time a 10,000-kernel manifest took to load. The tree is
+    only read."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, MemoryError, RecursionError):  # CPython refuses deep nesting in any of these
+        return None, 0
+    return tree.body, _depth(tree.body)
 
 
 def _depth(root: ast.AST) -> int:

@@ -28,7 +28,10 @@ from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.errors import echo
 
-__all__ = ["Alternative", "AxisValue", "ConstantRule", "Rule", "choose", "constants_at", "parse_alternatives", "parse_constants", "parse_when"]
+__all__ = [
+    "Alternative", "AxisValue", "ConstantRule", "Rule", "RuleIndex",
+    "choose", "constants_at", "parse_alternatives", "parse_constants", "parse_when",
+]  # fmt: skip
 
 AxisValue = str | int  # an axis's value, as a manifest writes it
 Rule = dict[str, tuple[AxisValue, ...]]
@@ -57,6 +60,58 @@ def parse_when(check: Checker, value: Any, key: str, line: int, axes: dict[str, 
 
 def matches(rule: Rule | None, values: dict[str, Any]) -> bool:
     return rule is None or all(values[axis] in allowed for axis, allowed in rule.items())
+
+
+class RuleIndex:
+    """Which of a list of ``when`` rules (None: every point) match a point, in time
+    linear in the family's axes rather than in the rules: per axis and value, a
+    bit mask of the rules that let it pass (those that do not name the axis, and
+    those that list the value). A point's matches are the AND of its values'
+    masks. A thousand excludes over a million points is then a million ANDs per
+    axis, not a billion comparisons. The masks take values x rules bits an axis."""
+
+    def __init__(self, rules: list[Rule | None], axes: dict[str, tuple[AxisValue, ...]]) -> None:
+        count = len(rules)
+        self.every = (1 << count) - 1
+        self._masks: list[tuple[str, dict[AxisValue, int]]] = []
+        for axis, values in axes.items():
+            named: dict[AxisValue, list[int]] = {value: [] for value in values}
+            unnamed = []
+            for i, rule in enumerate(rules):
+                if rule is None or axis not in rule:
+                    unnamed.append(i)
+                else:
+                    for value in rule[axis]:
+                        named[value].append(i)
+            if len(unnamed) < count:  # an axis no rule names filters nothing
+                passing = _bits(unnamed, count)
+                self._masks.append((axis, {value: passing | _bits(listed, count) for value, listed in named.items()}))
+
+    def mask(self, point: dict[str, AxisValue]) -> int:
+        """The rules that match ``point``, bit i for rule i."""
+        found = self.every
+        for axis, masks in self._masks:
+            found &= masks[point[axis]]
+            if not found:
+                break
+        return found
+
+    def matching(self, point: dict[str, AxisValue]) -> list[int]:
+        """The indices of the rules that match ``point``, in order."""
+        found, indices = self.mask(point), []
+        while found:
+            low = found & -found
+            indices.append(low.bit_length() - 1)
+            found ^= low
+        return indices
+
+
+def _bits(indices: list[int], count: int) -> int:
+    """An int with bit i set for each of ``indices`` (all below ``count``), built in one pass."""
+    buffer = bytearray((count + 7) // 8)
+    for i in indices:
+        buffer[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(buffer, "little")
 
 
 @dataclass(frozen=True)
@@ -102,12 +157,13 @@ def parse_constants(check: Checker, value: Any, key: str, line: int, axes: dict[
     return tuple(rules)
 
 
-def constants_at(rules: tuple[ConstantRule, ...], point: dict[str, AxisValue]) -> dict[str, int | str]:
-    """The constants at ``point``: each matching entry in order, the later one winning."""
+def constants_at(rules: tuple[ConstantRule, ...], point: dict[str, AxisValue], index: RuleIndex | None = None) -> dict[str, int | str]:
+    """The constants at ``point``: each matching entry in order, the later one
+    winning. ``index``, a RuleIndex of ``rules``' whens, finds them without trying each."""
     values: dict[str, int | str] = {}
-    for rule in rules:
-        if matches(rule.when, point):
-            values.update(rule.values)
+    for i in index.matching(point) if index is not None else range(len(rules)):
+        if index is not None or matches(rules[i].when, point):
+            values.update(rules[i].values)
     return values
 
 

@@ -12,7 +12,9 @@ does not key what an include reads: ``aotc.build.fatbin_cache``).
 
 A file is rewritten only when its bytes change. With the build's codegen step
 declared as producing these files, an unrelated manifest edit leaves their
-timestamps alone and recompiles nothing.
+timestamps alone and recompiles nothing. Nor is a kernel rendered again
+while nothing it is rendered from has changed (``aotc.build._render_keys``):
+a one-value edit of a 10,000-kernel manifest renders one kernel.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import jinja2
 
 from aotc._untrusted_files import read_regular
 from aotc.build._files import write_if_changed
+from aotc.build._render_keys import RenderKeys
 from aotc.build.line_map import line_map, map_path, mark, write_map
 from aotc.build.manifest import DeclaredKernelSpec, Manifest
 from aotc.build.signature import ELEMENT_TYPES, parameter_check
@@ -113,12 +116,15 @@ def _context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object
     }
 
 
-def render_kernel(manifest: Manifest, kernel: DeclaredKernelSpec, env: jinja2.Environment | None = None) -> str:
+def render_kernel(
+    manifest: Manifest, kernel: DeclaredKernelSpec, env: jinja2.Environment | None = None, context: dict[str, object] | None = None
+) -> str:
     """The ``.cu`` source of one kernel, after the headers its parameter list's
     C types need and followed by the check that its compiled parameter list is
-    the declared one (``aotc.build.signature.parameter_check``)."""
+    the declared one (``aotc.build.signature.parameter_check``). ``context``: the
+    kernel's template namespace, where the caller has it already."""
     env = env or _environment(manifest.templates_dir)
-    context = _context(manifest, kernel)
+    context = context if context is not None else _context(manifest, kernel)
     try:
         source = env.get_template(kernel.template).render(context)
     except jinja2.TemplateError as exc:
@@ -129,10 +135,12 @@ def render_kernel(manifest: Manifest, kernel: DeclaredKernelSpec, env: jinja2.En
     return headers + source + parameter_check(kernel.family, kernel.symbol, tuple((p.name, p.ctype) for p in kernel.params))
 
 
-def source_lines(manifest: Manifest, kernel: DeclaredKernelSpec, source: str, marking: jinja2.Environment) -> bytes:
+def source_lines(
+    manifest: Manifest, kernel: DeclaredKernelSpec, source: str, marking: jinja2.Environment, context: dict[str, object] | None = None
+) -> bytes:
     """The line map of ``source``, ``kernel``'s rendering (``aotc.build.line_map``):
     empty origins throughout where the marked rendering does not agree."""
-    marked = render_kernel(manifest, kernel, marking)
+    marked = render_kernel(manifest, kernel, marking, context)
     origins = line_map(marked, source) or [""] * (source.count("\n") + 1)
     return write_map(origins, str(manifest.templates_dir.resolve()))
 
@@ -185,17 +193,24 @@ def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[Declared
     marking = _environment(manifest.templates_dir, marking=True)
     selected = tuple(manifest.kernels if kernels is None else kernels)
     owned = _owned(out_dir)
+    keys = RenderKeys(out_dir, manifest.templates_dir)
     written, unchanged = [], []
     for kernel in selected:
         path = out_dir / source_name(kernel)
-        source = render_kernel(manifest, kernel, env)
+        context = _context(manifest, kernel)
+        key = keys.key(context, kernel.template, kernel.signature.headers, kernel.params)
+        if keys.current(path, key):
+            unchanged.append(path)
+            continue
+        source = render_kernel(manifest, kernel, env, context)
         try:
             changed = write_if_changed(path, source.encode("utf-8"))
             # Beside it, where each line came from: a failed compile names the template's line.
-            write_if_changed(Path(map_path(path)), source_lines(manifest, kernel, source, marking))
+            write_if_changed(Path(map_path(path)), source_lines(manifest, kernel, source, marking, context))
         except OSError as exc:
             msg = f"{path}: cannot write the generated source: {exc.strerror or exc}"
             raise BuildError(msg) from None
+        keys.rendered(path, key)
         (written if changed else unchanged).append(path)
     names = {n for k in selected for n in (source_name(k), Path(map_path(source_name(k))).name)}
     removed = []
@@ -208,6 +223,7 @@ def generate(manifest: Manifest, out_dir: str | Path, kernels: Iterable[Declared
                     removed.append(path)
         owned = set()
     write_if_changed(out_dir / OWNED_LIST, "".join(f"{n}\n" for n in sorted(owned | names)).encode())
+    keys.save(everything=kernels is None)
     return GenerateResult(tuple(written), tuple(unchanged), tuple(removed))
 
 

@@ -53,8 +53,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["fatbinary_command", "main", "nvcc_command", "ptx_command", "ptxas_command"]
+if TYPE_CHECKING:
+    from aotc._cache import CacheKey
+
+__all__ = ["compile_kernel", "fatbinary_command", "main", "nvcc_command", "ptx_command", "ptxas_command", "step_key"]
 
 COMPRESS_MODES = ("size", "balance", "speed", "default", "none")
 
@@ -248,6 +252,22 @@ def _step_options(args: argparse.Namespace, kind: str, sass: list[str], ptx: lis
     return options
 
 
+def step_key(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str], source: bytes) -> CacheKey | None:
+    """The key of this step's outputs: the fatbin cache's key, and the batch's record of what
+    built a fatbin. None where it cannot be known (no fingerprint, no header digest)."""
+    from aotc.build import fatbin_cache
+
+    path = os.environ.get("AOTC_TOOLCHAIN_FINGERPRINT", "")
+    try:
+        fingerprint = Path(path).read_text() if path else ""
+    except OSError:
+        fingerprint = ""
+    if not fingerprint:  # without a fingerprint, never guess
+        return None
+    options = _step_options(args, kind, sass, ptx, fingerprint)
+    return None if options is None else fatbin_cache.fatbin_key(source, fingerprint=fingerprint, options=options)
+
+
 def _write_hit(args: argparse.Namespace, fatbin: bytes, report: bytes) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -268,25 +288,22 @@ def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str]
 
     library = args.library or Path(args.source).parent.parent.name
     kernel = Path(args.source).stem
-    fingerprint_file = os.environ.get("AOTC_TOOLCHAIN_FINGERPRINT", "")
     try:
         cache = fatbin_cache.build_cache()
         source = Path(args.source).read_bytes()
-        fingerprint = Path(fingerprint_file).read_text() if fingerprint_file else ""
     except AotcError as exc:
         print(f"aotc: error: {exc}", file=sys.stderr)
         return 1
     except OSError:
-        cache = None  # the compiler reports a missing source; without a fingerprint, never guess
-    if cache is None or not fingerprint:
+        return compile_step()  # the compiler reports a missing source
+    if cache is None:
         return compile_step()
     if reason := fatbin_cache.uncacheable_reason(source):
         print(f"aotc: {library}: not cached {kernel}: {reason}")
         return compile_step()
-    options = _step_options(args, kind, sass, ptx, fingerprint)
-    if options is None:
+    key = step_key(args, kind, sass, ptx, source)
+    if key is None:
         return compile_step()
-    key = fatbin_cache.fatbin_key(source, fingerprint=fingerprint, options=options)
 
     failed = 0  # the compiler's exit status, when it failed inside the fill
 
@@ -319,20 +336,36 @@ def _cached(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str]
     return 0
 
 
+def compile_kernel(args: argparse.Namespace, kind: str, sass: list[str], ptx: list[str]) -> int:
+    """One kernel's step: ``args.source`` to ``args.out`` (and ``args.resources``), through the fatbin cache."""
+    return _cached(args, kind, sass, ptx, lambda: _run_nvrtc(args, sass, ptx) if kind == "nvrtc" else _run_nvcc(args, sass, ptx))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aotc-compile")
-    parser.add_argument("--out", required=True)
     parser.add_argument("--library", default="", help="the library's name, for the log")
-    parser.add_argument("--resources", default="")
     parser.add_argument("--sass", default="")
     parser.add_argument("--ptx", default="")
     parser.add_argument("--werror", action="store_true")
     parser.add_argument("--compress", choices=COMPRESS_MODES, default="size")
-    parser.add_argument("source")
+    one = parser.add_argument_group("one kernel: SOURCE to --out (and --resources)")
+    one.add_argument("--out")
+    one.add_argument("--resources", default="")
+    batch = parser.add_argument_group("a batch: each KERNEL's GEN/KERNEL.cu to FATBIN/KERNEL.fatbin, where out of date")
+    batch.add_argument("--fatbin-dir")
+    batch.add_argument("--gen-dir")
+    parser.add_argument("names", nargs="+", metavar="SOURCE | KERNEL")
     args = parser.parse_args(argv)
     sass, ptx = _arch_list(args.sass), _arch_list(args.ptx)
     kind = os.environ.get("AOTC_TOOLCHAIN_KIND", "nvcc")
-    return _cached(args, kind, sass, ptx, lambda: _run_nvrtc(args, sass, ptx) if kind == "nvrtc" else _run_nvcc(args, sass, ptx))
+    if args.fatbin_dir and args.gen_dir and not args.out:
+        from aotc.build._compile_batch import run_batch
+
+        return run_batch(args, kind, sass, ptx, compile_kernel, step_key)
+    if not args.out or len(args.names) != 1 or args.fatbin_dir or args.gen_dir:
+        parser.error("give one SOURCE with --out, or --fatbin-dir and --gen-dir with KERNEL names")
+    args.source = args.names[0]
+    return compile_kernel(args, kind, sass, ptx)
 
 
 if __name__ == "__main__":

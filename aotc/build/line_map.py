@@ -153,7 +153,8 @@ def explain(report: str, source: str | os.PathLike[str]) -> tuple[str, int]:
     name = os.path.basename(os.fspath(source))
     lines, errors = [], 0
     for text in report.splitlines():
-        if text.startswith("ptxas info") or (text.startswith("    ") and "bytes stack frame" in text):
+        # ptxas' report: nvcc indents its continuation lines, NVRTC's log starts them "ptxas  ."
+        if text.startswith("ptxas info") or (text.startswith(("    ", "ptxas ")) and "bytes stack frame" in text):
             continue
         match = _DIAGNOSTIC.match(text)
         if match is None or os.path.basename(match["file"].strip()) != name:

@@ -14,19 +14,21 @@ reads the file, :mod:`aotc.build._checks` turns each problem into that line,
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from aotc._untrusted_files import open_regular, read_capped, read_regular
 from aotc.archs import arch_sort_key
 from aotc.build._backward_fields import BackwardEntry, Gradient, parse_backward, resolve_backwards
-from aotc.build._checks import MAX_KERNELS, Checker, describe, line_of, listing
+from aotc.build._checks import LIMITS, Checker, describe, line_of, listing
 from aotc.build._family_fields import expand_points, kernel_name, parse_axes, parse_signature, point_text, resolve_signature
 from aotc.build._family_launch import LAUNCH_KEYS, DeclaredLaunch, parse_launch
-from aotc.build._family_rules import ConstantRule, choose, constants_at, parse_alternatives, parse_constants
+from aotc.build._family_rules import ConstantRule, RuleIndex, choose, constants_at, parse_alternatives, parse_constants
 from aotc.build._manifest_fields import parse_archs, parse_semirings
 from aotc.build._yaml import LineDict, key_text, load_yaml
 from aotc.build.signature import LaunchGeometry, Param, Signature
@@ -49,9 +51,9 @@ SHIPPED_TEMPLATES_PREFIX = "aotc:"
 SHIPPED_TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 # aotc's own manifest is 3 KiB. The cap bounds what `aotc list` spends on a
-# file it was handed: the pure-Python YAML reader needs several seconds for
-# 256 KiB of dense flow mappings.
-MAX_MANIFEST_BYTES = 256 * 1024
+# file it was handed (limits.manifest_bytes, aotc.build._checks.LIMITS); a
+# manifest raises it in a limits: block that opens the file, read before the rest.
+MAX_MANIFEST_BYTES = LIMITS["manifest_bytes"].default
 
 
 @dataclass(frozen=True)
@@ -80,11 +82,12 @@ class DeclaredKernelSpec:
     def symbol(self) -> str:
         return self.name
 
-    @property
+    # Computed once a kernel (codegen, its render key and the index read each several times).
+    @cached_property
     def params(self) -> tuple[Param, ...]:
         return tuple(Param(p.name, p.ctype, p.kind) for p in self.signature.params)
 
-    @property
+    @cached_property
     def launch(self) -> LaunchGeometry:
         grid = self.declared_launch.grid
         return LaunchGeometry(
@@ -158,8 +161,9 @@ _FAMILY_REQUIRED = ("template", "axes", "signature", "launch")
 _FAMILY_OPTIONAL = ("name", "matrix", "exclude", "backward", "constants")
 
 
-def _expand_family(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path) -> tuple[list[tuple[DeclaredKernelSpec, int]], tuple[BackwardEntry, ...]]:
-    """The kernels of a family: its axes, signature and launch geometry, resolved at each point of its matrix."""
+def _expand_family(check: Checker, name: str, spec: LineDict, line: int, templates_dir: Path, before: int) -> tuple[list[tuple[DeclaredKernelSpec, int]], tuple[BackwardEntry, ...]]:
+    """The kernels of a family: its axes, signature and launch geometry, resolved at each
+    point of its matrix. ``before``: the kernels of the families before it."""
     key = f"families.{key_text(name)}"
     if isinstance(spec, LineDict) and not {"axes", "signature"} & spec.keys() and "matrix" in spec:
         check.fail(line, key, "the GEMM form (a matrix of semirings, dtypes, passes and variants with tiles) is retired; declare axes, a signature and a launch (README, \"The manifest\")")
@@ -170,6 +174,8 @@ def _expand_family(check: Checker, name: str, spec: LineDict, line: int, templat
     if "constants" in fields:
         rules = parse_constants(check, fields["constants"], f"{key}.constants", line_of(fields, "constants"), axes.values)
     points = expand_points(check, axes, fields.get("matrix"), fields.get("exclude"), key, fields)
+    # Counted before a kernel is made: each costs a signature, a launch and an index entry.
+    check.within("kernels", before + len(points), line, key, f"brings the library to {before + len(points)} kernels")
     # Each matrix block's own constants, parsed once (its points share its Place).
     places = {id(place): place for _, place in points if place.constants is not None}
     blocks = {id(p.constants): parse_constants(check, p.constants, p.constants_key, p.line, axes.values) for p in places.values()}
@@ -184,21 +190,57 @@ def _expand_family(check: Checker, name: str, spec: LineDict, line: int, templat
     if "backward" in fields:
         backward = parse_backward(check, fields["backward"], f"{key}.backward", line_of(fields, "backward"), name, axes.values)
     kernels = []
+    family_constants = RuleIndex([rule.when for rule in rules], axes.values)
+    shared = _SharedResults()
     for point, place in points:
         at = dict(point)
-        constants = constants_at(rules + blocks.get(id(place.constants), ()), at)
+        # A block's own constants come after the family's, and win.
+        constants = {**constants_at(rules, at, family_constants), **constants_at(blocks.get(id(place.constants), ()), at)}
         values = {**constants, **at}
         where = point_text(point)
         kernel = kernel_name(check, fields.get("name"), name, point, constants, f"{key}.name", line_of(fields, "name"))
         chosen = choose(check, signatures, at, sig_key, sig_line, where)
-        signature, absent = resolve_signature(check, declared[id(chosen)], point, values, chosen.key)
+        signature, absent = shared.get(values, (declared[id(chosen)],), resolve_signature, check, declared[id(chosen)], point, values, chosen.key)
         launch = choose(check, launches, at, f"{key}.launch", line_of(fields, "launch"), where)
-        geometry = parse_launch(check, launch.fields, place.launch, launch.key, values, where, signature, absent, place.launch_key)
+        inputs = (launch.fields, place.launch, signature, absent)
+        geometry = shared.get(values, inputs, parse_launch, check, launch.fields, place.launch, launch.key, values, where, signature, absent, place.launch_key)
         spec = DeclaredKernelSpec(kernel, name, template, point, signature, geometry, None, tuple(constants.items()))
         kernels.append((spec, place.line))
     if not kernels:
         check.fail(line, key, "the matrix expands to no kernels after excludes")
     return kernels, backward
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _SharedResults:
+    """A point's signature and launch shape, resolved once per distinct input.
+
+    Each depends on the point only through the axes and constants its
+    declaration names (a dtype axis, a tile constant in a launch expression, an
+    axis in a ``when``), so points that agree on those share one result: a
+    10,000-point family of one dtype resolves its signature once, not 10,000
+    times. The names are every identifier in the declaration's repr, more than
+    it reads, never fewer; the error path, which names the point, is never kept.
+    """
+
+    def __init__(self) -> None:
+        self._names: dict[int, tuple[object, frozenset[str]]] = {}
+        self._results: dict[tuple[object, ...], Any] = {}
+
+    def get(self, values: dict[str, Any], inputs: tuple[object, ...], resolve: Callable[..., Any], *args: Any) -> Any:
+        """``resolve(*args)``, or the result it gave for ``inputs`` and the same values of the names they mention."""
+        key: list[object] = [id(item) for item in inputs]
+        for item in inputs:
+            known = self._names.get(id(item))
+            if known is None:  # the item itself is kept, so that its id is not reused
+                known = self._names[id(item)] = (item, frozenset(_NAME.findall(repr(item))))
+            key += [(name, type(values[name]), values[name]) for name in sorted(known[1]) if name in values]
+        frozen = tuple(key)
+        if frozen not in self._results:
+            self._results[frozen] = resolve(*args)
+        return self._results[frozen]
 
 
 def _is(kind: Callable[[Path], bool], path: Path) -> bool:
@@ -245,7 +287,9 @@ def parse_manifest(text: str, path: Path) -> Manifest:
         check.fail(exc.line, exc.key, exc.message)
     if root is None:
         check.fail(1, "(root)", "the manifest is empty")
-    root = check.mapping(root, "(root)", 1, required=("library", "families"), optional=("archs", "templates", "semirings", "dtypes"))
+    root = check.mapping(root, "(root)", 1, required=("library", "families"), optional=("archs", "templates", "semirings", "dtypes", "limits"))
+    if "limits" in root:
+        check.raise_limits(root["limits"], line_of(root, "limits"))
 
     library = check.identifier(root["library"], "library", line_of(root, "library"), kind="library")
 
@@ -268,9 +312,7 @@ def parse_manifest(text: str, path: Path) -> Manifest:
     for name, spec in families_map.items():
         family_line = line_of(families_map, name)
         check.identifier(name, f"families.{key_text(name)}", family_line, kind="family")
-        expanded, backwards[name] = _expand_family(check, name, spec, family_line, templates_dir)
-        if len(kernels) + len(expanded) > MAX_KERNELS:
-            check.fail(family_line, f"families.{key_text(name)}", f"brings the library to {len(kernels) + len(expanded)} kernels, over the limit of {MAX_KERNELS}")
+        expanded, backwards[name] = _expand_family(check, name, spec, family_line, templates_dir, len(kernels))
         for kernel, kernel_line in expanded:
             if kernel.name in seen:
                 family, axes = seen[kernel.name]
@@ -302,15 +344,17 @@ def load_manifest(path: str | Path) -> Manifest:
     # a socket is refused, never opened to block. A link the caller names is
     # followed, once, to a file that must be regular.
     real = os.path.realpath(path)
-    too_big = f"{path}:1: (file): larger than {MAX_MANIFEST_BYTES // 1024} KiB; a manifest is a few KiB of YAML"
     try:
         with open_regular(real, sys.maxsize) as (fd, st):
-            if st.st_size > MAX_MANIFEST_BYTES:
-                raise ManifestError(too_big)
-            raw = read_capped(fd, real, MAX_MANIFEST_BYTES)
+            cap = MAX_MANIFEST_BYTES
+            if st.st_size > cap:
+                cap = _raised_byte_limit(path, os.pread(fd, _HEAD_BYTES, 0))
+            if st.st_size > cap:
+                raise ManifestError(_too_big(path, cap))
+            raw = read_capped(fd, real, cap)
     except UnreadableFileError as exc:
         reason = str(exc).removeprefix(f"{real}: ")
-        msg = too_big if "limit" in reason else f"{path}: cannot read manifest: {reason}"
+        msg = _too_big(path, cap) if "limit" in reason else f"{path}: cannot read manifest: {reason}"
         raise ManifestError(msg) from None
     try:
         text = raw.decode("utf-8")
@@ -318,3 +362,29 @@ def load_manifest(path: str | Path) -> Manifest:
         msg = f"{path}:1: (file): not UTF-8 text ({exc.reason} at byte {exc.start})"
         raise ManifestError(msg) from None
     return parse_manifest(text, path)
+
+
+# A manifest over the default size raises limits.manifest_bytes in a block
+# that opens the file: only this much of it is read to find it.
+_HEAD_BYTES = 64 * 1024
+
+
+def _too_big(path: Path, cap: int) -> str:
+    return f"{path}:1: (file): larger than {cap // 1024} KiB, the limit of {LIMITS['manifest_bytes'].counts} (limits.manifest_bytes, raised by a limits: block that opens the file)"
+
+
+def _raised_byte_limit(path: Path, head: bytes) -> int:
+    """limits.manifest_bytes where a ``limits:`` block opens the file (after comments
+    and blank lines), else the default: it must be known before the file is read."""
+    lines = head.decode("utf-8", "replace").splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")), len(lines))
+    if start == len(lines) or not lines[start].startswith("limits:"):
+        return MAX_MANIFEST_BYTES
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in ("", " ", "#", "\n", "\r")), len(lines))
+    check = Checker(path)
+    try:
+        block = load_yaml("\n" * start + "".join(lines[start:end]))
+    except YamlError as exc:
+        check.fail(exc.line, exc.key, exc.message)
+    check.raise_limits(block["limits"], start + 1)
+    return check.limits["manifest_bytes"]

@@ -1,7 +1,8 @@
 """The steps aotc's CMake functions run: plan, generate, index.
 
-Compiling is not here: ``aotc.build.compile`` runs once per kernel and must start
-fast, so it imports neither Jinja2 nor PyYAML.
+Compiling is not here: ``aotc.build.compile`` runs once per batch of kernels and
+must start fast, so it imports neither Jinja2 nor PyYAML; nor does the index
+step import Jinja2, which only codegen needs.
 
 This is an internal command line (``python -m aotc.build.tool``); its only
 caller is ``aotcConfig.cmake``. Each step reads the manifest itself, so the
@@ -11,6 +12,7 @@ build never passes kernel data through CMake strings.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -19,7 +21,6 @@ from aotc.build.resources import parse_resource_report
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, parse_arch_list
 from aotc.errors import ArchError
 from aotc.build._files import write_if_changed
-from aotc.build.codegen import generate, source_name
 from aotc.errors import AotcError, BuildError, ManifestError
 from aotc.build.index_writer import build_index, dumps, kernel_entry
 from aotc.index.schema import INDEX_NAME, SOURCE_DIR
@@ -61,9 +62,13 @@ def _plan(args: argparse.Namespace) -> None:
         f'set(_aotc_templates "{_cmake_list(templates)}")',
     ]
     write_if_changed(Path(args.out), ("\n".join(lines) + "\n").encode("utf-8"))
+    if args.stamp:  # the build-time check ran (its output may be untouched: ninja restats it)
+        Path(args.stamp).write_text(f"{len(manifest.kernels)} kernels\n")
 
 
 def _generate(args: argparse.Namespace) -> None:
+    from aotc.build.codegen import generate  # Jinja2: only this step renders
+
     manifest = _load(args)
     result = generate(manifest, args.out_dir)
     if args.stamp:
@@ -84,32 +89,60 @@ def _toolkit(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
+def _read(path: str, missing: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise BuildError(missing) from None
+
+
+def _stage(staged: str, built: str, data: bytes) -> None:
+    """Put ``built`` (whose bytes are ``data``) at ``staged``: a hard link where the
+    file system allows, so a staged file that is already the built one costs a stat,
+    not a read; else a copy, rewritten only when its bytes change."""
+    try:
+        if os.path.samestat(os.lstat(staged), os.stat(built)):  # lstat: a link planted there is replaced
+            return
+    except OSError:
+        pass
+    temp = f"{staged}.{os.getpid()}.link"
+    try:
+        os.makedirs(os.path.dirname(staged), exist_ok=True)
+        os.link(built, temp)
+        os.replace(temp, staged)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        write_if_changed(Path(staged), data)
+
+
 def _index(args: argparse.Namespace) -> None:
     """Stage fatbins and sources under their installed names, then index them."""
     manifest = _load(args)
-    stage = Path(args.stage)
-    gen_dir = Path(args.gen_dir)
-    fatbin_dir = Path(args.fatbin_dir)
+    stage = str(args.stage)
     entries = {}
+    # os.path, not pathlib, in this loop: it runs for every kernel of the library.
     for kernel in manifest.kernels:
-        fatbin_path = fatbin_dir / f"{kernel.name}.fatbin"
-        if not fatbin_path.is_file():
-            msg = f"{fatbin_path}: no compiled fatbin for kernel {kernel.name}"
-            raise BuildError(msg)
-        fatbin = fatbin_path.read_bytes()
-        source = (gen_dir / source_name(kernel)).read_bytes()
-        report = gen_dir / f"{kernel.name}.resources.txt"
-        resources = parse_resource_report(report.read_text(errors="replace"), kernel.symbol) if report.is_file() else {}
+        fatbin_path = os.path.join(args.fatbin_dir, f"{kernel.name}.fatbin")
+        fatbin = _read(fatbin_path, f"{fatbin_path}: no compiled fatbin for kernel {kernel.name}")
+        source_path = os.path.join(args.gen_dir, f"{kernel.name}.cu")  # codegen.source_name
+        source = _read(source_path, f"{source_path}: no generated source for kernel {kernel.name}")
+        try:
+            with open(os.path.join(args.gen_dir, f"{kernel.name}.resources.txt"), encoding="utf-8", errors="replace") as f:
+                resources = parse_resource_report(f.read(), kernel.symbol)
+        except FileNotFoundError:
+            resources = {}
         entry = kernel_entry(kernel, manifest, fatbin, source, resources)
-        write_if_changed(stage / entry["fatbin"]["file"], fatbin)
-        write_if_changed(stage / entry["source"]["file"], source)
+        _stage(os.path.join(stage, entry["fatbin"]["file"]), fatbin_path, fatbin)
+        _stage(os.path.join(stage, entry["source"]["file"]), source_path, source)
         entries[kernel.name] = entry
     keep = {e[part]["file"] for e in entries.values() for part in ("fatbin", "source")} | {INDEX_NAME}
-    for stale in [*stage.glob("*.fatbin"), *(stage / SOURCE_DIR).glob("*.cu")]:
+    for stale in [*Path(stage).glob("*.fatbin"), *(Path(stage) / SOURCE_DIR).glob("*.cu")]:
         if stale.relative_to(stage).as_posix() not in keep:
             stale.unlink()
     index = build_index(manifest, entries, _toolkit(args))
-    index_path = stage / INDEX_NAME
+    index_path = Path(stage) / INDEX_NAME
     if not write_if_changed(index_path, dumps(index)):
         # The build tool judges this step by index.json's age: mark it current.
         os.utime(index_path)
@@ -130,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "plan":
             step.add_argument("--library", required=True)
             step.add_argument("--out", required=True)
+            step.add_argument("--stamp", default="")
         elif name == "generate":
             step.add_argument("--out-dir", required=True)
             step.add_argument("--stamp", default="")

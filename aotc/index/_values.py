@@ -85,9 +85,9 @@ _SHA256 = Chars(r"[0-9a-f]{64}", "0123456789abcdef", 64, shortest=64)
 _CTYPE = Chars(r"[A-Za-z_][A-Za-z0-9_ *]{0,63}", WORD_CHARS + " *", 64, first=NAME_START)
 _VERSION = DottedNumber(r"\d{1,6}(\.\d{1,6}){1,3}", (2, 4), 6)
 _TEXT_LIMIT = 256
-# Kernels an index may hold: ten times the largest libraries shipped, so a
-# library of 100,000 kernels loads; each part of the build's layout is read
-# within its own cap (aotc.index.schema), whatever the count.
+# Kernels an index may hold: what a manifest may raise its kernel limit to
+# (aotc.build._checks.LIMITS), so every library a build accepts loads; each
+# part of the build's layout is read within its own cap (aotc.index.schema).
 _MAX_KERNELS = 1_000_000
 _MAX_PARAMS = 64
 _MAX_ARCHS = 64

@@ -20,8 +20,9 @@ def listed_modules() -> set[str]:
 
 
 def imported_modules() -> set[str]:
-    # A fresh interpreter: what the build tool's process imports, nothing the tests loaded.
-    code = "import sys, aotc.build.tool; print(*sorted(m for m in sys.modules if m.split('.')[0] == 'aotc'))"
+    # A fresh interpreter: what the build tool's process imports, nothing the tests loaded
+    # (codegen too, which its generate step imports when it runs).
+    code = "import sys, aotc.build.tool, aotc.build.codegen; print(*sorted(m for m in sys.modules if m.split('.')[0] == 'aotc'))"
     result = subprocess.run([sys.executable, "-c", code], env=aotc_env(), capture_output=True, text=True, timeout=120, check=True)
     return set(result.stdout.split())
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,33 @@ def test_unknown_shipped_template_set_lists_the_shipped_ones(tmp_path: Path) -> 
     path = write_manifest(tmp_path, "templates: aotc:nope\n" + VALID)
     with pytest.raises(ManifestError, match=r"manifest.yaml:1: templates: no template set 'nope' ships with aotc \(shipped: tropical\)"):
         load_manifest(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["kernels/manifest.yaml", "examples/rowops/kernels/manifest.yaml", "examples/warpnorm/kernels/manifest.yaml", "examples/downstream/kernels/manifest.yaml"],
+)
+def test_shared_results_are_what_each_point_resolves_alone(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A point's signature and launch shape are resolved once per distinct input
+    (manifest._SharedResults); every kernel is the one resolving its own point gives."""
+    from aotc.build import manifest as manifest_module
+
+    shared = load_manifest(REPO / path)
+
+    class EachPoint:
+        def get(self, values: object, inputs: object, resolve, *args: object):  # _SharedResults.get's signature
+            return resolve(*args)
+
+    monkeypatch.setattr(manifest_module, "_SharedResults", EachPoint)
+    alone = load_manifest(REPO / path)
+    assert shared.kernels == alone.kernels
+
+
+def test_points_that_differ_only_where_nothing_reads_share_one_signature(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import kernel_library
+
+    manifest = load_manifest(kernel_library.write_library(tmp_path, 200, edit=7))
+    assert len(manifest.kernels) == 200
+    assert len({id(k.signature) for k in manifest.kernels}) == 1  # the axes and the constant name no parameter
+    assert len({id(k.declared_launch) for k in manifest.kernels}) == 1

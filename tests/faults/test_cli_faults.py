@@ -109,7 +109,7 @@ CASES: list[tuple[str, Callable[[Path], list[str]], str]] = [
     ("list-a-fifo", _fifo, "m.yaml: cannot read manifest: is a FIFO, not a regular file"),
     ("list-a-link-to-a-fifo", _link_to_fifo, "m.yaml: cannot read manifest: is a FIFO, not a regular file"),
     ("list-a-character-device", lambda t: ["list", "/dev/zero"], "/dev/zero: cannot read manifest: is a character device"),
-    ("list-a-2-GiB-sparse-file", _sparse, "larger than 256 KiB"),
+    ("list-a-2-GiB-sparse-file", _sparse, "larger than 4096 KiB"),
     ("list-a-directory-names-it", lambda t: ["list", str(t)], "is a directory, not a regular file"),
     # `aotc generate -o <a file>` gave a FileExistsError traceback.
     ("generate-into-a-file", _generate_into_a_file, "out: exists and is not a folder"),

@@ -84,9 +84,15 @@ FAULTS: list[tuple[str, str, int, str, str]] = [
     ("family-torch_ops", edit("  fam:\n", "  torch_ops:\n"), 5, "families.torch_ops", "aotc.kernels.Kernels has an attribute"),
     ("family-library", edit("  fam:\n", "  library:\n"), 5, "families.library", "aotc.kernels.Kernels has an attribute"),
     # Cost: a kernel count without a cap hung `aotc list`; a long expression gave a RecursionError.
-    ("five-axes-of-64", edit("threads: [128]", "threads: [128], " + axes(5, 64)), 7, "families.fam.axes", "over the limit of 1024 kernels a library"),
-    ("two-axes-of-64", edit("threads: [128]", "threads: [128], " + axes(2, 64)), 7, "families.fam.axes", "expands to 8192 points before excludes"),
-    ("matrix-blocks-summing-past-the-cap", edit("    launch:\n", "    matrix:\n" + "".join("      - {dtype: [f32, f64]}\n" for _ in range(600)) + "    launch:\n"), 527, "families.fam.matrix[512]", "expands to 1026 points"),
+    ("five-axes-of-64", edit("threads: [128]", "threads: [128], " + axes(5, 64)), 7, "families.fam.axes", "expands to 2147483648 points before excludes, over the limit of 1000000 points a family's matrix holds before excludes (limits.points)"),
+    ("three-axes-of-64", edit("threads: [128]", "threads: [128], " + axes(3, 64)), 7, "families.fam.axes", "expands to 524288 kernels, over the limit of 100000 kernels a library (limits.kernels)"),
+    ("matrix-blocks-summing-past-the-cap", edit("threads: [128]", "threads: [128], " + axes(3, 64)).replace("    launch:\n", "    matrix:\n" + "      - {dtype: [f32, f64]}\n" * 2 + "    exclude: [{dtype: f64}]\n    launch:\n"), 16, "families.fam.matrix[1]", "expands to 1048576 points before excludes"),
+    ("excludes-leaving-too-many", edit("threads: [128]", "threads: [128], " + axes(2, 64) + ", b: [" + ", ".join(f"w{i}" for i in range(14)) + "]").replace("    launch:\n", "    exclude: [{a0: v0}]\n    launch:\n"), 5, "families.fam", "brings the library to 112896 kernels, over the limit of 100000 kernels a library (limits.kernels)"),
+    ("limit-lowered-below-the-family", "limits: {kernels: 1}\n" + BASE, 8, "families.fam.axes", "expands to 2 kernels, over the limit of 1 kernels a library (limits.kernels)"),
+    ("limit-over-its-ceiling", "limits: {kernels: 1000001}\n" + BASE, 1, "limits.kernels", "expected 1 to 1000000 kernels a library (default 100000), got int 1000001"),
+    ("limit-unknown", "limits: {threads: 4}\n" + BASE, 1, "limits.threads", "unknown key (known: kernels, points, axis_values, manifest_bytes)"),
+    ("limit-not-a-number", "limits: {points: many}\n" + BASE, 1, "limits.points", "expected 1 to 10000000 points a family's matrix holds before excludes (default 1000000), got str 'many'"),
+    ("axis-of-4097-values", edit("threads: [128]", "threads: [128], " + axes(1, 4097)), 7, "families.fam.axes.a0", "4097 values, over the limit of 4096 values an axis (limits.axis_values)"),
     ("launch-expression-of-1000-terms", edit(GRID, '"' + "*".join(["n"] * 1000) + '"'), 15, "families.fam.launch.grid[0]", "1999 characters, over the limit of 200"),
     ("launch-expression-of-60-terms", edit(GRID, '"' + "*".join(["n"] * 60) + '"'), 15, "families.fam.launch.grid[0]", "nests 59 operations deep, over the limit of 12"),
     ("launch-expression-nested-cdiv", edit(GRID, '"' + "cdiv(" * 20 + "n" + ", 2)" * 20 + '"'), 15, "families.fam.launch.grid[0]", "nests 20 operations deep"),
@@ -188,6 +194,10 @@ ACCEPTED = [
     ("64-parameters", edit(PARAMS, PARAMS + "".join(f"      p{i}: i32\n" for i in range(60))), 2),
     ("eight-dimensions", edit("x: {array: dtype, role: in, shape: [rows, n]}", "x: {array: dtype, role: in, shape: [rows, n, 1, 1, 1, 1, 1, 1]}"), 2),
     ("exactly-1024-kernels", edit("threads: [128]", "threads: [128], " + axes(1, 64) + ", b: [" + ", ".join(f"w{i}" for i in range(8)) + "]").replace('"fam_{dtype}"', '"fam_{dtype}_{a0}_{b}"'), 1024),
+    # Past the old caps of 1,024 kernels a library and 64 values an axis.
+    ("8192-kernels-on-axes-of-4096", edit("threads: [128]", "threads: [128], " + axes(1, 4096)).replace('"fam_{dtype}"', '"fam_{dtype}_{a0}"'), 8192),
+    ("a-raised-limit", "limits: {axis_values: 5000}\n" + edit("threads: [128]", "threads: [128], " + axes(1, 4500)).replace('"fam_{dtype}"', '"fam_{dtype}_{a0}"'), 9000),
+    ("limits-set-exactly", "limits: {kernels: 2, points: 2}\n" + BASE, 2),
     ("12-deep-expression", edit(GRID, '"' + "*".join(["n"] * 13) + '"'), 2),
     ("axis-value-2-31-minus-1", edit("threads: [128]", "threads: [128], big: [2147483647]"), 2),
     ("underscore-lower-name", edit(PARAMS, PARAMS + "      _x: i32\n"), 2),
@@ -211,6 +221,6 @@ def test_the_caps_are_the_indexs_and_the_bindings() -> None:
     index_caps = vars(_values)  # the index's private limits, read as the data they are
     assert _checks.MAX_PARAMS == index_caps["_MAX_PARAMS"]
     assert _checks.MAX_INT32 == index_caps["_MAX_INT"]
-    assert _checks.MAX_KERNELS <= index_caps["_MAX_KERNELS"]
+    assert _checks.LIMITS["kernels"].ceiling <= index_caps["_MAX_KERNELS"]  # even a raised limit
     public = {name for name in dir(Kernels) if not name.startswith("_")} | {"library", "serial"}  # and its two instance attributes
     assert public == _checks.RESERVED_FOR["family"]

@@ -123,7 +123,11 @@ FAULTS: list[tuple[str, str | bytes, int, str, str]] = [
     ("binary-tag", edit("library: mini", "library: !!binary bWluaQ=="), 1, "(yaml)", "tags such as"),
     ("int-tag-on-text", edit("block_m: 32", "block_m: !!int thirty-two"), 25, "(yaml)", "tags such as"),
     # The file itself.
-    ("over-the-size-cap", BASE + "#" * MAX_MANIFEST_BYTES, 1, "(file)", "larger than 256 KiB"),
+    ("over-the-size-cap", BASE + "#" * MAX_MANIFEST_BYTES, 1, "(file)", f"larger than {MAX_MANIFEST_BYTES // 1024} KiB, the limit of bytes a manifest (limits.manifest_bytes"),
+    # Raised only by a limits: block that opens the file: it is read before the rest.
+    ("size-raised-too-late", BASE + "limits: {manifest_bytes: 8388608}\n" + "#" * MAX_MANIFEST_BYTES, 1, "(file)", f"larger than {MAX_MANIFEST_BYTES // 1024} KiB"),
+    ("size-raised-past-its-ceiling", "limits: {manifest_bytes: 1000000000}\n" + BASE + "#" * MAX_MANIFEST_BYTES, 1, "limits.manifest_bytes", "expected 1 to 67108864 bytes a manifest (default 4194304), got int 1000000000"),
+    ("size-raised-by-a-broken-block", "limits: {manifest_bytes: [\n" + BASE + "#" * MAX_MANIFEST_BYTES, 2, "(yaml)", "expected the node content, but found '<stream end>'"),
     ("not-utf8", edit("library: mini", "library: mini\xff").encode("latin-1"), 1, "(file)", "not UTF-8 text"),
     ("nul-byte", edit("library: mini", "library: mi\x00ni"), 1, "(yaml)", "special characters are not allowed"),
     ("empty", "", 1, "(root)", "the manifest is empty"),
@@ -179,6 +183,7 @@ ACCEPTED: list[tuple[str, str, object]] = [
     ("quoted-keys", edit("  gemm:\n", '  "gemm":\n'), ("kernels", BASE_KERNELS)),
     ("crlf-line-ends", BASE.replace("\n", "\r\n"), ("kernels", BASE_KERNELS)),
     ("just-under-the-size-cap", BASE + "#" * (MAX_MANIFEST_BYTES - len(BASE) - 1) + "\n", ("kernels", BASE_KERNELS)),
+    ("size-raised-in-a-block-that-opens-the-file", "# big\n\nlimits:\n  manifest_bytes: 8388608\n" + BASE + "#" * MAX_MANIFEST_BYTES + "\n", ("kernels", BASE_KERNELS)),
     ("unicode-comment", "# Ωμέγα ✓\n" + BASE, ("kernels", BASE_KERNELS)),
     ("40-character-library", edit("library: mini", "library: " + "a" * 40), ("library", "a" * 40)),
 ]

@@ -15,6 +15,7 @@
 #   AOTC_NVCC                 an explicit nvcc
 #   AOTC_COMPILER_LAUNCHER    ccache, sccache, ... (default: CMAKE_CUDA_COMPILER_LAUNCHER)
 #   AOTC_FATBIN_COMPRESSION   size (CUDA 13's default), balance, speed, default (CUDA 12's) or none
+#   AOTC_COMPILE_BATCH        auto (default) or N: kernels one compile command takes
 #
 # No CUDA language is enabled: the fatbins are built by explicit commands into
 # <build>/aotc/<name>/fatbin, whose command lines hold no path of pip's
@@ -54,7 +55,36 @@ function(_aotc_arch_override var arg_value out_value out_source)
   set(${out_source} "${source}" PARENT_SCOPE)
 endfunction()
 
-# One custom command per kernel: generated source -> fatbin (+ ptxas report).
+# How many kernels one compile command takes (AOTC_COMPILE_BATCH: auto or a
+# number). auto: about 32 commands, of 4 to 64 kernels each, so a library
+# pays a process start (about 0.2 s of CPU with NVRTC loaded) per batch
+# rather than per kernel, while ninja still has work for every core and a
+# slow batch of heavy kernels holds up no more than 4 of them; one kernel each
+# with a compiler launcher, whose farm runs as many steps at once as ninja
+# hands it.
+function(_aotc_batch_size count out_var)
+  _aotc_option(AOTC_COMPILE_BATCH "auto" batch)
+  if(batch STREQUAL "auto")
+    if(_AOTC_COMPILER_LAUNCHER)
+      set(batch 1)
+    else()
+      math(EXPR batch "(${count} + 31) / 32")
+      if(batch LESS 4)
+        set(batch 4)
+      elseif(batch GREATER 64)
+        set(batch 64)
+      endif()
+    endif()
+  elseif(NOT batch MATCHES "^[1-9][0-9]*$")
+    message(FATAL_ERROR "aotc: AOTC_COMPILE_BATCH='${batch}': expected auto or a number of kernels")
+  endif()
+  set(${out_var} "${batch}" PARENT_SCOPE)
+endfunction()
+
+# Compile commands, each for a batch of kernels: generated sources -> fatbins
+# (+ ptxas reports). aotc.build.compile compiles only the kernels of a batch
+# whose fatbins are out of date, and leaves the others' files alone, which
+# ninja sees (restat, from the byproducts).
 function(_aotc_add_compile_commands name work kernels sass ptx werror out_fatbins)
   string(REPLACE ";" "," sass_arg "${sass}")
   string(REPLACE ";" "," ptx_arg "${ptx}")
@@ -65,19 +95,38 @@ function(_aotc_add_compile_commands name work kernels sass ptx werror out_fatbin
   # Build-relative paths: the same command in every build directory, so a
   # compiler cache hits across them.
   file(RELATIVE_PATH rel "${CMAKE_BINARY_DIR}" "${work}")
+  list(APPEND flags "--fatbin-dir=${rel}/fatbin" "--gen-dir=${rel}/gen")
+  list(LENGTH kernels count)
+  _aotc_batch_size(${count} batch)
+  math(EXPR batches "(${count} + ${batch} - 1) / ${batch}")
   set(fatbins "")
-  foreach(kernel IN LISTS kernels)
-    set(fatbin "${work}/fatbin/${kernel}.fatbin")
+  set(first 0)
+  foreach(number RANGE 1 ${batches})
+    list(SUBLIST kernels ${first} ${batch} members)
+    math(EXPR first "${first} + ${batch}")
+    set(outputs "")
+    set(byproducts "")
+    set(sources "")
+    foreach(kernel IN LISTS members)
+      list(APPEND outputs "${work}/fatbin/${kernel}.fatbin")
+      list(APPEND byproducts "${work}/fatbin/${kernel}.fatbin.key" "${work}/gen/${kernel}.resources.txt")
+      list(APPEND sources "${work}/gen/${kernel}.cu")
+    endforeach()
+    list(LENGTH members size)
+    if(size EQUAL 1)
+      set(comment "aotc: ${name}: compile step ${number} of ${batches} (${members})")
+    else()
+      set(comment "aotc: ${name}: compile step ${number} of ${batches} (${size} kernels)")
+    endif()
     add_custom_command(
-      OUTPUT "${fatbin}"
-      BYPRODUCTS "${work}/gen/${kernel}.resources.txt"
-      COMMAND "${_AOTC_COMPILE_TOOL}" ${flags} "--out=${rel}/fatbin/${kernel}.fatbin"
-              "--resources=${rel}/gen/${kernel}.resources.txt" "${rel}/gen/${kernel}.cu"
-      DEPENDS "${work}/gen/${kernel}.cu" "${_AOTC_COMPILER_IDENTITY_FILE}"
+      OUTPUT ${outputs}
+      BYPRODUCTS ${byproducts}
+      COMMAND "${_AOTC_COMPILE_TOOL}" ${flags} ${members}
+      DEPENDS ${sources} "${_AOTC_COMPILER_IDENTITY_FILE}"
       WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
-      COMMENT "aotc: ${name}: compiling ${kernel}"
+      COMMENT "${comment}"
       VERBATIM)
-    list(APPEND fatbins "${fatbin}")
+    list(APPEND fatbins ${outputs})
   endforeach()
   set(${out_fatbins} "${fatbins}" PARENT_SCOPE)
 endfunction()
@@ -113,12 +162,26 @@ endfunction()
 
 # Configure time: validate the manifest and learn the kernel list, the
 # architectures and the template files (_aotc_kernels, _aotc_sass, _aotc_ptx,
-# _aotc_templates, set in the caller). Editing the manifest re-runs this, since
-# the set of targets may change.
+# _aotc_templates, set in the caller). A manifest edit re-runs this when it
+# changes the plan, since the set of targets may change.
 function(_aotc_read_plan name work manifest step_args)
   _aotc_configure_step("${name}" plan ${step_args} --library "${name}" --out "${work}/plan.cmake")
   include("${work}/plan.cmake")
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${manifest}")
+  # Reconfigure when the plan changes, not at every manifest edit: a build-time
+  # step writes the plan again (only if it differs) before ninja decides whether
+  # build.ninja is current, so an edit that keeps the kernel list (a constant, a
+  # launch shape) reconfigures nothing, and one that changes it reconfigures
+  # once. At 10,000 kernels a reconfigure costs CMake about 9 s.
+  add_custom_command(
+    OUTPUT "${work}/plan.cmake"
+    BYPRODUCTS "${work}/plan.checked"
+    COMMAND "${_AOTC_BUILD_TOOL}" plan ${step_args} --library "${name}" "--out=${work}/plan.cmake"
+            "--stamp=${work}/plan.checked"
+    DEPENDS "${manifest}" ${_AOTC_GENERATOR_FILES}
+    COMMENT "aotc: ${name}: checking the kernel list"
+    VERBATIM)
+  add_custom_target(aotc_${name}_plan DEPENDS "${work}/plan.cmake")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${work}/plan.cmake")
   list(LENGTH _aotc_kernels kernel_count)
   message(STATUS "aotc: ${name}: ${kernel_count} kernels, SASS ${_aotc_sass}, PTX ${_aotc_ptx}")
   foreach(var IN ITEMS _aotc_kernels _aotc_sass _aotc_ptx _aotc_templates)
@@ -130,10 +193,10 @@ endfunction()
 # whose bytes change, and sources are byproducts (Ninja restats them), so
 # only kernels whose text changed recompile.
 function(_aotc_add_generate_command name work manifest kernels templates step_args)
-  set(sources "")
-  foreach(kernel IN LISTS kernels)
-    list(APPEND sources "${work}/gen/${kernel}.cu")
-  endforeach()
+  # One TRANSFORM, not an APPEND per kernel, which copies the growing list each time.
+  set(sources ${kernels})
+  list(TRANSFORM sources PREPEND "${work}/gen/")
+  list(TRANSFORM sources APPEND ".cu")
   add_custom_command(
     OUTPUT "${work}/generate.stamp"
     BYPRODUCTS ${sources}
@@ -145,13 +208,17 @@ function(_aotc_add_generate_command name work manifest kernels templates step_ar
 endfunction()
 
 # The index step stages the library (index.json, *.fatbin, src/*.cu) from the
-# fatbins; target aotc_<name> builds it.
-function(_aotc_add_index_command name work manifest fatbins step_args)
+# fatbins and sources (a source can change where its fatbin does not: a
+# comment); target aotc_<name> builds it.
+function(_aotc_add_index_command name work manifest kernels fatbins step_args)
+  set(sources ${kernels})
+  list(TRANSFORM sources PREPEND "${work}/gen/")
+  list(TRANSFORM sources APPEND ".cu")
   add_custom_command(
     OUTPUT "${work}/lib/index.json"
     COMMAND "${_AOTC_BUILD_TOOL}" index ${step_args} "--fatbin-dir=${work}/fatbin" "--gen-dir=${work}/gen"
             "--stage=${work}/lib" ${_AOTC_TOOLKIT_ARGS}
-    DEPENDS ${fatbins} "${manifest}" ${_AOTC_GENERATOR_FILES}
+    DEPENDS ${fatbins} ${sources} "${manifest}" ${_AOTC_GENERATOR_FILES}
     COMMENT "aotc: ${name}: indexing"
     VERBATIM)
   add_custom_target(aotc_${name} ALL DEPENDS "${work}/lib/index.json")
@@ -175,7 +242,7 @@ function(aotc_add_kernel_library name)
   _aotc_add_generate_command("${name}" "${work}" "${manifest}" "${_aotc_kernels}" "${_aotc_templates}" "${step_args}")
   _aotc_add_compile_commands("${name}" "${work}" "${_aotc_kernels}" "${_aotc_sass}" "${_aotc_ptx}"
                              "${arg_WARNINGS_AS_ERRORS}" fatbins)
-  _aotc_add_index_command("${name}" "${work}" "${manifest}" "${fatbins}" "${step_args}")
+  _aotc_add_index_command("${name}" "${work}" "${manifest}" "${_aotc_kernels}" "${fatbins}" "${step_args}")
 
   # The staged folder is the installed library.
   install(DIRECTORY "${work}/lib/" DESTINATION "${arg_INSTALL_DIR}")

@@ -19,7 +19,7 @@ foreach(module IN ITEMS
     index/__init__ index/schema index/_layout build/index_writer
     build/__init__ build/tool build/_files build/codegen build/manifest build/_checks build/_manifest_fields
     build/_family_fields build/_family_launch build/_family_rules build/_backward_fields build/_binding_fields build/signature build/_yaml build/resources
-    build/line_map _untrusted_files)
+    build/line_map build/_render_keys _untrusted_files)
   list(APPEND _AOTC_GENERATOR_FILES "${_AOTC_PACKAGE_DIR}/${module}.py")
 endforeach()
 
@@ -160,6 +160,7 @@ function(_aotc_setup_tools)
   set(_AOTC_COMPILE_TOOL "${tools}/aotc-compile${suffix}" CACHE INTERNAL "")
   set(_AOTC_COMPILER_IDENTITY_FILE "${tools}/compiler-identity.txt" CACHE INTERNAL "")
   set(_AOTC_FATBIN_COMPRESSION "${compression}" CACHE INTERNAL "")
+  set(_AOTC_COMPILER_LAUNCHER "${launcher}" CACHE INTERNAL "")
   _aotc_lane_wheel_name("${cuda}" "${_aotc_lane_wheel}" wheel)
   set(_AOTC_TOOLKIT_ARGS
       "--compiler=${_aotc_compiler_kind}" "--compiler-version=${_aotc_compiler_version}"
