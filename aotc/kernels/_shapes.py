@@ -44,9 +44,10 @@ INT_RANGES = {name: d.bounds for name, d in SCALAR_TYPES.items() if d.kind in ("
 class Decision:
     """What a call with these shapes, dtypes, axes and extents launches: the kernel,
     its dimensions (by parameter name), each out array's shape and dtype (by
-    binding name) and fill, and the grid."""
+    binding name) and fill, the grid, and the ``launches`` it makes: one
+    ``(grid, offsets)`` a launch, in order (none where the grid has an extent of 0)."""
 
-    __slots__ = ("dims", "fills", "grid", "kernel", "out_dtypes", "out_shapes", "params")
+    __slots__ = ("dims", "fills", "grid", "kernel", "launches", "out_dtypes", "out_shapes", "params")
 
     def __init__(self, kernel: IndexKernel, params: dict[str, DeclaredParam], dims: dict[str, int],
                  out_shapes: dict[str, tuple[int, ...]], grid: tuple[int, int, int]) -> None:  # fmt: skip
@@ -57,6 +58,7 @@ class Decision:
         self.out_dtypes = {name: params[name].dtype for name in out_shapes}
         self.fills = {name: params[name].fill for name in out_shapes if params[name].fill is not None}
         self.grid = grid
+        self.launches = () if 0 in grid else ((grid, ()),)
 
 
 def decided(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, str], axes: dict[str, Any],
