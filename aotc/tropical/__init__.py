@@ -65,7 +65,7 @@ from _thread import allocate_lock
 
 from aotc.kernels._traced import constant_when_traced, keep, made
 from aotc.tropical._api import PACK_MIN_K as PACK_MIN_K  # the K from which 2-D NumPy bool operands pack
-from aotc.tropical._api import Tropical
+from aotc.tropical._api import REFUSALS, Tropical
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -175,7 +175,11 @@ def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream
     # A plain semiring's product is its forward kernels' call (their plans
     # first); anything else takes Tropical.matmul, which checks and packs.
     if type(semiring) is str and semiring in api._plain:  # noqa: SLF001 - the handle's own table
-        return api._forward.entry(a, b, out=out, semiring=semiring, stream=stream)  # noqa: SLF001
+        try:
+            return api._forward.entry(a, b, out=out, semiring=semiring, stream=stream)  # noqa: SLF001
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul"
+            raise
     return api.matmul(a, b, semiring, out=out, stream=stream)
 
 
@@ -186,7 +190,11 @@ def matmul_argmax(
     to the smallest k; -1 where no term beats the semiring zero)."""
     api = _shared["api"] or _api()
     if type(semiring) is str and semiring in api._plain_argmax:  # noqa: SLF001 - as matmul's
-        return api._argmax.entry(a, b, out=out, k_out=k_out, semiring=semiring, stream=stream)  # noqa: SLF001
+        try:
+            return api._argmax.entry(a, b, out=out, k_out=k_out, semiring=semiring, stream=stream)  # noqa: SLF001
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul_argmax"
+            raise
     return api.matmul_argmax(a, b, semiring, out=out, k_out=k_out, stream=stream)
 
 
