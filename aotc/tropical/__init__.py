@@ -22,7 +22,8 @@ M, N or the batch 0 gives an empty result and launches nothing; K = 0
 launches the kernels, which, with no term to fold, write the semiring zero
 everywhere (argmax -1). ``out=`` and ``k_out=`` must be writable, contiguous,
 of the result's shape, dtype and device, and share no memory with an input or
-with each other.
+with each other. A tall matrix (more than 65,535 tiles of rows) or a batch
+of more than 65,535 products passes CUDA's grid limit: it is launched in parts.
 
 Bool matrices for an or/and semiring can also be packed 32 values to a word
 (``pack_bool``) and multiplied packed (``matmul_packed``), which folds 32
@@ -33,7 +34,8 @@ pays (see ``Tropical._packs``).
 Host arrays are used in place on host-memory backends (the CPU emulator) and
 copied to the device and back on GPU backends. Inputs whose rows are
 contiguous are read where they lie; others (a transpose) are copied to
-row-major first. Errors are one line naming the argument.
+row-major first. Errors are one line naming the function called and the
+argument (``tropical.matmul: b: dtype f64 does not match a's f32``).
 
 A call runs on its operands' device (a tensor's device; a CUDA array's, or
 failing that the driver's answer for its pointer), in that device's context,
