@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from aotc.dtypes import DTYPES, DType
 from aotc.dtypes import SCALAR_TYPES as _SCALAR_DTYPES
-from aotc.index.schema import PACK_CODES
+from aotc.index.schema import PACK_CODES, size_text
 
 __all__ = [
     "ELEMENT_TYPES",
@@ -101,12 +101,8 @@ class SizeExpression:
 
     @property
     def text(self) -> str:
-        parts = []
-        for coef, names in self.terms:
-            term = "*".join(((str(abs(coef)),) if abs(coef) != 1 or not names else ()) + names)
-            parts.append(("- " if coef < 0 else "+ ") + term)
-        text = " ".join(parts).removeprefix("+ ")
-        return f"cdiv({text}, {self.div})" if self.div != 1 else text
+        """As messages show it (``rows + 1``)."""
+        return size_text(self.terms, self.div)
 
     def at(self, values: dict[str, object]) -> SizeExpression | int:
         """This expression with the names ``values`` holds (a point's axes and

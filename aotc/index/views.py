@@ -7,6 +7,7 @@ so users of these views never re-check types or catch ``KeyError``.
 from __future__ import annotations
 
 from aotc._record import Record
+from aotc.index.schema import size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -76,12 +77,7 @@ class SizeExpression(Record):
         return total if self.div == 1 else -(-total // self.div)
 
     def __str__(self) -> str:
-        parts = []
-        for coef, names in self.terms:
-            term = "*".join(((str(abs(coef)),) if abs(coef) != 1 or not names else ()) + names)
-            parts.append(("- " if coef < 0 else "+ ") + term)
-        text = " ".join(parts).removeprefix("+ ")
-        return f"cdiv({text}, {self.div})" if self.div != 1 else text
+        return size_text(self.terms, self.div)
 
 
 class DeclaredParam(Record):
