@@ -37,6 +37,7 @@ from aotc.arrays.memory import on_host_memory
 from aotc.arrays.kinds import as_operand
 from aotc.arrays.eager_checks import EAGER_TEXT
 from aotc.arrays.operands import data_pointers, direct_pointer, meets, span
+from aotc.errors import ArgumentError, ArgumentTypeError, called
 from aotc.kernels._arguments import CONVERTED, F32_FINITE_PAST, scalar_argument
 from aotc.kernels._keys import numpy_key, numpy_key_text, tensor_key_text
 from aotc.kernels._shapes import INT_RANGES
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from aotc.kernels._layout import Layout
+    from aotc.kernels._shapes import Decision
 
 __all__ = ["bind_arrays", "entry_for", "make_plan"]
 
@@ -143,13 +145,18 @@ def entry_for(layout: Layout) -> Any:
         ]
     for axis in (*open_axes, *lengths):
         lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]
-    lines += [f"    return _aotc_layout.full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
+    lines += [f"    return _aotc_layout.full(({positional},), {{{given_outs}}}, stream, _aotc_axes)"]
+    # The entry is the function its caller called: its refusals name it, unless a call over it did.
+    lines = [
+        lines[0], "    try:", *(f"    {line}" for line in lines[1:]),
+        "    except _aotc_refusals as _aotc_refusal:", f"        _aotc_called(_aotc_refusal, {layout.name!r})", "        raise", "",
+    ]  # fmt: skip
     from aotc.kernels._torch_route import call_tensors
 
     namespace: dict[str, Any] = {
         "_aotc_ndarray": _NoTensor, "_aotc_plans": layout.numpy_plans.plans, "_aotc_layout": layout,
         "_aotc_tensor": _NoTensor, "_aotc_tensor_plans": layout.tensor_plans.plans, "_aotc_tensors": call_tensors,
-        "_aotc_recordings": layout.recordings.plans,
+        "_aotc_recordings": layout.recordings.plans, "_aotc_refusals": (ArgumentError, ArgumentTypeError), "_aotc_called": called,
     }  # fmt: skip
     # NumPy or PyTorch may still be imported: Layout.full binds it then.
     namespace["_aotc_unbound"] = bind_arrays(namespace)
@@ -193,12 +200,16 @@ def _results(layout: Layout, got: str) -> str:
     return f"({', '.join(parts)})" if parts else "()"
 
 
-def make_plan(layout: Layout, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, axes: dict[str, Any]) -> None:
+def make_plan(
+    layout: Layout, values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, axes: dict[str, Any],
+    decision: Decision,
+) -> None:  # fmt: skip
     """Keep, for the generated entry, the plan of a NumPy call that just launched
     with ``arguments`` (the kernel's order), where one fits: every array a NumPy
-    array used in place on a host-memory backend, and something launched."""
+    array used in place on a host-memory backend, and one launch made (a grid
+    launched in parts, or not at all, takes the full path every call)."""
     numpy = sys.modules.get("numpy")
-    if numpy is None or layout.entry is None or not on_host_memory(backend) or any(a not in layout.open_axes for a in axes):
+    if len(decision.launches) != 1 or numpy is None or layout.entry is None or not on_host_memory(backend) or any(a not in layout.open_axes for a in axes):
         return
     ndarray = numpy.ndarray
     for name in layout.given:
@@ -216,8 +227,13 @@ def make_plan(layout: Layout, values: dict[str, Any], arrays: dict[str, Any], la
         return  # an empty grid launches nothing: the full path handles it
     order = [*layout.given, *layout.outs]
     spans = {name: span(as_operand(arrays[name], name), arrays[name].dtype.itemsize) for name in order}
-    # Each written array against every other array: the checks placement.output() makes.
-    checks = {name: tuple((other, meets(spans[other], spans[name])) for other in order if other != name) for name in layout.results}
+    # Each written array against every other array: the checks placement.output() makes
+    # (an empty array meets none: bounds no pointer difference falls between).
+    empty = {name for name in order if arrays[name].size == 0}
+    checks = {
+        name: tuple((other, (0, 0) if {name, other} & empty else meets(spans[other], spans[name])) for other in order if other != name)
+        for name in layout.results
+    }
     shapes = {name: (arrays[name].shape, arrays[name].dtype) for name in layout.outs}
     fills = {p.arg: p.fill for p in signature if not p.scalar and p.role == "out" and p.fill is not None}
     constants = {i: arguments[i] for i, (part, _) in enumerate(recipe) if part == "c"}

@@ -22,7 +22,7 @@ shape and the kernel sums into it; anything else broadcast is summed after.
 
 from __future__ import annotations
 
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, called, echo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,10 +43,24 @@ __all__ = ["Direct", "call_gradients", "differentiable", "gradients", "no_gradie
 
 
 def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
-    """The one line for differentiating a kernel that declares no gradient."""
-    chosen = ", ".join(f"{a}={v}" for a, v in (kernel.axes or {}).items() if a in layout.open_axes)
-    where = f"{layout.name} ({chosen})" if chosen else layout.name
-    return ArgumentError(f"{where}: declares no backward: in its manifest, so it cannot be differentiated")
+    """The one line for differentiating a kernel that declares no gradient: where
+    other kernels of the layout have one, the argument whose dtype (or the axis
+    whose value) chose this one; else the layout, which declares none."""
+    chosen = kernel.axes or {}
+    have = [k for k in layout.every_kernel() if k.backward is not None]
+    for axis in layout.open_axes:
+        # The values of this axis with a gradient, the other axes as this call chose them.
+        others = sorted({str(k.axes[axis]) for k in have if k.axes and all(k.axes.get(a) == chosen.get(a) for a in layout.open_axes if a != axis)})
+        if others:
+            listed = ", ".join(others[:-1]) + " or " + others[-1] if len(others) > 1 else others[0]
+            value = chosen.get(axis)
+            array = next((p.arg for p in kernel.signature or () if not p.scalar and p.role != "out" and p.dtype == value), None)
+            if array is not None:
+                return called(ArgumentError(f"{array}: dtype {value} has no gradient (its kernels differentiate {listed})"), layout.name)
+            return called(ArgumentError(f"{axis}: {echo(value)} has no gradient (its kernels differentiate {axis} {listed})"), layout.name)
+    where = ", ".join(f"{a}={v}" for a, v in chosen.items() if a in layout.open_axes) if have else ""
+    text = f"its kernel for {where} declares no backward" if where else "declares no backward"
+    return called(ArgumentError(f"{text}: in its manifest, so it cannot be differentiated"), layout.name)
 
 
 def differentiable(kernel: IndexKernel) -> bool:
@@ -232,20 +246,37 @@ class Direct:
 def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
     """The gradients of ``layout``'s in arrays, by binding name, for a call with
     these arrays (its inputs, and the results its gradient kernels keep) and
-    these gradients of its results, all by binding name, run through ``framework``: ``Layout.gradients``."""
+    these gradients of its results, all by binding name, run through ``framework``: ``Layout.gradients``.
+
+    The forward call's decision comes first: its kernel, and the shapes of its
+    results, which each result kept and each gradient must have (named as the
+    gradient kernels name them, ``grad_c`` and ``k`` for tropical's)."""
     from aotc.arrays.kinds import as_operand
+    from aotc.kernels._shapes import decided
 
     ops = {name: as_operand(values[name], name) for name in layout.given}
-    kernel = layout.choose({n: op.dtype for n, op in ops.items()}, axes, {n: op.shape for n, op in ops.items()})
+    extents = {name: values.get(name) for name in layout.sizes}
+    decision = decided(layout, {n: op.shape for n, op in ops.items()}, {n: op.dtype for n, op in ops.items()}, axes, extents, {})
+    kernel = decision.kernel
     if kernel.backward is None:
         raise no_gradient(layout, kernel)
     bindings = layout.family.bindings
     route = through(bindings, kernel) or kernel
     manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
+    names = {(source, name): arg for step in _steps(bindings, route) for arg, source, name in step.sources}
+    for result, shape in decision.out_shapes.items():
+        for source, given in ((_SAVED, values.get(result)), (_GRAD, grads.get(result))):
+            arg = names.get((source, manifest.get(result, "")))
+            if given is not None and arg is not None:
+                got = as_operand(given, arg)
+                if got.shape != shape:
+                    what = "the result it is the gradient of" if source == _GRAD else "the result it is"
+                    msg = f"{arg}: shape {got.shape}, but {what}, {result}, has shape {shape} for these inputs"
+                    raise ArgumentError(msg)
     saved = {manifest[name]: value for name, value in values.items() if name in manifest and manifest[name] in saved_names(route)}
     missing = [name for name, m in manifest.items() if m in saved_names(route) and m not in saved]
     if missing:
-        msg = f"{layout.name}: its gradient needs {missing[0]} from the forward call"
+        msg = f"{missing[0]}: its gradient needs it from the forward call"
         raise ArgumentError(msg)
     arguments = {p.name: values[p.arg] for p in route.signature or () if p.scalar and not p.dim}
     inputs = {manifest[name]: (op.shape, op.dtype) for name, op in ops.items()}
