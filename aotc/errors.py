@@ -1,7 +1,9 @@
 """The exceptions aotc raises on purpose: the project's one hierarchy.
 
 Every expected failure is one of these, and its message is a single line a
-person can act on: the CLI prints it without a traceback. ``str()`` escapes
+person can act on: the CLI prints it without a traceback. A refusal of a
+call's argument names the public function called, then the argument
+(``tropical.matmul: a: dtype i16, but ...``). ``str()`` escapes
 control characters, so a value echoed from a hostile file cannot forge a
 second line. Anything else that escapes is a bug and keeps its traceback.
 
@@ -38,6 +40,7 @@ __all__ = [
     "UnknownKernelError",
     "UnreadableFileError",
     "YamlError",
+    "called",
     "echo",
     "one_line",
 ]
@@ -59,11 +62,31 @@ def echo(value: object, limit: int = ECHO_LIMIT) -> str:
     return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
 
 
+def called(error: AotcError, function: str) -> AotcError:
+    """``error``, as a refusal of a call of the public ``function``, unless a
+    call of a function over it named its own already; returns it, to raise."""
+    if error.function is None:
+        error.function = function
+    return error
+
+
 class AotcError(Exception):
-    """Root of every error aotc raises deliberately."""
+    """Root of every error aotc raises deliberately.
+
+    ``function``, where set, names the public function whose call this refuses
+    (``tropical.matmul_backward``), and opens the message: the binder names
+    the entry the caller called, and an API written over it renames the
+    refusals of its own functions' calls (``aotc.tropical``)."""
+
+    function: str | None = None  # set on the instance (``called``); no __init__ of its own, which torch.compile would trace
 
     def __str__(self) -> str:
-        return one_line(str(self.args[0])) if len(self.args) == 1 else one_line(super().__str__())
+        text = one_line(str(self.args[0])) if len(self.args) == 1 else one_line(super().__str__())
+        return f"{self.function}: {text}" if self.function else text
+
+    def __repr__(self) -> str:
+        # The whole line, function included: what a tracer quotes (torch.compile's "got ArgumentError(...)").
+        return f"{type(self).__name__}({str(self)!r})"
 
 
 # --- build time -------------------------------------------------------------

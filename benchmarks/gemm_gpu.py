@@ -116,7 +116,7 @@ def main() -> None:
         backend.copy_to_device(buffers["A"], a)
         backend.copy_to_device(buffers["B"], b)
         values = {
-            "M": n, "N": n, "K": n, "lda": n, "ldb": n, "ldc": n, "ldk": n, "batch": batch,
+            "M": n, "N": n, "K": n, "lda": n, "ldb": n, "ldc": n, "ldk": n, "batch": batch, "block_y0": 0, "block_z0": 0,
             "batch_stride_A": n * n, "batch_stride_B": n * n, "batch_stride_C": n * n, "batch_stride_Kstar": n * n,
             **buffers,
         }  # fmt: skip

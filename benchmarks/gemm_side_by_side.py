@@ -138,7 +138,7 @@ class Buffers:
 def aotc_values(unit: Unit, shape: Shape, pointers: dict[str, int]) -> tuple[int, ...]:
     """aotc's arguments, in its declared order, for row-major operands with no padding."""
     m, n, k = shape.m, shape.n, shape.k
-    values = {**pointers, "M": m, "N": n, "K": k, "lda": k, "ldb": n, "ldc": n, "ldk": n, "batch": shape.batch}
+    values = {**pointers, "M": m, "N": n, "K": k, "lda": k, "ldb": n, "ldc": n, "ldk": n, "batch": shape.batch, "block_y0": 0, "block_z0": 0}
     values.update(batch_stride_A=m * k, batch_stride_B=k * n, batch_stride_C=m * n, batch_stride_Kstar=m * n)
     return tuple(values[name] for name in unit.params)
 

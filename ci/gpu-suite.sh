@@ -9,7 +9,9 @@
 #      non-default streams (a driver stream, a pycuda Stream, a torch side
 #      stream, a CuPy stream), CUDA-graph capture, contexts made current by
 #      other code and a second GPU's, and a kernel's fault reported naming its
-#      launch; and the declared families of examples/rowops, built for this
+#      launch; tall products and batches past CUDA's 65535 blocks on y and z,
+#      launched in parts (tests/tropical/test_grid_split_gpu.py); and the
+#      declared families of examples/rowops, built for this
 #      GPU and called with CUDA tensors (with and without softmax's optional
 #      batch), CuPy and staged NumPy arrays, and a family with declared strides
 #      reading CUDA views and broadcasts in place; examples/warpnorm (one

@@ -247,7 +247,7 @@ def _run_packed(launcher: Any, memory: DeviceArrays, a: np.ndarray, b: np.ndarra
     from aotc.tropical._packed import pack_bool
 
     pa, pb = pack_bool(a, 1), pack_bool(b, 0)
-    values = {"M": case.m, "N": case.n, "K": case.k, "ldc": case.n, "ldk": case.n}
+    values = {"M": case.m, "N": case.n, "K": case.k, "ldc": case.n, "ldk": case.n, "block_y0": 0}  # one launch: its parts start at 0
     values.update(lda=pa.words.shape[1], ldb=pb.words.shape[1], A=memory.upload(pa.words), B=memory.upload(pb.words))
     c_like, k_like = np.empty((case.m, case.n), np.bool_), np.empty((case.m, case.n), np.int32)
     values["C"], values["Kstar"] = memory.upload(_poisoned(c_like.shape, np.bool_)), memory.upload(_poisoned(k_like.shape, np.int32))
@@ -288,7 +288,7 @@ def run_and_check(library: Any, entry_kind: tuple[str, str, str, str], case: Cas
             memory.free()
         return
     try:
-        values: dict[str, int] = {"M": case.m, "N": case.n, "K": case.k, "batch": case.batch}
+        values: dict[str, int] = {"M": case.m, "N": case.n, "K": case.k, "batch": case.batch, "block_y0": 0, "block_z0": 0}  # one launch: no split
         # Leading dimensions count elements, or (value, count) pairs for counting.
         values.update(lda=case.k, ldb=case.n, ldc=case.n, ldk=case.n, ldgc=case.n, ldga=case.k, ldgb=case.n)
         strides = {"A": case.m * case.k, "B": case.k * case.n, "C": case.m * case.n, "Kstar": case.m * case.n}

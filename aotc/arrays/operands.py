@@ -105,7 +105,11 @@ def numpy_pointer(array: Any) -> int:
 
 
 def is_row_major(op: Operand) -> bool:
-    """Whether ``op`` is contiguous in C order (extents of 1 may have any stride)."""
+    """Whether ``op`` is contiguous in C order (extents of 1 may have any stride,
+    and an array with an extent of 0, which holds nothing, any strides: NumPy
+    reports a (0, 3) array's as (0, 0))."""
+    if 0 in op.shape:
+        return True
     step = 1
     for extent, stride in zip(reversed(op.shape), reversed(op.strides)):
         if extent > 1 and stride != step:

@@ -5,8 +5,13 @@
 - ``fill:`` an out array's value before the launch (kernels that add into
   it): a number, ``-inf``/``+inf`` (an integer type's lowest / highest value),
   ``true``/``false``, or a constant naming one;
-- ``max:`` the bound of a caller-given extent, a scalar named only in out
-  arrays' shapes: a dimension the in and inout arrays bind, or a number;
+- ``max:`` / ``equals:`` tie an integer scalar the caller passes to a
+  dimension the in and inout arrays bind: at most it (or a number), or
+  exactly it; so a tied scalar, like one that sizes arrays the arrays do not
+  bind, is an extent the call checks before it launches;
+- ``split:`` on an integer scalar: the grid axis the binder may launch in
+  parts past CUDA's limit, setting the scalar to each part's first block
+  index there (the template adds it to ``blockIdx``);
 - a scalar's type may be a dtype axis or constant, resolved per point.
 
 ``aotc.build._family_fields`` reads the keys with these and resolves them at
@@ -23,13 +28,14 @@ from aotc.build._yaml import LineDict
 from aotc.dtypes import DType
 from aotc.errors import echo
 
-__all__ = ["INFINITIES", "check_args", "fill_at", "parse_arg", "parse_fill", "parse_max", "scalar_type_at"]
+__all__ = ["GRID_AXES", "INFINITIES", "check_args", "fill_at", "parse_arg", "parse_equals", "parse_fill", "parse_max", "parse_split", "scalar_type_at", "split_check"]
 
 # The bindings' own keyword and the prefix of their own names (aotc.kernels).
 _RESERVED = "stream"
 _INTERNAL = "_aotc"
 INFINITIES = {"-inf": float("-inf"), "+inf": float("inf")}
 _MAX_EXTENT = (1 << 63) - 1
+GRID_AXES = ("x", "y", "z")
 
 
 def parse_arg(check: Checker, fields: LineDict | None, key: str) -> str:
@@ -86,6 +92,40 @@ def parse_max(check: Checker, fields: LineDict | None, key: str) -> str | int | 
             check.fail(line, at, f"{value} is not a positive 64-bit integer")
         return value
     return check.identifier(value, at, line)
+
+
+def parse_equals(check: Checker, fields: LineDict | None, key: str) -> str | None:
+    """``equals:`` on a scalar: the name of the dimension it must equal (checked at each point)."""
+    if fields is None or "equals" not in fields:
+        return None
+    at, line = f"{key}.equals", line_of(fields, "equals")
+    if "max" in fields:
+        check.fail(line, at, "a scalar is tied one way: max (at most) or equals (exactly), not both")
+    return check.identifier(fields["equals"], at, line)
+
+
+def parse_split(check: Checker, fields: LineDict | None, key: str) -> str:
+    """``split:`` on a scalar: the grid axis whose parts it starts ("": none)."""
+    if fields is None or "split" not in fields:
+        return ""
+    at, line, axis = f"{key}.split", line_of(fields, "split"), fields["split"]
+    if axis not in GRID_AXES:
+        check.fail(line, at, f"expected a grid axis ({listing(GRID_AXES)}), got {describe(axis)}")
+    tied = next((k for k in ("arg", "max", "equals") if k in fields), None)
+    if tied is not None:
+        check.fail(line_of(fields, tied), f"{key}.{tied}", "a split offset is set by the binder, never passed: it takes no arg, max or equals")
+    return axis
+
+
+def split_check(check: Checker, splits: list[tuple[str, str, int, Any]], key: str, where: str) -> None:
+    """``(name, axis, line, type)`` of a point's split offsets: integers, one an axis."""
+    seen: dict[str, str] = {}
+    for name, axis, line, kind in splits:
+        if kind not in ("i32", "i64", "u32", "u64"):
+            check.fail(line, f"{key}.{name}.split", f"at {where}, {name} is {echo(kind)}; a split offset is an integer (i32, i64, u32 or u64)")
+        if axis in seen:
+            check.fail(line, f"{key}.{name}.split", f"at {where}, grid axis {axis} is split by {seen[axis]} already")
+        seen[axis] = name
 
 
 def scalar_type_at(check: Checker, kind: str, values: dict[str, Any], scalar_types: dict[str, str], line: int, key: str, where: str) -> str:

@@ -17,11 +17,12 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from aotc.build._binding_fields import check_args, fill_at, parse_arg, parse_fill, parse_max, scalar_type_at
+from aotc.build._binding_fields import check_args, fill_at, parse_arg, parse_equals, parse_fill, parse_max, parse_split, scalar_type_at, split_check
 from aotc.build._checks import MAX_DIMS, MAX_INT32, MAX_PARAMS, Checker, describe, line_of, listing
+from aotc.build._family_launch import parse_size
 from aotc.build._family_rules import AxisValue, Rule, RuleIndex, matches, parse_when
 from aotc.build._yaml import LineDict, LineList, key_text
-from aotc.build.signature import ELEMENT_TYPES, ROLES, SCALAR_TYPES, ArrayParam, ScalarParam, Signature
+from aotc.build.signature import ELEMENT_TYPES, ROLES, SCALAR_TYPES, ArrayParam, ScalarParam, Signature, SizeExpression
 from aotc.errors import echo
 
 __all__ = ["FamilyAxes", "Point", "expand_points", "kernel_name", "parse_axes", "parse_signature", "point_text", "resolve_signature"]
@@ -206,6 +207,8 @@ class _Declared:
     arg: str = ""  # the bindings' name for it; "": its own
     fill: Any = None  # an out array's value before the launch, as written
     max: str | int | None = None  # a caller-given extent's bound
+    equals: str | None = None  # the dimension a caller-given scalar must equal
+    split: str = ""  # the grid axis whose launches this scalar starts
 
 
 def parse_signature(check: Checker, value: Any, key: str, line: int, axes: FamilyAxes, constants: frozenset[str] = frozenset()) -> tuple[_Declared, ...]:
@@ -231,11 +234,12 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
         if isinstance(spec, LineDict) and "when" in spec:
             when = parse_when(check, spec["when"], f"{p_key}.when", line_of(spec, "when"), axes.values)
         if isinstance(spec, str) or (isinstance(spec, LineDict) and "scalar" in spec):
-            fields = check.mapping(spec, p_key, p_line, required=("scalar",), optional=("when", "arg", "max")) if isinstance(spec, LineDict) else None
+            fields = check.mapping(spec, p_key, p_line, required=("scalar",), optional=("when", "arg", "max", "equals", "split")) if isinstance(spec, LineDict) else None
             kind = fields["scalar"] if fields is not None else spec
             if not isinstance(kind, str) or (kind not in SCALAR_TYPES and kind not in axes.values and kind not in constants):
                 check.fail(p_line, p_key, f"unknown scalar type {echo(kind)} (known: {listing(SCALAR_TYPES)}, or an axis or constant naming one)")
-            declared.append(_Declared(name, p_line, kind, when=when, arg=parse_arg(check, fields, p_key), max=parse_max(check, fields, p_key)))
+            tie = {"max": parse_max(check, fields, p_key), "equals": parse_equals(check, fields, p_key), "split": parse_split(check, fields, p_key)}
+            declared.append(_Declared(name, p_line, kind, when=when, arg=parse_arg(check, fields, p_key), **tie))
             continue
         fields = check.mapping(spec, p_key, p_line, required=("array", "role", "shape"), optional=("optional", "strides", "when", "lanes", "pack", "arg", "fill"))
         dtype = fields["array"]
@@ -243,8 +247,11 @@ def parse_signature(check: Checker, value: Any, key: str, line: int, axes: Famil
         role = fields["role"]
         if role not in ROLES:
             check.fail(line_of(fields, "role"), f"{p_key}.role", f"expected one of {listing(ROLES)}, got {describe(role)}")
-        shape = check.sequence(fields["shape"], f"{p_key}.shape", line_of(fields, "shape"))
-        check.at_most(len(shape), MAX_DIMS, line_of(fields, "shape"), f"{p_key}.shape", "dimensions")
+        shape_line = line_of(fields, "shape")
+        shape = check.sequence(fields["shape"], f"{p_key}.shape", shape_line)
+        check.at_most(len(shape), MAX_DIMS, shape_line, f"{p_key}.shape", "dimensions")
+        # An entry that is no name is an expression of the sizes (``rows + 1``).
+        shape = [parse_size(check, e, f"{p_key}.shape[{i}]", shape_line) if isinstance(e, str) and not e.isidentifier() else e for i, e in enumerate(shape)]
         optional = _optional(check, fields, p_key, tuple(shape)) if "optional" in fields else ()
         strides = ()
         if "strides" in fields:
@@ -286,9 +293,18 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
     arrays = [d for d in declared if d.scalar is None]
     if not any(d.role != "out" for d in arrays):
         check.fail(declared[0].line, key, "declares no in or inout array; a call's arrays tell its device, stream and sizes")
+    integer = {*constants, *(a for a, values in axes.values.items() if all(isinstance(v, int) for v in values))}
     for d in arrays:
         for entry in d.shape:
             if isinstance(entry, int) and not isinstance(entry, bool) and entry > 0:
+                continue
+            if isinstance(entry, (str, SizeExpression)) and any(scalars[n].split for n in _names(entry) if n in scalars):
+                check.fail(d.line, f"{key}.{d.name}.shape", f"{echo(_text(entry))} names a split offset, which the binder sets per launch; it sizes nothing")
+            if isinstance(entry, SizeExpression):
+                # Checked against the call's sizes, never solved for them: its names are bound elsewhere or passed.
+                unknown = [n for n in entry.names if not (n in integer or (n in scalars and scalars[n].scalar in ("i32", "i64")))]
+                if unknown:
+                    check.fail(d.line, f"{key}.{d.name}.shape", f"{entry.text}: {unknown[0]} is neither an integer scalar of the signature nor an integer axis or constant")
                 continue
             if isinstance(entry, str) and entry in scalars and scalars[entry].scalar in ("i32", "i64"):
                 if d.role != "out":
@@ -306,9 +322,9 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
             at = f"{key}.{d.name}.strides"
             if isinstance(entry, int) and not isinstance(entry, bool) and entry == 1:
                 continue
-            if not (isinstance(entry, str) and entry in scalars and scalars[entry].scalar in ("i32", "i64")):
+            if not (isinstance(entry, str) and entry in scalars and scalars[entry].scalar in ("i32", "i64") and not scalars[entry].split):
                 check.fail(d.line, at, f"{echo(entry)} is neither an integer scalar of the signature nor 1 (a dense dimension)")
-            if entry in strides or any(entry in other.shape for other in arrays):
+            if entry in strides or any(entry in _names(e) for other in arrays for e in other.shape):
                 where = f"{strides[entry]}'s strides" if entry in strides else "a shape"
                 check.fail(d.line, at, f"{entry} is also named in {where}; a stride scalar is one array's one dimension")
             strides[entry] = d.name
@@ -320,6 +336,17 @@ def _check_dimensions(check: Checker, declared: list[_Declared], key: str, axes:
         # The bindings pack bits along a dimension they bind or are given, so they can count it.
         if d.pack and not (d.shape and isinstance(d.shape[-1], str) and d.shape[-1] in scalars):
             check.fail(d.line, f"{key}.{d.name}.pack", f"the packed (last) dimension {echo(d.shape[-1] if d.shape else None)} is not a size scalar of the signature; the bindings count the bits it packs")
+
+
+def _names(entry: Any) -> tuple[str, ...]:
+    """The names a shape entry reads: itself, an expression's names, or none (a number)."""
+    if isinstance(entry, SizeExpression):
+        return entry.names
+    return (entry,) if isinstance(entry, str) else ()
+
+
+def _text(entry: Any) -> Any:
+    return entry.text if isinstance(entry, SizeExpression) else entry
 
 
 def point_text(point: Point) -> str:
@@ -336,29 +363,42 @@ def resolve_signature(check: Checker, declared: tuple[_Declared, ...], point: Po
     present = [d for d in declared if matches(d.when, at)]
     absent = frozenset(d.name for d in declared) - {d.name for d in present}
     where = point_text(point)
-    # Dimensions and strides alike are bound from the arrays, never passed by the caller;
-    # a size only out arrays name is an extent, which the caller passes.
+    # Dimensions (named bare by an in or inout array), strides and split offsets
+    # are the binder's, never passed by the caller; any other size a shape
+    # names (an out array's, a name inside an expression), or a scalar tied to
+    # a dimension, is an extent, which the caller passes.
     arrays = [d for d in present if d.scalar is None]
     sizes = {e for d in arrays if d.role != "out" for e in d.shape if isinstance(e, str) and e not in values}
-    dims = sizes | {e for d in arrays for e in d.strides if isinstance(e, str)}
-    extents = {e for d in arrays for e in d.shape if isinstance(e, str) and e not in values} - dims
+    splits = {d.name: d.split for d in present if d.scalar is not None and d.split}
+    dims = sizes | {e for d in arrays for e in d.strides if isinstance(e, str)} | set(splits)
+    tied = {d.name for d in present if d.scalar is not None and (d.max is not None or d.equals is not None)}
+    extents = ({n for d in arrays for e in d.shape for n in _names(e) if n not in values} | tied) - dims
+    split_check(check, [(d.name, d.split, d.line, values.get(d.scalar, d.scalar)) for d in present if d.scalar is not None and d.split], key, where)
     params: list[ArrayParam | ScalarParam] = []
     for d in present:
         if d.scalar is not None:
             kind = scalar_type_at(check, d.scalar, values, SCALAR_TYPES, d.line, f"{key}.{d.name}", where)
-            if d.max is not None and (d.name not in extents or (isinstance(d.max, str) and d.max not in sizes)):
-                problem = f"{d.max} is not a dimension the in or inout arrays bind" if d.name in extents else f"{d.name} is not an extent the caller passes (an integer scalar only out arrays' shapes name)"
-                check.fail(d.line, f"{key}.{d.name}.max", f"at {where}, {problem}")
-            params.append(ScalarParam(d.name, kind, d.name in dims, d.arg, d.name in extents, d.max))
+            bound, tie = (d.max, "max") if d.max is not None else (d.equals, "equals")
+            if bound is not None and (d.name in dims or kind not in ("i32", "i64") or (isinstance(bound, str) and bound not in sizes)):
+                problem = f"{d.name} is bound from the arrays, never passed" if d.name in dims else f"{d.name} is {kind}; a tied scalar is i32 or i64" if kind not in ("i32", "i64") else f"{bound} is not a dimension the in or inout arrays bind"
+                check.fail(d.line, f"{key}.{d.name}.{tie}", f"at {where}, {problem}")
+            params.append(ScalarParam(d.name, kind, d.name in dims, d.arg, d.name in extents, d.max, d.equals, d.split))
             continue
         kept = [i for i, e in enumerate(d.shape) if e not in absent]
         for i in kept:
             if d.strides and d.strides[i] in absent:
                 check.fail(d.line, f"{key}.{d.name}.strides", f"at {where}, stride {d.strides[i]} is left out but dimension {d.shape[i]} is not")
         fixed = {e: values[e] for e in d.shape if isinstance(e, str) and e in values}
+        for e in d.shape:
+            if isinstance(e, SizeExpression):
+                wrong = [n for n in e.names if n in absent or (n in values and type(values[n]) is not int)]
+                if wrong:
+                    problem = "is left out" if wrong[0] in absent else f"is {echo(values[wrong[0]])}, not an integer"
+                    check.fail(d.line, f"{key}.{d.name}.shape", f"at {where}, {wrong[0]} {problem}, but {e.text} names it")
+                fixed[e] = e.at(values)  # the point's axes and constants in place: an expression, or a number
         for name, extent in fixed.items():
-            if type(extent) is not int or extent < 1:
-                check.fail(d.line, f"{key}.{d.name}.shape", f"at {where}, {name} is {echo(extent)}, not a positive integer")
+            if not isinstance(extent, SizeExpression) and (type(extent) is not int or extent < 1):
+                check.fail(d.line, f"{key}.{d.name}.shape", f"at {where}, {_text(name)} is {echo(extent)}, not a positive integer")
         dtype_name = values.get(d.dtype, d.dtype)
         if dtype_name not in ELEMENT_TYPES:
             check.fail(d.line, f"{key}.{d.name}.array", f"at {where}, {d.dtype} is {echo(dtype_name)}, not a dtype ({listing(ELEMENT_TYPES)})")

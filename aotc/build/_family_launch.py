@@ -21,10 +21,10 @@ from typing import Any
 from aotc.build._checks import MAX_EXPRESSION_CHARS, MAX_EXPRESSION_DEPTH, Checker, describe, line_of, listing
 from aotc.build._family_rules import AxisValue
 from aotc.build._yaml import LineDict, LineList
-from aotc.build.signature import ELEMENT_TYPES, Extent, ScalarParam, Signature
+from aotc.build.signature import ELEMENT_TYPES, Extent, ScalarParam, Signature, SizeExpression
 from aotc.errors import echo
 
-__all__ = ["LAUNCH_KEYS", "DeclaredLaunch", "parse_launch"]
+__all__ = ["LAUNCH_KEYS", "DeclaredLaunch", "parse_launch", "parse_size"]
 
 LAUNCH_KEYS = ("grid", "block", "shared", "static_shared")
 _MAX_THREADS = 1024
@@ -62,8 +62,9 @@ def parse_launch(
     ``values``: the family's ``launch:``, with the matrix block's ``launch:``
     keys in its place where the block has them. ``absent`` names the
     parameters this point's signature leaves out."""
-    strides = {s for p in signature.arrays for s in p.strides}  # where the array lies, not how much work there is
-    sizes = {p.name for p in signature.params if isinstance(p, ScalarParam) and p.type in ("i32", "i64") and p.name not in strides}
+    strides = {s for p in signature.arrays for s in p.strides}
+    # Where the array lies and where a launch starts are not how much work there is.
+    sizes = {p.name for p in signature.params if isinstance(p, ScalarParam) and p.type in ("i32", "i64") and p.name not in strides and not p.split}
 
     def field(name: str) -> tuple[Any, str, int]:
         source, source_key = (override, override_key) if override is not None and name in override else (launch, key)
@@ -113,14 +114,7 @@ class _Expression:
             self.fail(f"expected an expression, got {describe(raw)}")
         if isinstance(raw, int):
             return self._constant(raw)
-        if len(raw) > MAX_EXPRESSION_CHARS:
-            self.fail(f"{len(raw)} characters, over the limit of {MAX_EXPRESSION_CHARS} for a launch expression")
-        tree, depth = _parsed(raw.strip())
-        if tree is None:
-            self.fail(f"{echo(raw)} is not an expression")
-        if depth > MAX_EXPRESSION_DEPTH:
-            self.fail(f"{echo(raw)} nests {depth} operations deep, over the limit of {MAX_EXPRESSION_DEPTH}")
-        return self._node(tree)
+        return self._node(_tree(self.fail, raw, "a launch expression"))
 
     def _constant(self, value: int) -> Extent:
         if not 0 <= value <= 1 << 31:  # a constant may be any 64-bit integer; a launch takes these
@@ -194,6 +188,82 @@ def _parsed(text: str) -> tuple[ast.expr | None, int]:
     except (SyntaxError, MemoryError, RecursionError):  # CPython refuses deep nesting in any of these
         return None, 0
     return tree.body, _depth(tree.body)
+
+
+def _tree(fail: Any, raw: str, what: str) -> ast.expr:
+    """``raw`` parsed by Python's own ``ast`` (once per text), within the length and depth limits."""
+    if len(raw) > MAX_EXPRESSION_CHARS:
+        fail(f"{len(raw)} characters, over the limit of {MAX_EXPRESSION_CHARS} for {what}")
+    tree, depth = _parsed(raw.strip())
+    if tree is None:
+        fail(f"{echo(raw)} is not an expression")
+    if depth > MAX_EXPRESSION_DEPTH:
+        fail(f"{echo(raw)} nests {depth} operations deep, over the limit of {MAX_EXPRESSION_DEPTH}")
+    return tree
+
+
+# A shape expression's polynomial stays small: terms, and names a term.
+_MAX_TERMS = 8
+_MAX_FACTORS = 4
+_MAX_COEFFICIENT = 1 << 31
+
+
+def parse_size(check: Checker, raw: str, key: str, line: int) -> SizeExpression:
+    """A shape entry written as an expression (``rows + 1``, ``2 * n``,
+    ``cdiv(bits, 32)``), on the launch expressions' whitelist with ``+`` and
+    ``-`` between sizes too: a polynomial over names, with integer
+    coefficients, optionally inside one ``cdiv(..., constant)``. Its names are
+    checked against the signature, axes and constants where the family is."""
+
+    def fail(problem: str) -> Any:
+        check.fail(line, key, problem)
+
+    def node(item: ast.AST) -> dict[tuple[str, ...], int]:
+        if isinstance(item, ast.Constant) and type(item.value) is int:
+            return {(): item.value}
+        if isinstance(item, ast.Name):
+            return {(item.id,): 1}
+        if isinstance(item, ast.BinOp) and isinstance(item.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+            left, right = node(item.left), node(item.right)
+            if isinstance(item.op, ast.Mult):
+                product: dict[tuple[str, ...], int] = {}
+                for a, x in left.items():
+                    for b, y in right.items():
+                        names = tuple(sorted(a + b))
+                        if len(names) > _MAX_FACTORS:
+                            fail(f"a term multiplies more than {_MAX_FACTORS} sizes")
+                        product[names] = product.get(names, 0) + x * y
+                return _small(fail, product)
+            if isinstance(item.op, ast.FloorDiv):
+                if set(left) | set(right) != {()} or right[()] == 0:
+                    fail("// divides one constant by another (nonzero); cdiv(a, b) divides sizes")
+                return {(): left[()] // right[()]}
+            sign = 1 if isinstance(item.op, ast.Add) else -1
+            total = dict(left)
+            for names, coef in right.items():
+                total[names] = total.get(names, 0) + sign * coef
+            return _small(fail, total)
+        return fail(f"{echo(ast.unparse(item))} is not allowed in a shape (names, integers, +, -, *, // of constants, cdiv(a, b) around the whole)")
+
+    body = _tree(fail, raw, "a shape expression")
+    div = 1
+    if isinstance(body, ast.Call) and isinstance(body.func, ast.Name) and body.func.id == "cdiv" and len(body.args) == 2 and not body.keywords:
+        bottom = node(body.args[1])
+        if set(bottom) != {()} or bottom[()] <= 0:
+            fail("cdiv(a, b) divides by a positive constant b")
+        div, body = bottom[()], body.args[0]
+    terms = tuple((coef, names) for names, coef in node(body).items() if coef)
+    if not any(names for _, names in terms):
+        fail(f"{echo(raw)} names no size; write the number")
+    return SizeExpression(terms, div)
+
+
+def _small(fail: Any, poly: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], int]:
+    if len(poly) > _MAX_TERMS:
+        fail(f"expands to {len(poly)} terms, over the limit of {_MAX_TERMS}")
+    if any(abs(coef) > _MAX_COEFFICIENT for coef in poly.values()):
+        fail(f"a coefficient is out of range (-2**31 to 2**31): {max(poly.values(), key=abs)}")
+    return poly
 
 
 def _depth(root: ast.AST) -> int:

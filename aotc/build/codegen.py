@@ -99,7 +99,9 @@ def _ctype_of(dtype: str) -> str:
 def _context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object]:
     """What a family's template sees: its constants and axis values by
     name, the parameter list rendered from the signature, each parameter's C
-    type, and the manifest's tables (``semirings``, ``dtypes``: name to model)."""
+    type, the split offset of each grid axis ("" where none: a template shared
+    by families that do and do not split adds it to ``blockIdx`` where named),
+    and the manifest's tables (``semirings``, ``dtypes``: name to model)."""
     return {
         **dict(kernel.constants),
         **dict(kernel.axes),
@@ -110,6 +112,7 @@ def _context(manifest: Manifest, kernel: DeclaredKernelSpec) -> dict[str, object
         "kernel_name": kernel.symbol,
         "params": ", ".join(p.declaration() for p in kernel.params),
         "ctype": _ByName({p.name: p.dtype.ctype if hasattr(p, "dtype") else p.ctype for p in kernel.signature.params}),
+        "split": {axis: next((p.name for p in kernel.signature.params if getattr(p, "split", "") == axis), "") for axis in "xyz"},
         "block": kernel.launch.block,
         "shared_bytes_dynamic": kernel.launch.shared_bytes_dynamic,
         "shared_bytes_static": kernel.launch.shared_bytes_static,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from aotc.dtypes import DTYPES, DType
 from aotc.dtypes import SCALAR_TYPES as _SCALAR_DTYPES
-from aotc.index.schema import PACK_CODES
+from aotc.index.schema import PACK_CODES, size_text
 
 __all__ = [
     "ELEMENT_TYPES",
@@ -34,6 +34,7 @@ __all__ = [
     "Param",
     "ScalarParam",
     "Signature",
+    "SizeExpression",
     "parameter_check",
 ]
 
@@ -85,11 +86,53 @@ class LaunchGeometry:
 
 
 @dataclass(frozen=True)
+class SizeExpression:
+    """An extent that is an expression of the signature's integer scalars: a
+    sum of ``terms`` (coefficient, the names multiplied), divided by ``div``
+    rounding up (``cdiv(n, 32)``); ``indptr``'s ``rows + 1``. A call checks an in
+    array's extent against it, and sizes an out array by it; it binds nothing."""
+
+    terms: tuple[tuple[int, tuple[str, ...]], ...]
+    div: int = 1
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for _, names in self.terms for n in names))
+
+    @property
+    def text(self) -> str:
+        """As messages show it (``rows + 1``)."""
+        return size_text(self.terms, self.div)
+
+    def at(self, values: dict[str, object]) -> SizeExpression | int:
+        """This expression with the names ``values`` holds (a point's axes and
+        constants, integers) replaced: another expression, or a number where none is left."""
+        terms: dict[tuple[str, ...], int] = {}
+        for coef, names in self.terms:
+            left = tuple(n for n in names if n not in values)
+            product = coef
+            for n in names:
+                if n in values:
+                    product *= values[n]  # type: ignore[assignment, operator]
+            terms[left] = terms.get(left, 0) + product
+        kept = tuple((coef, names) for names, coef in terms.items() if coef)
+        if any(names for _, names in kept):
+            return SizeExpression(kept, self.div)
+        return -(-sum(coef for coef, _ in kept) // self.div)
+
+    def to_json(self) -> dict[str, object]:
+        entry: dict[str, object] = {"terms": [[coef, *names] for coef, names in self.terms]}
+        if self.div != 1:
+            entry["div"] = self.div
+        return entry
+
+
+@dataclass(frozen=True)
 class ArrayParam:
     """A device pointer to a contiguous row-major array of ``shape``.
 
-    Each entry of ``shape`` is a dimension's name (a scalar of the signature)
-    or a fixed extent. An ``in`` array is read only, so its pointer is const.
+    Each entry of ``shape`` is a dimension's name (a scalar of the signature),
+    a fixed extent, or a ``SizeExpression`` of dimensions (``rows + 1``). An ``in`` array is read only, so its pointer is const.
     ``optional`` names the leading dimensions a call may leave out (a batch:
     ``[batch, rows, cols]`` takes ``(rows, cols)`` arrays too, with batch 1).
     ``strides``, where declared, gives each dimension's stride in elements: a
@@ -111,7 +154,7 @@ class ArrayParam:
     name: str
     dtype: DType
     role: str  # one of ROLES
-    shape: tuple[str | int, ...]
+    shape: tuple[str | int | SizeExpression, ...]
     optional: tuple[str, ...] = ()
     strides: tuple[str | int, ...] = ()
     lanes: int = 1
@@ -128,7 +171,8 @@ class ArrayParam:
         return "ptr"
 
     def to_json(self) -> dict[str, object]:
-        array: dict[str, object] = {"dtype": self.dtype.name, "role": self.role, "shape": list(self.shape)}
+        shape = [e.to_json() if isinstance(e, SizeExpression) else e for e in self.shape]
+        array: dict[str, object] = {"dtype": self.dtype.name, "role": self.role, "shape": shape}
         # Written only where declared: indexes without them read as before.
         if self.optional:
             array["optional"] = list(self.optional)
@@ -147,11 +191,14 @@ class ArrayParam:
 
 @dataclass(frozen=True)
 class ScalarParam:
-    """A scalar: a dimension (``dim``: named in an array's shape, bound from the
-    arrays), or an argument the caller passes. An ``extent`` is an integer
-    argument named only in out arrays' shapes: the caller sizes them, up to
-    ``max`` (a dimension the in and inout arrays bind, or a number; None: the
-    type's range). ``arg`` as for ``ArrayParam``."""
+    """A scalar: one the binder sets (``dim``: a dimension named bare in an in
+    or inout array's shape, a stride, or a launch's ``split`` offset), or an
+    argument the caller passes. An ``extent`` is an integer argument that sizes
+    or bounds the call: named in shapes but bound by no in or inout array, or
+    tied to a dimension the arrays bind (at most ``max``, a dimension or a
+    number; exactly ``equals``). ``split`` names the grid axis ("x", "y", "z")
+    the binder may launch in parts, setting this scalar to each part's first
+    block index there. ``arg`` as for ``ArrayParam``."""
 
     name: str
     type: str  # one of SCALAR_TYPES
@@ -159,6 +206,8 @@ class ScalarParam:
     arg: str = ""  # "": the name
     extent: bool = False
     max: str | int | None = None
+    equals: str | None = None
+    split: str = ""
 
     @property
     def ctype(self) -> str:
@@ -175,6 +224,10 @@ class ScalarParam:
             entry["extent"] = True
         if self.max is not None:
             entry["max"] = self.max
+        if self.equals is not None:
+            entry["equals"] = self.equals
+        if self.split:
+            entry["split"] = self.split
         return entry
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from aotc.dtypes import DTYPES
 from aotc.errors import echo
 from aotc.index._values import _IDENTIFIER, _MAX_INT, _MAX_INTERNED, _MAX_PARAMS, _fail, _int, _list, _object, _table, _text
-from aotc.index.views import Backward, DeclaredParam, Param
+from aotc.index.views import Backward, DeclaredParam, Param, SizeExpression
 
 MappingProxyType = type(type.__dict__)  # types.MappingProxyType, without importing types
 
@@ -22,6 +22,10 @@ __all__ = ["axes", "backward", "signature"]
 _SCALARS: dict[tuple[str, str, bool], DeclaredParam] = {}  # checked scalars, interned
 
 _ROLES = ("in", "out", "inout")
+_GRID_AXES = ("x", "y", "z")
+_SPLIT_KINDS = ("i32", "i64", "u32", "u64")
+# An expression's size, as aotc.build._family_launch.parse_size bounds it.
+_MAX_TERMS, _MAX_FACTORS, _MAX_COEFFICIENT = 8, 4, 1 << 31
 _DTYPES = tuple(DTYPES)  # the one dtype table's names, as aotc.build.signature.ELEMENT_TYPES
 _MAX_LANES, _MAX_PACK = 16, 64  # aotc.build._family_fields' limits
 
@@ -38,7 +42,7 @@ def axes(where: str, path: str, value: Any) -> Mapping[str, str | int]:
 
 
 _SCALAR_KEYS = frozenset({"name", "scalar", "dim"})
-_SCALAR_OPTIONAL = frozenset({"arg", "extent", "max"})
+_SCALAR_OPTIONAL = frozenset({"arg", "extent", "max", "equals", "split"})
 _ARRAY_ITEM_KEYS = frozenset({"name", "array"})
 _ARRAY_KEYS = frozenset({"dtype", "role", "shape"})
 _ARRAY_OPTIONAL = frozenset({"optional", "strides", "lanes", "pack", "fill"})
@@ -92,13 +96,41 @@ def _scalar(where: str, at: str, item: dict[str, Any], param: Param) -> Declared
         _fail(where, f"{at}.extent", f"{echo(extent)} for {param.name}; only true, for an integer scalar no in or inout array binds")
     if "max" in item and not (extent and ((type(bound) is str and _IDENTIFIER.fullmatch(bound)) or (type(bound) is int and 0 < bound <= _MAX_INT))):
         _fail(where, f"{at}.max", f"{echo(bound)} is not a dimension's name or a positive number bounding an extent")
-    key = (param.name, param.kind, item["dim"], arg, extent, bound)
+    equals, split = item.get("equals"), item.get("split", "")
+    if "equals" in item and not (extent and "max" not in item and type(equals) is str and _IDENTIFIER.fullmatch(equals)):
+        _fail(where, f"{at}.equals", f"{echo(equals)} is not a dimension's name an extent (with no max) equals")
+    # A split offset is the binder's, set per launch: never the caller's, never a size.
+    if "split" in item and not (split in _GRID_AXES and item["dim"] and param.kind in _SPLIT_KINDS and not extent and "arg" not in item):
+        _fail(where, f"{at}.split", f"{echo(split)} for {param.name}; only x, y or z, on an integer scalar the binder sets (dim, no arg)")
+    key = (param.name, param.kind, item["dim"], arg, extent, bound, equals, split)
     scalar = _SCALARS.get(key)
     if scalar is None:  # immutable, so shared by every kernel that has it (M, N, K, ...)
-        scalar = DeclaredParam(param.name, "", param.kind, (), True, item["dim"], 0, (), 1, 0, arg, None, extent, bound)
+        scalar = DeclaredParam(param.name, "", param.kind, (), True, item["dim"], 0, (), 1, 0, arg, None, extent, bound, equals, split)
         if len(_SCALARS) < _MAX_INTERNED:
             _SCALARS[key] = scalar
     return scalar
+
+
+def _expression(where: str, path: str, value: dict[str, Any], dims: set[str]) -> SizeExpression:
+    """A shape entry written as an expression: ``{"terms": [[coefficient, name, ...], ...], "div": n}``."""
+    entry = _object(where, path, value, frozenset({"terms"}), frozenset({"div"}))
+    terms = []
+    for k, raw in enumerate(_list(where, f"{path}.terms", entry["terms"], _MAX_TERMS)):
+        term = _list(where, f"{path}.terms[{k}]", raw, 1 + _MAX_FACTORS)
+        if not term or type(term[0]) is not int or not 0 < abs(term[0]) <= _MAX_COEFFICIENT or not all(type(n) is str and n in dims for n in term[1:]):
+            _fail(where, f"{path}.terms[{k}]", f"{echo(term)} is not a nonzero coefficient and the integer size parameters it multiplies")
+        terms.append((term[0], tuple(term[1:])))
+    if not any(names for _, names in terms):
+        _fail(where, f"{path}.terms", "names no size parameter")
+    div = _int(where, f"{path}.div", entry.get("div", 1), 1, _MAX_INT)
+    return SizeExpression(tuple(terms), div)
+
+
+def _names(entry: Any) -> tuple[str, ...]:
+    """The names a shape entry reads: itself, an expression's names, or none (a number)."""
+    if type(entry) is SizeExpression:
+        return entry.names
+    return (entry,) if type(entry) is str else ()
 
 
 def signature(where: str, path: str, value: Any, params: tuple[Param, ...], axes: Mapping[str, Any]) -> tuple[DeclaredParam, ...]:
@@ -134,10 +166,12 @@ def signature(where: str, path: str, value: Any, params: tuple[Param, ...], axes
             if array["role"] != "out":
                 _fail(where, f"{at}.array.fill", f"on an {array['role']} array; only an out array is filled before the launch")
             fill = _fill(where, f"{at}.array.fill", array["fill"], dtype)
-        shape = _list(where, f"{at}.array.shape", array["shape"], 8)
+        shape = list(_list(where, f"{at}.array.shape", array["shape"], 8))
         for j, extent in enumerate(shape):
-            if not (extent in dims if type(extent) is str else type(extent) is int and 0 < extent <= _MAX_INT):
-                _fail(where, f"{at}.array.shape[{j}]", f"{echo(extent)} is neither an integer size parameter nor a positive number")
+            if type(extent) is dict:
+                shape[j] = _expression(where, f"{at}.array.shape[{j}]", extent, dims)
+            elif not (extent in dims if type(extent) is str else type(extent) is int and 0 < extent <= _MAX_INT):
+                _fail(where, f"{at}.array.shape[{j}]", f"{echo(extent)} is neither an integer size parameter, a positive number nor an expression")
         optional = tuple(_list(where, f"{at}.array.optional", array.get("optional", []), 8))
         if optional and (optional != tuple(shape[: len(optional)]) or len(optional) >= len(shape) or not all(type(e) is str for e in optional)):
             _fail(where, f"{at}.array.optional", f"{echo(list(optional))} is not a run of the shape's leading dimensions")
@@ -145,7 +179,7 @@ def signature(where: str, path: str, value: Any, params: tuple[Param, ...], axes
         if strides and (len(strides) != len(shape) or not all(e in dims if type(e) is str else e == 1 and type(e) is int for e in strides)):
             _fail(where, f"{at}.array.strides", f"{echo(list(strides))} is not one integer size parameter or 1 for each of the shape's {len(shape)} dimensions")
         arg = _arg(where, at, item, param.name)
-        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional), strides, lanes, pack, arg, fill, False, None))
+        result.append(DeclaredParam(param.name, array["role"], dtype, tuple(shape), False, False, len(optional), strides, lanes, pack, arg, fill, False, None, None, ""))
     _check_names(where, path, result, axes)
     return tuple(result)
 
@@ -156,22 +190,30 @@ def _check_names(where: str, path: str, result: list[DeclaredParam], axes: Mappi
         _fail(where, path, "has no in or inout array")
     # A stride is one array's one dimension: named once, and in no shape.
     stride_names = [e for p in result for e in p.strides if type(e) is str]
-    shape_names = {e for p in result for e in p.shape}
+    shape_names = {n for p in result for e in p.shape for n in _names(e)}
     for name in stride_names:
         if stride_names.count(name) > 1 or name in shape_names:
             _fail(where, path, f"stride {name} is named twice, or also in a shape; it must be one array's one dimension")
-    # A dimension or a stride is bound from the arrays that name it: each scalar marked so is named, and only those are.
+    # A dimension or a stride is bound from the arrays that name it (a
+    # dimension bare, by an in or inout array): each scalar marked so is named,
+    # and only those are; a split offset is named by none.
     sizes = {e for p in result if not p.scalar and p.role != "out" for e in p.shape if type(e) is str}
     bound = sizes | set(stride_names)
-    named = {e for p in result for e in (*p.shape, *p.strides) if type(e) is str}
+    named = shape_names | set(stride_names)
     left_out = {e for p in result for e in p.shape[: p.optional]}
+    split: dict[str, str] = {}
     for i, p in enumerate(result):
-        if p.scalar and p.extent:
-            # Named in out arrays' shapes alone, never left out; bounded by what the in and inout arrays bind.
-            if p.name in bound or p.name not in shape_names or p.name in left_out:
-                _fail(where, f"{path}[{i}].extent", f"{p.name} is not named by out arrays' shapes alone (or is optional in one)")
-            if type(p.max) is str and p.max not in sizes:
-                _fail(where, f"{path}[{i}].max", f"{echo(p.max)} is not a dimension the in or inout arrays bind")
+        if p.scalar and p.split:
+            if p.name in named or p.split in split:
+                _fail(where, f"{path}[{i}].split", f"{p.name} is named by a shape or a stride, or axis {p.split} is split twice")
+            split[p.split] = p.name
+        elif p.scalar and p.extent:
+            # Sizes what the in and inout arrays do not bind, or is tied to what they do; never left out.
+            if p.name in bound or (p.name not in shape_names and p.max is None and p.equals is None) or p.name in left_out:
+                _fail(where, f"{path}[{i}].extent", f"{p.name} is bound by an array, optional in one, or neither named by a shape nor tied")
+            tie = p.max if type(p.max) is str else p.equals
+            if tie is not None and tie not in sizes:
+                _fail(where, f"{path}[{i}].{'max' if p.equals is None else 'equals'}", f"{echo(tie)} is not a dimension the in or inout arrays bind")
         elif p.scalar and p.dim != (p.name in named):
             _fail(where, f"{path}[{i}].dim", f"{p.dim} for {p.name}, which {'no' if p.dim else 'an'} array's shape names")
         elif p.scalar and p.dim and p.name not in bound:

@@ -57,6 +57,7 @@ __all__ = [
     "field_checksums",
     "sealed_fields",
     "sha256_bytes",
+    "size_text",
 ]
 
 # 2: every kernel and the top level carry a "checksum" table (below); schema 1 had none.
@@ -178,3 +179,15 @@ def field_checksums(entry: Mapping[str, Any], fields: tuple[str, ...]) -> dict[s
 def sealed_fields(entry: Mapping[str, Any]) -> tuple[str, ...]:
     """The fields a kernel entry's checksum table covers, its ``backward`` among them where it has one."""
     return (*KERNEL_SEALED, "backward") if "backward" in entry else KERNEL_SEALED
+
+
+def size_text(terms: tuple[tuple[int, tuple[str, ...]], ...], div: int) -> str:
+    """A shape expression as the index records it (its terms, each a
+    coefficient and the names it multiplies, and a divisor rounding up),
+    written as the manifest writes it and messages show it: ``rows + 1``."""
+    parts = []
+    for coef, names in terms:
+        term = "*".join(((str(abs(coef)),) if abs(coef) != 1 or not names else ()) + names)
+        parts.append(("- " if coef < 0 else "+ ") + term)
+    text = " ".join(parts).removeprefix("+ ")
+    return f"cdiv({text}, {div})" if div != 1 else text

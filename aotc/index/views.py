@@ -7,13 +7,14 @@ so users of these views never re-check types or catch ``KeyError``.
 from __future__ import annotations
 
 from aotc._record import Record
+from aotc.index.schema import size_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, ClassVar
 
-__all__ = ["Backward", "DeclaredParam", "FileEntry", "IndexKernel", "Launch", "Param", "ToolkitEntry"]
+__all__ = ["Backward", "DeclaredParam", "FileEntry", "IndexKernel", "Launch", "Param", "SizeExpression", "ToolkitEntry"]
 
 
 class FileEntry(Record):
@@ -50,28 +51,67 @@ class Launch(Record):
     shared_bytes_dynamic: int
 
 
+class SizeExpression(Record):
+    """An array extent written as an expression of the signature's integer
+    scalars (``indptr``'s ``rows + 1``): the sum of ``terms`` (a coefficient
+    and the names it multiplies), divided by ``div`` rounding up. A call
+    checks an in array's extent against it and sizes an out array by it."""
+
+    _fields = ("terms", "div")
+    __slots__ = _fields
+    terms: tuple[tuple[int, tuple[str, ...]], ...]
+    div: int
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for _, names in self.terms for n in names))
+
+    def value(self, sizes: Mapping[str, Any]) -> Any:
+        """Its value for ``sizes`` by name (ints, or a tracer's symbolic sizes)."""
+        total: Any = 0
+        for coef, names in self.terms:
+            term: Any = coef
+            for name in names:
+                term = term * sizes[name]
+            total = total + term
+        return total if self.div == 1 else -(-total // self.div)
+
+    def __str__(self) -> str:
+        return size_text(self.terms, self.div)
+
+
 class DeclaredParam(Record):
     """One parameter of a declared signature: an array (``role`` "in", "out" or
     "inout", ``dtype``, ``shape`` of dimension names and fixed extents, the
     first ``optional`` of which a call may leave out, and its ``strides`` where
-    declared) or a scalar (``scalar`` its type, ``dim`` whether the arrays bind
-    it: a dimension or a stride).
+    declared) or a scalar (``scalar`` its type, ``dim`` whether the binder
+    sets it: a dimension an in or inout array's shape names bare, a stride, or
+    a ``split`` offset).
 
     ``arg`` is the name the bindings give it (keywords, messages, op schemas):
     the manifest's ``arg:``, else ``name``, which the kernel's C code, shapes,
-    strides and launch expressions use. An out array may be ``fill``-ed before
-    the launch (a number of its dtype's kind; ``float("inf")`` for "+inf"). A
-    scalar that is an ``extent`` is named only in out arrays' shapes: the
-    caller passes it, bounded by ``max`` (a dimension the in and inout arrays
-    bind, or a number; None: its type's range, and at least 0)."""
+    strides and launch expressions use. A shape entry may be a
+    ``SizeExpression`` of the integer scalars. An out array may be ``fill``-ed
+    before the launch (a number of its dtype's kind; ``float("inf")`` for
+    "+inf"). A scalar that is an ``extent`` is an integer the caller passes
+    that sizes the call (shapes name it, no in or inout array binds it bare)
+    or is tied to a dimension: bounded by ``max`` (a dimension the in and
+    inout arrays bind, or a number; None: its type's range, and at least 0),
+    or equal to ``equals`` (such a dimension). A scalar with a ``split`` axis
+    ("x", "y" or "z") is set by the binder to each launch's first block index
+    there, where a grid past CUDA's limits is launched in parts."""
 
-    _fields = ("name", "role", "dtype", "shape", "scalar", "dim", "optional", "strides", "lanes", "pack", "arg", "fill", "extent", "max")
-    _defaults: ClassVar[dict[str, Any]] = {"optional": 0, "strides": (), "lanes": 1, "pack": 0, "fill": None, "extent": False, "max": None}
+    _fields = (
+        "name", "role", "dtype", "shape", "scalar", "dim", "optional", "strides", "lanes", "pack", "arg", "fill", "extent", "max", "equals", "split",
+    )  # fmt: skip
+    _defaults: ClassVar[dict[str, Any]] = {
+        "optional": 0, "strides": (), "lanes": 1, "pack": 0, "fill": None, "extent": False, "max": None, "equals": None, "split": "",
+    }  # fmt: skip
     __slots__ = _fields
     name: str
     role: str  # "" for a scalar
     dtype: str  # an array's dtype; a scalar's type
-    shape: tuple[str | int, ...]
+    shape: tuple[str | int | SizeExpression, ...]  # a name, a number, or an expression of names
     scalar: bool
     dim: bool
     optional: int
@@ -82,6 +122,8 @@ class DeclaredParam(Record):
     fill: int | float | bool | None  # an out array's value before the launch; None: not filled
     extent: bool  # a scalar the caller passes that sizes out arrays
     max: str | int | None  # an extent's bound: a dimension's name or a number; None: its type's range
+    equals: str | None  # the dimension an extent must equal; None: not tied so
+    split: str  # the grid axis whose launches this scalar starts ("": none)
 
 
 class Backward(Record):

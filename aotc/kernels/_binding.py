@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from aotc.arrays.kinds import kind_of
 from aotc.dtypes import DTYPES, by_numpy
-from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, called, echo
 from aotc.kernels._entry import add_guard, direct_guard, entry_for, has_guard
 from aotc.kernels._keys import choice_key, plan_key
 from aotc.kernels._launch import launch
@@ -116,8 +116,8 @@ class Layout:
     def bind_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(values by binding name, axes given) from a call's arguments."""
         if len(args) > len(self.positional):
-            msg = f"{self.name}() takes {len(self.positional)} positional arguments ({', '.join(self.positional)}), got {len(args)}"
-            raise ArgumentTypeError(msg)
+            msg = f"takes {len(self.positional)} positional arguments ({', '.join(self.positional)}), got {len(args)}"
+            raise called(ArgumentTypeError(msg), self.name)
         values = dict(zip(self.positional, args))
         axes = {}
         for key, value in kwargs.items():
@@ -125,30 +125,35 @@ class Layout:
                 if value is not None:
                     axes[key] = value
             elif key in values:
-                msg = f"{self.name}(): {key} given twice, by position and by name"
-                raise ArgumentTypeError(msg)
+                msg = f"{key}: given twice, by position and by name"
+                raise called(ArgumentTypeError(msg), self.name)
             elif key in self.positional or key in self.outs or key in self.lengths:
                 values[key] = value
             else:
                 known = ", ".join((*self.positional, *self.outs, *self.lengths, *self.family.axes, "stream"))
-                msg = f"{self.name}(): unknown argument {key!r} (known: {known})"
-                raise ArgumentTypeError(msg)
+                msg = f"unknown argument {key!r} (known: {known})"
+                raise called(ArgumentTypeError(msg), self.name)
         missing = [name for name in self.positional if name not in values]
         if missing:
-            msg = f"{self.name}(): missing argument {missing[0]}"
-            raise ArgumentTypeError(msg)
+            msg = f"missing argument {missing[0]}"
+            raise called(ArgumentTypeError(msg), self.name)
         return values, axes
 
     def not_a_value(self, axis: str, value: Any) -> ArgumentError:
         """The one-line error for an axis named with a value no kernel here has."""
         values = self.axes[axis]
-        return ArgumentError(f"{axis}: {echo(value)} is not a value of {self.name}'s axis {axis} (values: {', '.join(map(str, values))}){dtype_hint(axis, value, values)}")
+        return called(ArgumentError(f"{axis}: {echo(value)} is not one of its values ({', '.join(map(str, values))}){dtype_hint(axis, value, values)}"), self.name)
 
     # --- the call ------------------------------------------------------------------
 
     def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
-        values, axes = self.bind_arguments(args, kwargs)
-        return self.call(values, axes, stream)
+        """The call of a layout with no generated entry (``entry_for``), as its entry would make it."""
+        try:
+            values, axes = self.bind_arguments(args, kwargs)
+            return self.call(values, axes, stream)
+        except (ArgumentError, ArgumentTypeError) as exc:
+            called(exc, self.name)
+            raise
 
     def full(self, args: tuple[Any, ...], outs: dict[str, Any], stream: Any, kwargs: dict[str, Any]) -> Any:
         """The generated entry's way in when no guard answered: its positional
@@ -228,12 +233,16 @@ class Layout:
         and ``grads`` (its results' gradients), by binding name (``_gradients``)."""
         from aotc.kernels._gradients import Direct, call_gradients
 
-        framework: Any = Direct(stream)
-        if kind_of(values[self.given[0]], self.given[0]).route == "jax":  # immutable arrays: the gradients are its route's results
-            from aotc.kernels._jax import JAX_GRADIENTS
+        try:
+            framework: Any = Direct(stream)
+            if kind_of(values[self.given[0]], self.given[0]).route == "jax":  # immutable arrays: the gradients are its route's results
+                from aotc.kernels._jax import JAX_GRADIENTS
 
-            framework = JAX_GRADIENTS
-        return call_gradients(self, values, grads, axes, framework)
+                framework = JAX_GRADIENTS
+            return call_gradients(self, values, grads, axes, framework)
+        except (ArgumentError, ArgumentTypeError) as exc:
+            called(exc, self.name)
+            raise
 
     # --- the kernel ---------------------------------------------------------------
 
@@ -248,6 +257,11 @@ class Layout:
         """Kernel ``kernel`` (checked, of ``form``) is one this layout's calls launch."""
         self.bound[kernel.name] = self._form_bound[form.index]
         self.kernels[kernel.name] = kernel
+
+    def every_kernel(self) -> list[IndexKernel]:
+        """Every kernel of this layout, each checked and admitted: a scan of the
+        family's directory, for a refusal that lists them, never for a call."""
+        return [self.kernels[name] for name, _, form in self.family.catalog.members() if form in self._form_bound]
 
     def reach(self, name: str) -> None:
         """Check and admit kernel ``name``; UnknownKernelError (a KeyError, as a
@@ -268,14 +282,14 @@ class Layout:
             named[axis] = value
             forms = [f for f in forms if value in f.axes.get(axis, ())]
             if not forms:
-                raise ArgumentError(self._no_kernel(axes))
+                raise called(ArgumentError(self._no_kernel(axes)), self.name)
         seen: dict[str, str] = {}  # the dtypes of the arrays checked so far
         for name, dtype in dtypes.items():
             if name in self.outs:
                 continue  # an out array given chooses only among kernels the inputs leave (below)
             fits = [f for f in forms if self._form_bound[f.index][name].dtype == dtype]
             if not fits:
-                raise ArgumentError(self._dtype_refusal(name, dtype, forms, seen, axes))
+                raise called(ArgumentError(self._dtype_refusal(name, dtype, forms, seen, axes)), self.name)
             forms = fits
             seen[name] = dtype
         for name, dtype in dtypes.items():
@@ -315,14 +329,14 @@ class Layout:
         whole = catalog.find(point) if len(point) == len(catalog.axes) else None
         found = catalog.find(point, indexes) if whole is None or len(whole) > 1 else [hit for hit in whole if hit[2] in indexes]
         if not found:
-            raise ArgumentError(self._no_kernel(axes))
+            raise called(ArgumentError(self._no_kernel(axes)), self.name)
         if len(found) > 1:
             found = catalog.find(point, indexes, limit=sum(f.count for f in forms))
             open_axes = [a for a in self.open_axes if len({p.get(a) for _, p, _ in found}) > 1]
             axis = open_axes[0] if open_axes else next(iter(self.axes), "")
             values = ", ".join(sorted({str(p[axis]) for _, p, _ in found if axis in p}))
-            msg = f"{self.name}(): {len(found)} kernels fit these arrays; choose one with {axis}= ({values})"
-            raise ArgumentError(msg)
+            msg = f"{len(found)} kernels fit these arrays; choose one with {axis}= ({values})"
+            raise called(ArgumentError(msg), self.name)
         name, reached, _ = found[0]
         twins = whole if whole is not None else catalog.find(reached)  # the axis values a call reaches are one kernel's
         if len(twins) > 1:
@@ -334,7 +348,7 @@ class Layout:
 
     def _no_kernel(self, axes: dict[str, Any]) -> str:
         chosen = ", ".join(f"{a}={v}" for a, v in axes.items())
-        return f"{self.name}(): no kernel for {chosen}"
+        return f"no kernel for {chosen}"
 
     def _dtype_refusal(self, name: str, dtype: str, matches: list[KernelForm], seen: dict[str, str], axes: dict[str, Any]) -> str:
         """The one line for an array of a dtype no kernel left takes there."""
@@ -346,7 +360,7 @@ class Layout:
         chosen = ", ".join(f"{a}={v}" for a, v in axes.items() if a in self.open_axes and not set(self.axes[a]) <= DTYPES.keys())
         where = f" for {chosen}" if chosen and len(matches) < len(self.forms) else ""
         listed = ", ".join(have[:-1]) + " or " + have[-1] if len(have) > 1 else have[0]
-        return f"{name}: dtype {dtype}, but {self.name}'s kernels{where} take {listed} there"
+        return f"{name}: dtype {dtype}, but its kernels{where} take {listed} there"
 
     def _refuse_rank(self, forms: list[KernelForm], shapes: dict[str, Any]) -> None:
         """The one line for an array of a rank no kernel takes: the ranks the ``forms`` left take there."""
@@ -356,10 +370,10 @@ class Layout:
             if len(shape) not in ranks:
                 widest = max(declared, key=lambda d: len(d.shape))
                 text = ", ".join(f"{r}-D" for r in ranks[:-1]) + " or " + f"{ranks[-1]}-D" if len(ranks) > 1 else f"{ranks[0]}-D"
-                raise ArgumentError(f"{name}: expected a {text} array ({shape_text(widest)}), got shape {tuple(shape)}")
+                raise called(ArgumentError(f"{name}: expected a {text} array ({shape_text(widest)}), got shape {tuple(shape)}"), self.name)
         ranks = ", ".join(f"{n}: {len(s)}-D" for n, s in shapes.items())
-        msg = f"{self.name}(): no one kernel takes arrays of these ranks ({ranks})"
-        raise ArgumentError(msg)
+        msg = f"no one kernel takes arrays of these ranks ({ranks})"
+        raise called(ArgumentError(msg), self.name)
 
 
 @constant_when_traced  # fills the store: where torch.compile traces a call, run, not traced (_traced)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import keyword
 
-from aotc.errors import AotcError
+from aotc.errors import AotcError, ArgumentError, ArgumentTypeError, called
 from aotc._generated import compiled
 from aotc.kernels._keys import generated_key, plan_key_text
 from aotc.kernels._plans import GENERATED
@@ -79,9 +79,14 @@ def entry_for(layout: Layout) -> Any:
     for axis in (*open_axes, *lengths):
         lines += [f"    if {axis} is not None:", f"        _aotc_axes[{axis!r}] = {axis}"]
     given_outs = ", ".join(f"{name!r}: {name}" for name in outs)
-    lines += [f"    return _aotc_layout.full(({positional},), {{{given_outs}}}, stream, _aotc_axes)", ""]
+    lines += [f"    return _aotc_layout.full(({positional},), {{{given_outs}}}, stream, _aotc_axes)"]
+    # The entry is the function its caller called: its refusals name it, unless a call over it did.
+    lines = [
+        lines[0], "    try:", *(f"    {line}" for line in lines[1:]),
+        "    except _aotc_refusals as _aotc_refusal:", f"        _aotc_called(_aotc_refusal, {layout.name!r})", "        raise", "",
+    ]  # fmt: skip
     # The guards by array type: made by the full path at a type's first call (add_guard).
-    namespace: dict[str, Any] = {"_aotc_guards": {}, "_aotc_layout": layout}
+    namespace: dict[str, Any] = {"_aotc_guards": {}, "_aotc_layout": layout, "_aotc_refusals": (ArgumentError, ArgumentTypeError), "_aotc_called": called}
     entry = compiled("\n".join(lines), layout.name, f"entry {layout.library.name}.{layout.name}", namespace)
     entry.layout = layout
     entry.__doc__ = f"{layout!r}: generated from its declared signature (aotc.kernels._entry)."

@@ -11,7 +11,7 @@ the axes the call names.
 
 from __future__ import annotations
 
-from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, called, echo
 from aotc.kernels._binding import Layout, dtype_hint, layout_key
 
 TYPE_CHECKING = False
@@ -65,26 +65,30 @@ class Family:
         ]  # fmt: skip
         unknown = [axis for axis in axes if axis not in self.axes]
         if unknown:
-            msg = f"{self.name}(): unknown axis {unknown[0]!r} (axes: {', '.join(self.axes)})"
-            raise ArgumentTypeError(msg)
+            msg = f"unknown axis {unknown[0]!r} (axes: {', '.join(self.axes)})"
+            raise called(ArgumentTypeError(msg), self.name)
         if len(fits) == 1:
             return fits[0]
         if not fits:
             chosen = ", ".join(f"{a}={echo(v)}" for a, v in axes.items())
             hints = "".join(dtype_hint(a, v, self.axes[a]) for a, v in axes.items())
-            msg = f"{self.name}(): no kernel has {chosen} (its layouts: {', '.join(self.layouts)}){hints}"
-            raise ArgumentError(msg)
+            msg = f"no kernel has {chosen} (its layouts: {', '.join(self.layouts)}){hints}"
+            raise called(ArgumentError(msg), self.name)
         apart = [a for a in self.axes if len({layout.axes.get(a) for layout in fits}) > 1]
-        msg = f"{self.name}(): {len(fits)} of its layouts fit ({', '.join(layout.name for layout in fits)}); choose one with {apart[0] if apart else 'its name'}="
-        raise ArgumentError(msg)
+        msg = f"{len(fits)} of its layouts fit ({', '.join(layout.name for layout in fits)}); choose one with {apart[0] if apart else 'its name'}="
+        raise called(ArgumentError(msg), self.name)
 
     def __call__(self, *args: Any, stream: Any = None, **kwargs: Any) -> Any:
-        """Call the layout the axes among ``kwargs`` pick, with the rest."""
-        only = self.only
-        if only is not None:
-            return only(*args, stream=stream, **kwargs)
-        axes = {key: value for key, value in kwargs.items() if key in self.axes}
-        return self.layout(**axes)(*args, stream=stream, **kwargs)
+        """Call the layout the axes among ``kwargs`` pick, with the rest: its refusals name the family, which was called."""
+        try:
+            only = self.only
+            if only is not None:
+                return only(*args, stream=stream, **kwargs)
+            axes = {key: value for key, value in kwargs.items() if key in self.axes}
+            return self.layout(**axes)(*args, stream=stream, **kwargs)
+        except (ArgumentError, ArgumentTypeError) as exc:
+            exc.function = self.name
+            raise
 
 
 def _hashable(value: Any) -> bool:

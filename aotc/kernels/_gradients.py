@@ -28,7 +28,7 @@ shape and the kernel sums into it; anything else broadcast is summed after.
 from __future__ import annotations
 
 from aotc.arrays.kinds import kind_of
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, called, echo
 from aotc.kernels._traced import MADE, constant_when_traced, keep, made
 
 TYPE_CHECKING = False
@@ -45,10 +45,24 @@ __all__ = ["Direct", "call_gradients", "differentiable", "gradients", "inputs_of
 
 
 def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
-    """The one line for differentiating a kernel that declares no gradient."""
-    chosen = ", ".join(f"{a}={v}" for a, v in (kernel.axes or {}).items() if a in layout.open_axes)
-    where = f"{layout.name} ({chosen})" if chosen else layout.name
-    return ArgumentError(f"{where}: declares no backward: in its manifest, so it cannot be differentiated")
+    """The one line for differentiating a kernel that declares no gradient: where
+    other kernels of the layout have one, the argument whose dtype (or the axis
+    whose value) chose this one; else the layout, which declares none."""
+    chosen = kernel.axes or {}
+    have = [k for k in layout.every_kernel() if k.backward is not None]
+    for axis in layout.open_axes:
+        # The values of this axis with a gradient, the other axes as this call chose them.
+        others = sorted({str(k.axes[axis]) for k in have if k.axes and all(k.axes.get(a) == chosen.get(a) for a in layout.open_axes if a != axis)})
+        if others:
+            listed = ", ".join(others[:-1]) + " or " + others[-1] if len(others) > 1 else others[0]
+            value = chosen.get(axis)
+            array = next((p.arg for p in kernel.signature or () if not p.scalar and p.role != "out" and p.dtype == value), None)
+            if array is not None:
+                return called(ArgumentError(f"{array}: dtype {value} has no gradient (its kernels differentiate {listed})"), layout.name)
+            return called(ArgumentError(f"{axis}: {echo(value)} has no gradient (its kernels differentiate {axis} {listed})"), layout.name)
+    where = ", ".join(f"{a}={v}" for a, v in chosen.items() if a in layout.open_axes) if have else ""
+    text = f"its kernel for {where} declares no backward" if where else "declares no backward"
+    return called(ArgumentError(f"{text}: in its manifest, so it cannot be differentiated"), layout.name)
 
 
 def differentiable(kernel: IndexKernel) -> bool:
@@ -236,20 +250,43 @@ def inputs_of(values: dict[str, Any], names: dict[str, str]) -> dict[str, tuple[
 def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
     """The gradients of ``layout``'s in arrays, by binding name, for a call with
     these arrays (its inputs, and the results its gradient kernels keep) and
-    these gradients of its results, all by binding name, run through ``framework``: ``Layout.gradients``."""
+    these gradients of its results, all by binding name, run through ``framework``: ``Layout.gradients``.
+
+    The forward call's kernel comes first (``_backward_route``), then the
+    shapes of its results, which each result kept and each gradient must have
+    (named as the gradient kernels name them, ``grad_c`` and ``k`` for
+    tropical's): the forward decision's (``_natural_shapes``)."""
     kinds = {name: kind_of(values[name], name) for name in layout.given}
     dtypes = tuple(kind.dtype_of(values[name]) for name, kind in kinds.items())
     ranks = tuple(len(kind.shape_of(values[name])) for name, kind in kinds.items())
     route, manifest, saves, scalars = made(_backward_route(layout, dtypes, ranks, tuple(axes.items())))
+    _check_results(layout, values, grads, axes, route, manifest)
     saved = {manifest[name]: value for name, value in values.items() if name in manifest and manifest[name] in saves}
     missing = [name for name, m in manifest.items() if m in saves and m not in saved]
     if missing:
-        msg = f"{layout.name}: its gradient needs {missing[0]} from the forward call"
+        msg = f"{missing[0]}: its gradient needs it from the forward call"
         raise ArgumentError(msg)
     arguments = {m: values[arg] for arg, m in scalars}
     inputs = inputs_of(values, {name: manifest[name] for name in layout.given})
     found = gradients(layout.family.bindings, route, saved, {manifest[n]: g for n, g in grads.items()}, arguments, inputs, framework)
     return {name: found[manifest[name]] for name in layout.given if manifest[name] in found}
+
+
+def _check_results(layout: Any, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], route: Any, manifest: dict[str, str]) -> None:
+    """Each result the call kept and each gradient of one, against the shape the
+    forward call's decision gives it: a mismatch named by the gradient
+    kernels' name for the array (``grad_c``), not by a dimension it binds."""
+    names = {(source, name): arg for step in made(_steps(layout.family.bindings, route)) for arg, source, name in step.sources}
+    for result, shape in _natural_shapes(layout, values, axes).items():
+        for source, given in ((_SAVED, values.get(result)), (_GRAD, grads.get(result))):
+            arg = names.get((source, manifest.get(result, "")))
+            if given is None or arg is None:
+                continue
+            got = tuple(kind_of(given, arg).shape_of(given))
+            if got != tuple(shape):
+                what = "the result it is the gradient of" if source == _GRAD else "the result it is"
+                msg = f"{arg}: shape {got}, but {what}, {result}, has shape {tuple(shape)} for these inputs"
+                raise ArgumentError(msg)
 
 
 @constant_when_traced  # chooses a kernel (filling tables): where torch.compile traces a call, not traced (_traced)

@@ -209,13 +209,12 @@ JAX_GRADIENTS = _Jax  # how aotc.kernels._gradients runs on JAX arrays
 
 
 def _second_derivative(bindings: Any, route: Any) -> ArgumentError:
-    """The one line for differentiating ``route``'s gradient: the first of its
-    gradient kernels that declares none, as PyTorch's formulas say it."""
-    for name, _ in route.backward.kernels:
-        target = bindings.kernel(name)
-        if target.backward is None:
-            return no_gradient(bindings.layout_of(name), target)
-    return ArgumentError(f"{route.name}: a second derivative through JAX's route is not supported (its forward call is a callback)")
+    """The one line for differentiating ``route``'s gradient, raised while the
+    caller's call is traced (its entry, or the API over it, names the call):
+    its gradient kernels declare none, as PyTorch's formulas say it."""
+    if any(bindings.kernel(name).backward is None for name, _ in route.backward.kernels):
+        return ArgumentError("a second derivative: its gradient kernels declare no backward in the manifest, so it cannot be differentiated twice")
+    return ArgumentError("a second derivative through JAX's route is not supported (its forward call is a callback)")
 
 
 def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:

@@ -117,13 +117,15 @@ def _opaque(layout: Any, decision: Any, scalars: dict[str, Any], shapes: dict[st
                 continue
             if param.name in strides:
                 value = _dense_stride(every_shape, *strides[param.name])
+            elif param.split:
+                value = 0  # one launch (below): its parts start at 0
             elif param.dim or param.extent:
                 value = decision.dims[param.name]
             else:
                 value = scalar_argument(scalars[param.arg], param.arg, param.dtype)
             params.append((param.dtype, value))
         grid = decision.grid
-        if min(grid) > 0:  # an empty grid launches nothing: the callback's launch knows to skip it
+        if len(decision.launches) == 1:  # none, or a grid in parts: the callback's launch makes them
             opaque = encode_kernel_call(
                 name=kernel.name,
                 symbol=kernel.symbol,

@@ -15,7 +15,9 @@ kernels, the JAX callbacks, the gradients. For arguments bound by name:
    where the manifest says;
 5. the call's stream waits for the arrays' producers; host arrays are used in
    place on the emulator and staged on a GPU (``aotc.arrays.memory``);
-6. one launch, with the parameters in the kernel's order;
+6. the decision's launches, with the parameters in the kernel's order: one,
+   or one a part of a grid past CUDA's limits (each with its split offsets),
+   or none for a grid with an extent of 0 (the out arrays made and filled);
 7. where the caller gives the key of its route's plan, the launch made
    becomes that plan (``_replay``), kept in the layout's store.
 """
@@ -27,7 +29,7 @@ from aotc.arrays.kinds import as_operand
 from aotc.arrays.operands import is_row_major
 from aotc.arrays.placement import device_of, output, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, ArgumentTypeError, called
 from aotc.kernels._arguments import scalar_argument
 from aotc.kernels._decision import decided
 from aotc.kernels._replay import Launched, plan_from
@@ -50,9 +52,19 @@ FULL_PATH_HOOKS: list[Any] = []
 def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, key: Any = None) -> dict[str, Any]:
     """The launch of ``layout`` on arguments bound by binding name; returns every
     array by name (the out arrays made or given, the inout arrays written).
-    Where ``key`` is given, the launch made becomes the plan kept under it."""
+    Where ``key`` is given, the launch made becomes the plan kept under it.
+    A refusal names the layout as the function called, unless a call over it
+    (the entry, an API) named one."""
     for hook in FULL_PATH_HOOKS:
         hook(layout)
+    try:
+        return _launch(layout, values, axes, stream, key)
+    except (ArgumentError, ArgumentTypeError) as exc:
+        called(exc, layout.name)
+        raise
+
+
+def _launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, key: Any) -> dict[str, Any]:
     library = layout.library
     ops = {name: as_operand(values[name], name) for name in layout.given}
     first_name = layout.given[0]
@@ -96,17 +108,24 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
         hold_until_done(tuple(ops.values()), handle)
     strides = _strides(decision, ops)
     try:
-        arguments = []
-        for p in decision.kernel.signature or ():
+        arguments: list[Any] = []
+        offsets = {}  # each split offset's place among the arguments, set per launch
+        for i, p in enumerate(decision.kernel.signature or ()):
             if not p.scalar:
                 role = p.role
                 # An out array with a fill starts from it: staged, it is copied in like an inout one.
                 arguments.append(memory.pointer(ops[p.arg], p.arg, result=role != "in", inout=role == "inout" or p.fill is not None))
+            elif p.split:
+                offsets[p.name] = i
+                arguments.append(0)
             elif p.dim or p.extent:
                 arguments.append(strides[p.name] if p.name in strides else decision.dims[p.name])
             else:
                 arguments.append(scalar_argument(values[p.arg], p.arg, p.dtype))
-        launcher(*arguments, stream=handle)
+        for grid, starts in decision.launches:
+            for name, start in starts:
+                arguments[offsets[name]] = start
+            launcher.launch_at(grid, arguments, stream=handle)
     finally:
         memory.finish()
     for name in layout.results:

@@ -5,10 +5,12 @@ argument into one parameter block with a ``struct.Struct`` built once, and
 hands both to the backend. Nothing else: no lookups in the index, no hashing,
 no objects beyond the packed bytes and the grid tuple.
 
-A caller that launches the same sizes again and again (a call plan) binds
-them once: ``bind(args, leading)`` packs every argument after the leading
-pointers into a fixed tail and computes the grid, so a repeat launch packs
-only the pointers (``BoundLaunch``).
+A caller that decided the grid itself (a grid past CUDA's limits, launched
+in parts) launches each part with ``launch_at``. A caller that launches the
+same sizes again and again (a call plan) binds them once: ``bind(args,
+leading)`` packs every argument after the leading pointers into a fixed
+tail and computes the grid, so a repeat launch packs only the pointers
+(``BoundLaunch``).
 """
 
 from __future__ import annotations
@@ -133,6 +135,16 @@ class Launcher:
             self._launch(self._function, ((gx, gy, gz), self._block, self._shared), stream, params)
         else:
             self._check_empty(args)  # a size of 0 has nothing to compute: no launch
+
+    def launch_at(self, grid: tuple[int, int, int], args: Sequence[int], stream: Any = 0) -> None:
+        """One launch of ``grid`` with ``args`` packed: a part of a grid past CUDA's
+        limits, which the caller split (its split offsets among ``args``)."""
+        try:
+            params = self._pack(*args)
+        except struct.error:
+            sig = self.signature
+            raise self._layout.argument_error(sig.name, sig.params, sig.kinds, args) from None
+        self._launch(self._function, (grid, self._block, self._shared), stream, params)
 
     def grid(self, *args: int) -> tuple[int, int, int]:
         """The grid a launch with ``args`` would use."""

@@ -22,7 +22,8 @@ M, N or the batch 0 gives an empty result and launches nothing; K = 0
 launches the kernels, which, with no term to fold, write the semiring zero
 everywhere (argmax -1). ``out=`` and ``k_out=`` must be writable, contiguous,
 of the result's shape, dtype and device, and share no memory with an input or
-with each other.
+with each other. A tall matrix (more than 65,535 tiles of rows) or a batch
+of more than 65,535 products passes CUDA's grid limit: it is launched in parts.
 
 Bool matrices for an or/and semiring can also be packed 32 values to a word
 (``pack_bool``) and multiplied packed (``matmul_packed``), which folds 32
@@ -33,7 +34,8 @@ pays (see ``Tropical._packs``).
 Host arrays are used in place on host-memory backends (the CPU emulator) and
 copied to the device and back on GPU backends. Inputs whose rows are
 contiguous are read where they lie; others (a transpose) are copied to
-row-major first. Errors are one line naming the argument.
+row-major first. Errors are one line naming the function called and the
+argument (``tropical.matmul: b: dtype f64 does not match a's f32``).
 
 A call runs on its operands' device (a tensor's device; a CUDA array's, or
 failing that the driver's answer for its pointer), in that device's context,
@@ -65,7 +67,7 @@ from _thread import allocate_lock
 
 from aotc.kernels._traced import constant_when_traced, keep, made
 from aotc.tropical._api import PACK_MIN_K as PACK_MIN_K  # the K from which 2-D NumPy bool operands pack
-from aotc.tropical._api import Tropical
+from aotc.tropical._api import REFUSALS, Tropical
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
@@ -179,7 +181,11 @@ def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream
     # A plain semiring's product is its forward kernels' call (their plans
     # first); anything else takes Tropical.matmul, which checks and packs.
     if type(semiring) is str and semiring in api._plain:  # noqa: SLF001 - the handle's own table
-        return api._forward.entry(a, b, out=out, semiring=semiring, stream=stream)  # noqa: SLF001
+        try:
+            return api._forward.entry(a, b, out=out, semiring=semiring, stream=stream)  # noqa: SLF001
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul"
+            raise
     return api.matmul(a, b, semiring, out=out, stream=stream)
 
 
@@ -190,7 +196,11 @@ def matmul_argmax(
     to the smallest k; -1 where no term beats the semiring zero)."""
     api = _shared["api"] or _api()
     if type(semiring) is str and semiring in api._plain_argmax:  # noqa: SLF001 - as matmul's
-        return api._argmax.entry(a, b, out=out, k_out=k_out, semiring=semiring, stream=stream)  # noqa: SLF001
+        try:
+            return api._argmax.entry(a, b, out=out, k_out=k_out, semiring=semiring, stream=stream)  # noqa: SLF001
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul_argmax"
+            raise
     return api.matmul_argmax(a, b, semiring, out=out, k_out=k_out, stream=stream)
 
 

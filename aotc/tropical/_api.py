@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropic
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["PACK_MIN_K", "Tropical"]
+__all__ = ["PACK_MIN_K", "REFUSALS", "Tropical"]
 
 # The shortest k for which matmul() packs 2-D NumPy bool operands itself: a
 # word folds 32 terms, and packing reads each operand once, so a product
@@ -39,6 +39,9 @@ __all__ = ["PACK_MIN_K", "Tropical"]
 PACK_MIN_K = 64
 # The axes of a family the tropical templates build (aotc:tropical).
 _AXES = ("semiring", "dtype", "pass", "variant")
+# A refusal of a call's argument: named for the tropical function called, not
+# the binding below it (``gemm_argmax``) that refused it.
+REFUSALS = (ArgumentError, ArgumentTypeError)
 
 
 class Tropical:
@@ -92,21 +95,29 @@ class Tropical:
 
     def matmul(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
         """``C = A (x) B`` under ``semiring``; see ``aotc.tropical``."""
-        name = self.semiring(semiring)
-        if name in self._packable and self._packs(a, b):
-            from aotc.tropical._packed import pack_bool
+        try:
+            name = self.semiring(semiring)
+            if name in self._packable and self._packs(a, b):
+                from aotc.tropical._packed import pack_bool
 
-            pa, pb = pack_bool(a, 1), pack_bool(b, 0)
-            return self._call(self._forward_packed, (pa.words, pb.words), name, out=out, stream=stream, K=pa.shape[1])
-        if self._forward is None or name not in self._forward.axes["semiring"]:
-            # This library builds only the argmax kernel for the semiring: its product.
-            return self.matmul_argmax(a, b, name, out=out, stream=stream)[0]
-        return self._call(self._forward, (a, b), name, out=out, stream=stream)
+                pa, pb = pack_bool(a, 1), pack_bool(b, 0)
+                return self._call(self._forward_packed, (pa.words, pb.words), name, out=out, stream=stream, K=pa.shape[1])
+            if self._forward is None or name not in self._forward.axes["semiring"]:
+                # This library builds only the argmax kernel for the semiring: its product.
+                return self.matmul_argmax(a, b, name, out=out, stream=stream)[0]
+            return self._call(self._forward, (a, b), name, out=out, stream=stream)
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul"
+            raise
 
     def matmul_argmax(self, a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, k_out: Any = None, stream: Any = None) -> tuple[Any, Any]:
         """``(C, k)``: the product and, per element, the k of its best term (ties to
         the smallest k; -1 where no term beats the semiring zero)."""
-        return self._call(self._argmax, (a, b), self.semiring(semiring), out=out, k_out=k_out, stream=stream)
+        try:
+            return self._call(self._argmax, (a, b), self.semiring(semiring), out=out, k_out=k_out, stream=stream)
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul_argmax"
+            raise
 
     def matmul_backward(self, grad_c: Any, k: Any, a: Any, b: Any, semiring: str = "maxplus", *, stream: Any = None) -> tuple[Any, Any]:
         """``(grad_a, grad_b)`` from ``grad_c`` and the ``k`` that ``matmul_argmax`` returned.
@@ -117,51 +128,67 @@ class Tropical:
         ``0 .. K-1`` sends no gradient, as -1 does (unchecked per call: on a
         GPU that would be a reduction and a wait; the reference refuses it).
         """
-        name = self.semiring(semiring)
-        layout = self._need(self._argmax, "argmax")
-        if name not in self._differentiable:
-            msg = f"semiring: {name!r} has no gradient (needs add max/min and mul add/mul)"
-            raise ArgumentError(msg)
-        grads = layout.gradients({"a": a, "b": b, "k_out": k}, {"out": grad_c}, {"semiring": name}, stream)
-        return grads["a"], grads["b"]
+        try:
+            name = self.semiring(semiring)
+            layout = self._need(self._argmax, "argmax")
+            if name not in self._differentiable:
+                msg = f"semiring: {name!r} has no gradient (needs add max/min and mul add/mul)"
+                raise ArgumentError(msg)
+            grads = layout.gradients({"a": a, "b": b, "k_out": k}, {"out": grad_c}, {"semiring": name}, stream)
+            return grads["a"], grads["b"]
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul_backward"
+            raise
 
     def matmul_packed(self, pa: Any, pb: Any, semiring: str = "andor", *, packed: bool = False, out: Any = None, stream: Any = None) -> Any:
         """``A (x) B`` for ``pa = pack_bool(A, 1)`` and ``pb = pack_bool(B, 0)``: a
         bool array, or with ``packed=True`` the result packed along its rows, ready
         to be the next left operand (``R = matmul_packed(R, pa_b, packed=True)``)."""
-        if type(packed) is not bool:
-            msg = f"packed: expected True or False, got {echo(packed)}"
-            raise ArgumentTypeError(msg)
-        layout = self._need(self._forward_packed, "packed forward")
-        c = self._call(layout, _words(pa, pb), self.semiring(semiring), out=out, stream=stream, K=pa.shape[1])
-        if not packed:
-            return c
-        from aotc.tropical._packed import pack_bool
+        try:
+            if type(packed) is not bool:
+                msg = f"packed: expected True or False, got {echo(packed)}"
+                raise ArgumentTypeError(msg)
+            layout = self._need(self._forward_packed, "packed forward")
+            c = self._call(layout, _words(pa, pb), self.semiring(semiring), out=out, stream=stream, K=pa.shape[1])
+            if not packed:
+                return c
+            from aotc.tropical._packed import pack_bool
 
-        return pack_bool(c, 1)
+            return pack_bool(c, 1)
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul_packed"
+            raise
 
     def matmul_packed_argmax(self, pa: Any, pb: Any, semiring: str = "andor", *, out: Any = None, k_out: Any = None, stream: Any = None) -> tuple[Any, Any]:
         """``(C, k)`` for packed operands: k is the first k with A[i,k] and B[k,j], or -1."""
-        layout = self._need(self._argmax_packed, "packed argmax")
-        return self._call(layout, _words(pa, pb), self.semiring(semiring), out=out, k_out=k_out, stream=stream, K=pa.shape[1])
+        try:
+            layout = self._need(self._argmax_packed, "packed argmax")
+            return self._call(layout, _words(pa, pb), self.semiring(semiring), out=out, k_out=k_out, stream=stream, K=pa.shape[1])
+        except REFUSALS as exc:
+            exc.function = "tropical.matmul_packed_argmax"
+            raise
 
     def preload(self, semirings: Any = None, dtypes: Any = None, device: Any = None) -> tuple[str, ...]:
         """Load the kernels of ``semirings`` and ``dtypes`` (None: all) on ``device``
         (None: the current device) now, so a CUDA graph can capture calls to them."""
-        wanted = {"semiring": semirings, "dtype": dtypes}
-        for axis, value in wanted.items():
-            chosen = None if value is None else {value} if isinstance(value, str) else set(value)
-            known = self.family.axes[axis]
-            unknown = sorted(map(str, chosen - set(known))) if chosen is not None else []
-            if unknown:
-                msg = f"{axis}s: unknown {', '.join(unknown)} (known: {', '.join(map(str, known))})"
-                raise ArgumentError(msg)
-            wanted[axis] = chosen
-        names = [
-            name for name, axes, _ in self.family.catalog.members()
-            if all(chosen is None or axes[axis] in chosen for axis, chosen in wanted.items())
-        ]  # fmt: skip
-        return self.library.preload(names, device)
+        try:
+            wanted = {"semiring": semirings, "dtype": dtypes}
+            for axis, value in wanted.items():
+                chosen = None if value is None else {value} if isinstance(value, str) else set(value)
+                known = self.family.axes[axis]
+                unknown = sorted(map(str, chosen - set(known))) if chosen is not None else []
+                if unknown:
+                    msg = f"{axis}s: unknown {', '.join(unknown)} (known: {', '.join(map(str, known))})"
+                    raise ArgumentError(msg)
+                wanted[axis] = chosen
+            names = [
+                name for name, axes, _ in self.family.catalog.members()
+                if all(chosen is None or axes[axis] in chosen for axis, chosen in wanted.items())
+            ]  # fmt: skip
+            return self.library.preload(names, device)
+        except REFUSALS as exc:
+            exc.function = "tropical.preload"
+            raise
 
     # --- the call -------------------------------------------------------------------
 

@@ -46,14 +46,15 @@ def test_launch_geometry_json() -> None:
 
 def test_tropical_forward_single_parameters() -> None:
     params = KERNELS["gemm_maxplus_f32_forward"].params
-    assert names("gemm_maxplus_f32_forward") == ["A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc"]
+    # block_y0: each launch's first block row, where a grid past 65535 on y is launched in parts.
+    assert names("gemm_maxplus_f32_forward") == ["A", "B", "C", "M", "N", "K", "lda", "ldb", "ldc", "block_y0"]
     assert [p.ctype for p in params[:3]] == ["const float*", "const float*", "float*"]
-    assert [p.kind for p in params] == ["ptr"] * 3 + ["i32"] * 3 + ["i64"] * 3
+    assert [p.kind for p in params] == ["ptr"] * 3 + ["i32"] * 3 + ["i64"] * 3 + ["i32"]
 
 
 def test_tropical_argmax_adds_the_index_matrix() -> None:
     params = KERNELS["gemm_minplus_i64_argmax"].params
-    assert names("gemm_minplus_i64_argmax") == ["A", "B", "C", "Kstar", "M", "N", "K", "lda", "ldb", "ldc", "ldk"]
+    assert names("gemm_minplus_i64_argmax") == ["A", "B", "C", "Kstar", "M", "N", "K", "lda", "ldb", "ldc", "ldk", "block_y0"]
     assert params[3].ctype == "int*" and params[0].ctype == "const long long*"
 
 
@@ -72,8 +73,10 @@ def test_tropical_backward_parameters(kernel: str, expected: list[str]) -> None:
 
 def test_tropical_batched_appends_batch_and_one_stride_per_pointer() -> None:
     params = KERNELS["gemm_maxplus_f32_argmax_batched"].params
-    assert names("gemm_maxplus_f32_argmax_batched")[-5:] == ["batch", "batch_stride_A", "batch_stride_B", "batch_stride_C", "batch_stride_Kstar"]
-    assert [p.kind for p in params[-5:]] == ["i32", "i64", "i64", "i64", "i64"]
+    assert names("gemm_maxplus_f32_argmax_batched")[-7:-2] == ["batch", "batch_stride_A", "batch_stride_B", "batch_stride_C", "batch_stride_Kstar"]
+    assert [p.kind for p in params[-7:-2]] == ["i32", "i64", "i64", "i64", "i64"]
+    # Then the split offsets: a batch past 65535 (z), or rows past 65535 tiles (y), launch in parts.
+    assert names("gemm_maxplus_f32_argmax_batched")[-2:] == ["block_y0", "block_z0"]
 
 
 def test_every_tropical_kernel_packs_into_one_block() -> None:

@@ -138,10 +138,8 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
     "out-list": (lambda _: tropical.matmul(A23, B32, out=[[0.0, 0.0], [0.0, 0.0]]), ArgumentTypeError, "out: expected an array to write the result into"),
     "out-on-device": (lambda _: tropical.matmul(A23, B32, out=FakeCudaArray(np.zeros((2, 2)))), ArgumentError, "out: on cuda:0, but a is on cpu"),
     "k-out-dtype": (lambda _: tropical.matmul_argmax(A23, B32, k_out=np.zeros((2, 2), np.int64)), ArgumentError, "k_out: expected shape (2, 2) and dtype i32"),
-    # sizes past what the kernels and the grid hold, refused before anything is allocated
-    "batch-past-grid": (
-        lambda _: tropical.matmul(np.broadcast_to(np.ones((1, 1)), (65536, 1, 1)), np.ones((1, 1))), ArgumentError, "gemm_forward: a grid of (1, 1, 65536) blocks is past CUDA's limits",
-    ),  # fmt: skip
+    # sizes past what the kernels hold, refused before anything is allocated (a grid past
+    # CUDA's limits is launched in parts: "batch-past-grid" below, tests/tropical/test_grid_split.py)
     "k-past-int32": (
         lambda _: tropical.matmul(np.broadcast_to(np.zeros(1), (1, 2**31)), np.broadcast_to(np.ones(1), (2**31, 1))),
         ArgumentError, f"a: K=2147483648 is past the kernel's i32 limit of {INT32_MAX}",
@@ -157,7 +155,7 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
     "batch-mismatch": (lambda _: tropical.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 2))), ArgumentError, "b: shape (3, 3, 2) gives batch=3, but a gave batch=2"),
     "empty-batch-mismatch": (lambda _: tropical.matmul(np.ones((0, 2, 3)), np.ones((3, 3, 2))), ArgumentError, "b: shape (3, 3, 2) gives batch=3, but a gave batch=0"),
     "mixed-dtypes": (lambda _: tropical.matmul(np.ones((2, 3), np.float32), B32), ArgumentError, "b: dtype f64 does not match a's f32"),
-    "int16": (lambda _: tropical.matmul(np.ones((2, 3), np.int16), np.ones((3, 2), np.int16)), ArgumentError, "a: dtype i16, but gemm_forward's kernels for semiring=maxplus take f32, f64, i32 or i64 there"),
+    "int16": (lambda _: tropical.matmul(np.ones((2, 3), np.int16), np.ones((3, 2), np.int16)), ArgumentError, "tropical.matmul: a: dtype i16, but its kernels for semiring=maxplus take f32, f64, i32 or i64 there"),
     "complex": (lambda _: tropical.matmul(A23 + 0j, B32 + 0j), ArgumentError, "dtype complex128"),
     "bool-maxplus": (lambda _: tropical.matmul(np.ones((2, 3), bool), np.ones((3, 2), bool), "maxplus"), ArgumentError, "dtype bool"),
     "counting-no-pairs": (lambda _: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32), "counting"), ArgumentError, "then 2 values an element), got shape (2, 3)"),
@@ -170,9 +168,20 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
     "b-dict": (lambda _: tropical.matmul(A23, {"b": 1}), ArgumentTypeError, "b: expected a NumPy array"),
     "b-on-device": (lambda _: tropical.matmul(A23, FakeCudaArray(B32)), ArgumentError, "b: a cuda:0 array, but the emulator backend runs on host memory"),
     "device-on-host-backend": (lambda _: tropical.matmul(FakeCudaArray(A23), FakeCudaArray(B32)), ArgumentError, "backend runs on host memory"),
-    "backward-k-dtype": (lambda _: tropical.matmul_backward(np.ones((2, 2)), np.zeros((2, 2)), A23, B32), ArgumentError, "k: dtype f64, but gemm_backward_a's kernels for semiring=maxplus, variant=single take i32 there"),
+    "backward-k-dtype": (lambda _: tropical.matmul_backward(np.ones((2, 2)), np.zeros((2, 2)), A23, B32), ArgumentError, "tropical.matmul_backward: k: dtype f64, but its kernels for semiring=maxplus, variant=single take i32 there"),
+    # the public function and the argument at fault: before, "k: shape (2, 2) gives M=2, but grad_c gave M=3"
     "backward-grad-shape": (
-        lambda _: tropical.matmul_backward(np.ones((3, 3)), np.zeros((2, 2), np.int32), A23, B32), ArgumentError, "k: shape (2, 2) gives M=2, but grad_c gave M=3",
+        lambda _: tropical.matmul_backward(np.ones((3, 3)), np.zeros((2, 2), np.int32), A23, B32), ArgumentError,
+        "tropical.matmul_backward: grad_c: shape (3, 3), but the result it is the gradient of, out, has shape (2, 2) for these inputs",
+    ),  # fmt: skip
+    "backward-k-shape": (
+        lambda _: tropical.matmul_backward(np.ones((2, 2)), np.zeros((3, 2), np.int32), A23, B32), ArgumentError,
+        "tropical.matmul_backward: k: shape (3, 2), but the result it is, k_out, has shape (2, 2) for these inputs",
+    ),  # fmt: skip
+    # before: "gemm_argmax (semiring=maxplus, dtype=i32, variant=single): declares no backward", a kernel never called
+    "backward-i32": (
+        lambda _: tropical.matmul_backward(np.ones((2, 2), np.int32), np.zeros((2, 2), np.int32), np.ones((2, 3), np.int32), np.ones((3, 2), np.int32)),
+        ArgumentError, "tropical.matmul_backward: a: dtype i32 has no gradient (its kernels differentiate f32 or f64)",
     ),  # fmt: skip
     "backward-andor": (
         lambda _: tropical.matmul_backward(np.ones((2, 2), bool), np.zeros((2, 2), np.int32), np.ones((2, 3), bool), np.ones((3, 2), bool), "andor"),
@@ -200,6 +209,13 @@ def _in_place_k0() -> tuple[Any, ...]:
     c, k = tropical.matmul_argmax(np.ones((2, 0)), np.ones((0, 3)), out=out, k_out=k_out)
     assert c is out and k is k_out
     return c, k
+
+
+def _given(out: Any, call: Callable[[Any], Any]) -> Any:
+    """``call(out)``, which must return the out array(s) it was given, written in place."""
+    got = call(out)
+    assert all(g is o for g, o in zip(got, out)) if isinstance(out, tuple) else got is out
+    return got
 
 
 def _packed(a: np.ndarray, b: np.ndarray, argmax: bool = False) -> Any:
@@ -249,6 +265,19 @@ RESULTS: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
     "m0-counting": (lambda: tropical.matmul(_counting(0, 3), _counting(3, 2), "counting"), lambda: _ref(_counting(0, 3), _counting(3, 2), "counting")),
     "k0-batched": (lambda: tropical.matmul(np.ones((2, 3, 0)), np.ones((0, 4))), lambda: _ref(np.ones((2, 3, 0)), np.ones((0, 4)))),
     "k0-in-place": (_in_place_k0, lambda: _ref(np.ones((2, 0)), np.ones((0, 3)), argmax=True)),
+    # an out array with an extent of 0, whose strides NumPy reports as (0, 0): never refused for them
+    "m0-out": (lambda: _given(np.zeros((0, 2)), lambda out: tropical.matmul(np.ones((0, 3)), B32, out=out)), lambda: _ref(np.ones((0, 3)), B32)),
+    "m0-out-argmax": (
+        lambda: _given((np.zeros((0, 2)), np.zeros((0, 2), np.int32)), lambda out: tropical.matmul_argmax(np.ones((0, 3)), B32, out=out[0], k_out=out[1])),
+        lambda: _ref(np.ones((0, 3)), B32, argmax=True),
+    ),  # fmt: skip
+    "batch0-out": (
+        lambda: _given(np.zeros((0, 2, 2)), lambda out: tropical.matmul(np.ones((0, 2, 3)), B32, out=out)), lambda: _ref(np.ones((0, 2, 3)), B32),
+    ),  # fmt: skip
+    # a grid past CUDA's 65535 blocks on z, launched in parts (before: refused)
+    "batch-past-grid": (
+        lambda: tropical.matmul(np.broadcast_to(np.ones((1, 1)), (65536, 1, 1)), np.ones((1, 1))), lambda: np.full((65536, 1, 1), 2.0),
+    ),  # fmt: skip
     "m0-k0": (lambda: tropical.matmul_argmax(np.ones((0, 0)), np.ones((0, 2))), lambda: _ref(np.ones((0, 0)), np.ones((0, 2)), argmax=True)),
     "batch0": (lambda: tropical.matmul(np.ones((0, 2, 3)), np.ones((0, 3, 2))), lambda: _ref(np.ones((0, 2, 3)), np.ones((0, 3, 2)))),
     "batch0-view": (lambda: tropical.matmul(_f64(4, 2, 3)[:0], B32), lambda: _ref(_f64(4, 2, 3)[:0], B32)),

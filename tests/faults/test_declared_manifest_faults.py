@@ -136,6 +136,26 @@ FAULTS: list[tuple[str, str, int, str, str]] = [
     ("parameter-named-like-an-axis", edit(PARAMS, PARAMS + "      threads: i32\n"), 14, "families.fam.signature.threads", "threads is also an axis"),
     ("backward-to-itself", edit("    launch:\n", "    backward: {family: fam, saves: [y]}\n    launch:\n"), 14, "families.fam.backward", "names the kernel itself"),
     ("matrix-of-nothing", edit("    launch:\n", "    exclude: [{dtype: [f32, f64]}]\n    launch:\n"), 5, "families.fam", "the matrix expands to no kernels after excludes"),
+    # Split offsets, ties and shape expressions (issue 38): what the binder could not bind, refused here.
+    ("split-axis-w", edit(PARAMS, PARAMS + "      y0: {scalar: i32, split: w}\n"), 14, "families.fam.signature.y0.split", "expected a grid axis (x, y, z), got str 'w'"),
+    ("split-float", edit(PARAMS, PARAMS + "      y0: {scalar: f32, split: y}\n"), 14, "families.fam.signature.y0.split", "y0 is 'f32'; a split offset is an integer"),
+    ("split-twice", edit(PARAMS, PARAMS + "      y0: {scalar: i32, split: y}\n      y1: {scalar: i32, split: y}\n"), 15, "families.fam.signature.y1.split", "grid axis y is split by y0 already"),
+    ("split-with-arg", edit(PARAMS, PARAMS + "      y0: {scalar: i32, split: y, arg: start}\n"), 14, "families.fam.signature.y0.arg", "a split offset is set by the binder, never passed"),
+    ("split-in-a-shape", edit("shape: [rows, n]}\n      rows", "shape: [rows, y0]}\n      rows").replace(PARAMS, PARAMS + "      y0: {scalar: i32, split: y}\n"), 11, "families.fam.signature.y.shape", "'y0' names a split offset"),
+    ("split-in-the-grid", edit(GRID, GRID + ", y0").replace(PARAMS, PARAMS + "      y0: {scalar: i32, split: y}\n"), 16, "families.fam.launch.grid[1]", "'y0' is not an integer scalar of the signature"),
+    ("tied-both-ways", edit(PARAMS, PARAMS + "      k: {scalar: i32, max: n, equals: n}\n"), 14, "families.fam.signature.k.equals", "tied one way: max (at most) or equals (exactly), not both"),
+    ("equals-no-dimension", edit(PARAMS, PARAMS + "      k: {scalar: i32, equals: q}\n"), 14, "families.fam.signature.k.equals", "at dtype=f32, threads=128, q is not a dimension the in or inout arrays bind"),
+    ("equals-on-a-dimension", edit("      rows: i32\n", "      rows: {scalar: i32, equals: n}\n"), 12, "families.fam.signature.rows.equals", "rows is bound from the arrays, never passed"),
+    ("equals-on-a-float", edit(PARAMS, PARAMS + "      c0: {scalar: f64, equals: n}\n"), 14, "families.fam.signature.c0.equals", "c0 is f64; a tied scalar is i32 or i64"),
+    ("expression-unknown-name", edit("shape: [rows, n]}\n      y", "shape: [rows, q + 1]}\n      y"), 10, "families.fam.signature.x.shape", "q + 1: q is neither an integer scalar of the signature"),
+    ("expression-sizeof", edit("shape: [rows, n]}\n      y", "shape: [rows, sizeof(f32) * n]}\n      y"), 10, "families.fam.signature.x.shape[1]", "is not allowed in a shape"),
+    ("expression-of-numbers", edit("shape: [rows, n]}\n      y", 'shape: [rows, "2 + 1"]}\n      y'), 10, "families.fam.signature.x.shape[1]", "'2 + 1' names no size; write the number"),
+    ("expression-not-python", edit("shape: [rows, n]}\n      y", 'shape: [rows, "n +"]}\n      y'), 10, "families.fam.signature.x.shape[1]", "'n +' is not an expression"),
+    ("expression-power", edit("shape: [rows, n]}\n      y", 'shape: [rows, "n ** 2"]}\n      y'), 10, "families.fam.signature.x.shape[1]", "'n ** 2' is not allowed in a shape"),
+    ("expression-cdiv-by-a-size", edit("shape: [rows, n]}\n      y", 'shape: [rows, "cdiv(n, rows)"]}\n      y'), 10, "families.fam.signature.x.shape[1]", "cdiv(a, b) divides by a positive constant b"),
+    ("expression-many-terms", edit("shape: [rows, n]}\n      y", 'shape: [rows, "(rows + 1) * (n + 1) * (rows + 2) * (n + 3)"]}\n      y'), 10, "families.fam.signature.x.shape[1]", "terms, over the limit of 8"),
+    ("expression-float-scalar", edit("shape: [rows, n]}\n      y", "shape: [rows, c0 + 1]}\n      y").replace(PARAMS, PARAMS + "      c0: f32\n"), 10, "families.fam.signature.x.shape", "c0 + 1: c0 is neither an integer scalar"),
+    ("expression-of-a-stride", edit("shape: [rows, n]}\n      y", "shape: [rows, n], strides: [s, 1]}\n      y").replace("shape: [rows, n]}\n      rows", "shape: [rows, s + 1]}\n      rows").replace(PARAMS, PARAMS + "      s: i64\n"), 10, "families.fam.signature.x.strides", "s is also named in a shape"),
 ]
 
 
@@ -202,6 +222,9 @@ ACCEPTED = [
     ("axis-value-2-31-minus-1", edit("threads: [128]", "threads: [128], big: [2147483647]"), 2),
     ("underscore-lower-name", edit(PARAMS, PARAMS + "      _x: i32\n"), 2),
     ("parameter-lambda", edit(PARAMS, PARAMS + "      lambda: f32\n"), 2),  # C's name, not Python's: bound by Family itself
+    ("split-offsets", edit(GRID, GRID + ", rows, n").replace(PARAMS, PARAMS + "      y0: {scalar: i32, split: y}\n      z0: {scalar: u32, split: z}\n"), 2),
+    ("expression-shapes", edit("shape: [rows, n]}\n      rows", 'shape: [rows + 1, "cdiv(2 * n - 1, 32)", threads]}\n      rows'), 2),
+    ("tied-extent", edit(PARAMS, PARAMS + "      k: {scalar: i64, equals: n}\n"), 2),
 ]
 
 

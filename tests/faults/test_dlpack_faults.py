@@ -30,19 +30,19 @@ class DLPackOnly:
 
 def test_a_device_type_other_than_cpu_or_cuda_is_refused() -> None:
     a = DLPackOnly(np.ones((2, 2), np.float32), device=(10, 0))
-    with pytest.raises(ArgumentError, match=r"^a: a DLPack array on device type 10 \(kDLROCM\); only CPU \(1\) and CUDA \(2\) arrays are supported$"):
+    with pytest.raises(ArgumentError, match=r"^tropical\.matmul: a: a DLPack array on device type 10 \(kDLROCM\); only CPU \(1\) and CUDA \(2\) arrays are supported$"):
         tropical.matmul(a, np.ones((2, 2), np.float32))
 
 
 def test_a_malformed_dlpack_device_is_a_type_error() -> None:
     b = DLPackOnly(np.ones((2, 2), np.float32), device="cpu")
-    with pytest.raises(ArgumentTypeError, match=r"^b: __dlpack_device__\(\) must return \(device type, device id\), got 'cpu'$"):
+    with pytest.raises(ArgumentTypeError, match=r"^tropical\.matmul: b: __dlpack_device__\(\) must return \(device type, device id\), got 'cpu'$"):
         tropical.matmul(np.ones((2, 2), np.float32), b)
 
 
 def test_an_unsupported_dtype_on_the_cpu_names_it() -> None:
     a = DLPackOnly(np.ones((2, 2), np.float16))
-    with pytest.raises(ArgumentError, match=r"^a: dtype f16, but gemm_forward's kernels for semiring=maxplus take f32, f64, i32 or i64 there$"):
+    with pytest.raises(ArgumentError, match=r"^tropical\.matmul: a: dtype f16, but its kernels for semiring=maxplus take f32, f64, i32 or i64 there$"):
         tropical.matmul(a, DLPackOnly(np.ones((2, 2), np.float16)))
 
 
@@ -59,5 +59,5 @@ def test_a_used_or_foreign_capsule_is_refused() -> None:
 
 def test_a_dlpack_only_out_is_refused() -> None:
     a = np.ones((2, 2), np.float32)
-    with pytest.raises(ArgumentError, match=r"^out: a DLPack-only array is not written in place; pass a NumPy array, a tensor or a CUDA array$"):
+    with pytest.raises(ArgumentError, match=r"^tropical\.matmul: out: a DLPack-only array is not written in place; pass a NumPy array, a tensor or a CUDA array$"):
         tropical.matmul(a, a, out=DLPackOnly(np.empty((2, 2), np.float32)))

@@ -21,11 +21,13 @@ from runtime.runtime_support import stand_in_library
 __all__ = [
     "AXPY",
     "BADD",
+    "RAGGED",
     "ROWOPS",
     "WARPNORM",
     "axpy",
     "badd",
     "declared_library",
+    "ragged",
     "reference",
     "rowops",
     "run_fresh",
@@ -37,6 +39,8 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[2]
 ROWOPS = REPO / "examples" / "rowops" / "kernels"
 WARPNORM = REPO / "examples" / "warpnorm" / "kernels"
+# Sparse and ragged kernels: shape expressions (rows + 1) and tied extents.
+RAGGED = REPO / "tests" / "packages" / "ragged"
 
 # A family with an inout array, a float argument and a product grid: y += alpha * x.
 AXPY = {
@@ -195,6 +199,12 @@ def rowops(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def warpnorm(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The warpnorm example's library on the emulator; one per process (its torch ops are named warpnorm)."""
     return _emulated_once("warpnorm", tmp_path_factory, WARPNORM / "manifest.yaml")
+
+
+@pytest.fixture(scope="session")
+def ragged(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The ragged test package's library on the emulator; one per session (its torch ops are named ragged)."""
+    return _emulated_once("ragged", tmp_path_factory, RAGGED / "manifest.yaml")
 
 
 @pytest.fixture(scope="session")

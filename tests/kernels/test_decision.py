@@ -57,14 +57,14 @@ def test_an_extent_is_an_argument_of_its_own_in_the_plans_key(rowops: Any) -> No
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda k: k.histogram(np.ones((2, 3)), 70000, 0.0, 1.0), ArgumentError, "bins: 70000 is not from 0 to its bound 65536"),
-        (lambda k: k.histogram(np.ones((2, 3)), -1, 0.0, 1.0), ArgumentError, "bins: -1 is not from 0 to its bound 65536"),
-        (lambda k: k.histogram(np.ones((2, 3)), 2.5, 0.0, 1.0), ArgumentTypeError, "bins: expected an integer extent (i32), got 2.5"),
-        (lambda k: k.histogram(np.ones((2, 3)), True, 0.0, 1.0), ArgumentTypeError, "bins: expected an integer extent (i32), got True"),
-        (lambda k: k.histogram(np.ones((2, 3)), 4, "lo", 1.0), ArgumentTypeError, "lo: expected a number (f64), got 'lo'"),
+        (lambda k: k.histogram(np.ones((2, 3)), 70000, 0.0, 1.0), ArgumentError, "histogram: bins: 70000 is not from 0 to its bound 65536"),
+        (lambda k: k.histogram(np.ones((2, 3)), -1, 0.0, 1.0), ArgumentError, "histogram: bins: -1 is not from 0 to its bound 65536"),
+        (lambda k: k.histogram(np.ones((2, 3)), 2.5, 0.0, 1.0), ArgumentTypeError, "histogram: bins: expected an integer extent (i32), got 2.5"),
+        (lambda k: k.histogram(np.ones((2, 3)), True, 0.0, 1.0), ArgumentTypeError, "histogram: bins: expected an integer extent (i32), got True"),
+        (lambda k: k.histogram(np.ones((2, 3)), 4, "lo", 1.0), ArgumentTypeError, "histogram: lo: expected a number (f64), got 'lo'"),
         (lambda k: k.histogram(np.ones((2, 3)), 4, 0.0, 1.0, counts=np.zeros((2, 5), np.int32)), ArgumentError,
-         "counts: expected shape (2, 4) and dtype i32, got (2, 5) and i32"),  # fmt: skip
-        (lambda k: k.histogram(np.ones((2, 3), np.int32), 4, 0.0, 1.0), ArgumentError, "x: dtype i32, but histogram's kernels take f32 or f64 there"),
+         "histogram: counts: expected shape (2, 4) and dtype i32, got (2, 5) and i32"),  # fmt: skip
+        (lambda k: k.histogram(np.ones((2, 3), np.int32), 4, 0.0, 1.0), ArgumentError, "histogram: x: dtype i32, but its kernels take f32 or f64 there"),
     ],
 )
 def test_each_refusal_is_one_line_naming_the_argument(rowops: Any, call: Any, error: type, message: str) -> None:  # noqa: F811
@@ -82,9 +82,9 @@ def test_every_check_runs_before_any_copy_or_allocation(rowops: Any) -> None:  #
     x = RNG.normal(size=(4, 60))[:, ::2]
     made = AssertionError("an array was copied or allocated before the refusal")
     with mock.patch.object(NumpyKind, "contiguous", side_effect=made), mock.patch.object(NumpyKind, "allocate", side_effect=made):
-        with pytest.raises(ArgumentError, match=r"^bins: 100000 is not from 0 to its bound 65536$"):
+        with pytest.raises(ArgumentError, match=r"^histogram: bins: 100000 is not from 0 to its bound 65536$"):
             rowops.histogram(x, 100000, 0.0, 1.0)
-        with pytest.raises(ArgumentError, match=r"^x: expected a 2-D array \(rows, n\), got shape \(2, 2, 3\)$"):
+        with pytest.raises(ArgumentError, match=r"^histogram: x: expected a 2-D array \(rows, n\), got shape \(2, 2, 3\)$"):
             rowops.histogram(np.ones((2, 2, 3)), 4, 0.0, 1.0)
 
 
@@ -95,9 +95,9 @@ def test_a_grid_past_the_limit_is_refused_before_allocating(rowops: Any) -> None
 
     x = np.broadcast_to(np.zeros((1, 1)), (2**31, 1))
     with mock.patch.object(NumpyKind, "allocate", side_effect=AssertionError("allocated before the refusal")):
-        with pytest.raises(ArgumentError, match=r"^x: rows=2147483648 is past the kernel's i32 limit of 2147483647$"):
+        with pytest.raises(ArgumentError, match=r"^histogram: x: rows=2147483648 is past the kernel's i32 limit of 2147483647$"):
             rowops.histogram(x, 4, 0.0, 1.0)
     x = np.broadcast_to(np.zeros((1, 1, 1)), (2**16, 2**15 + 1, 1))  # softmax's grid: batch * rows blocks
     with mock.patch.object(NumpyKind, "allocate", side_effect=AssertionError("allocated before the refusal")):
-        with pytest.raises(ArgumentError, match=r"^softmax: a grid of \(2147549184, 1, 1\) blocks is past CUDA's limits"):
+        with pytest.raises(ArgumentError, match=r"^softmax: x: batch=65536 makes a grid of \(2147549184, 1, 1\) blocks, 2147549184 on x, past CUDA's limit of 2147483647 there; family softmax declares no split of x"):
             rowops.softmax(x)

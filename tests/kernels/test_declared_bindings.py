@@ -112,8 +112,8 @@ def test_a_numeric_max_bounds_an_extent(tmp_path: Path) -> None:
         ("k: {scalar: i32, max: n}", "k: {scalar: i32, max: bins}", "signature.k.max: at dtype=f32, bins is not a dimension the in or inout arrays bind"),
         ("k: {scalar: i32, max: n}", "k: {scalar: i32, max: 0}", "signature.k.max: 0 is not a positive 64-bit integer"),
         ("k: {scalar: i32, max: n}", "k: {scalar: i32, max: [n]}", "signature.k.max: ['n'] is not a C identifier"),
-        ("      rows: i32\n", "      rows: {scalar: i32, max: 4}\n", "signature.rows.max: at dtype=f32, rows is not an extent the caller passes"),
-        ("      c0: dtype\n", "      c0: {scalar: f32, max: n}\n", "signature.c0.max: at dtype=f32, c0 is not an extent the caller passes"),
+        ("      rows: i32\n", "      rows: {scalar: i32, max: 4}\n", "signature.rows.max: at dtype=f32, rows is bound from the arrays, never passed"),
+        ("      c0: dtype\n", "      c0: {scalar: f32, max: n}\n", "signature.c0.max: at dtype=f32, c0 is f32; a tied scalar is i32 or i64"),
         ("shape: [rows, k], fill: low}", "shape: [k, rows], optional: [k], fill: low}", "signature.y.optional: k is named by no in or inout array, so the caller passes it"),
         ("      k: {scalar: i32, max: n}\n", "      k: {array: i32, role: in, shape: [k]}\n", "signature.y.shape: 'k' is neither an integer scalar"),
         # what the bindings cannot bind

@@ -38,7 +38,7 @@ def test_the_gradient_kernels_are_named_by_the_index(rowops: Any) -> None:  # no
 
 
 def test_a_kernel_without_a_gradient_says_so_in_one_line(rowops: Any) -> None:  # noqa: F811
-    with pytest.raises(ArgumentError, match=r"^scan \(dtype=f64\): declares no backward: in its manifest, so it cannot be differentiated$"):
+    with pytest.raises(ArgumentError, match=r"^scan: declares no backward: in its manifest, so it cannot be differentiated$"):
         rowops.layout("scan").gradients({"x": np.ones((2, 3))}, {"y": np.ones((2, 3))}, {})
 
 
@@ -102,7 +102,7 @@ class TestTorch:
         torch = self.torch
         x, g, h = (torch.tensor(a).requires_grad_() for a in _inputs(2, 5))
         (grad_x,) = torch.autograd.grad(rowops.scale_shift(x, g, h).sum(), (x,), create_graph=True)
-        with pytest.raises(ArgumentError, match=r"^scale_shift_grad_x \(dtype=f64\): declares no backward: in its manifest, so it cannot be differentiated$"):
+        with pytest.raises(ArgumentError, match=r"^scale_shift_grad_x: declares no backward: in its manifest, so it cannot be differentiated$"):
             torch.autograd.grad(grad_x.sum(), (g,))
 
     def test_a_family_without_a_gradient_refuses_to_be_differentiated(self, rowops: Any) -> None:  # noqa: F811
@@ -113,14 +113,14 @@ class TestTorch:
         t = torch.ones(2, 4, requires_grad=True)
         total = (rowops.scan(t) + t).sum()
         torch.testing.assert_close(total, torch.tensor(28.0))
-        with pytest.raises(ArgumentError, match=r"^scan \(dtype=f32\): declares no backward: in its manifest, so it cannot be differentiated$"):
+        with pytest.raises(ArgumentError, match=r"^scan: declares no backward: in its manifest, so it cannot be differentiated$"):
             total.backward()
         assert t.grad is None
 
     def test_out_refuses_autograd_as_pytorch_out_variants_do(self, rowops: Any) -> None:  # noqa: F811
         torch = self.torch
         x = torch.randn(2, 5, dtype=torch.float64, requires_grad=True)
-        with pytest.raises(ArgumentError, match=r"^y: not supported while autograd records; call under torch.no_grad\(\) or drop y=$"):
+        with pytest.raises(ArgumentError, match=r"^softmax: y: not supported while autograd records; call under torch.no_grad\(\) or drop y=$"):
             rowops.softmax(x, y=torch.empty(2, 5, dtype=torch.float64))
         with torch.no_grad():
             y = torch.empty(2, 5, dtype=torch.float64)
@@ -129,11 +129,11 @@ class TestTorch:
     def test_tensors_the_kernels_cannot_take_are_refused_naming_the_argument(self, rowops: Any) -> None:  # noqa: F811
         torch = self.torch
         x = torch.randn(2, 5, dtype=torch.float64)
-        with pytest.raises(ArgumentError, match=r"^x: a sparse_coo tensor; the kernels read dense \(strided\) tensors, pass x.to_dense\(\)$"):
+        with pytest.raises(ArgumentError, match=r"^softmax: x: a sparse_coo tensor; the kernels read dense \(strided\) tensors, pass x.to_dense\(\)$"):
             rowops.softmax(x.to_sparse())
-        with pytest.raises(ArgumentError, match=r"^y: on meta, but x is on cpu$"):
+        with pytest.raises(ArgumentError, match=r"^softmax: y: on meta, but x is on cpu$"):
             rowops.softmax(x, y=torch.empty(2, 5, dtype=torch.float64, device="meta"))
-        with pytest.raises(ArgumentError, match=r"^g: on meta(:0)?, but x is on cpu$"):
+        with pytest.raises(ArgumentError, match=r"^scale_shift: g: on meta(:0)?, but x is on cpu$"):
             rowops.scale_shift(x, torch.ones(5, dtype=torch.float64, device="meta"), torch.ones(5, dtype=torch.float64))
 
 
@@ -157,7 +157,7 @@ class TestJax:
             first = jax.grad(lambda g: rowops.scale_shift(x, g, h).sum())
             with pytest.raises(ArgumentError) as info:
                 jax.grad(lambda g: first(g).sum())(g)
-        message = r"scale_shift_grad_\w+ \(dtype=f64\): declares no backward: in its manifest, so it cannot be differentiated"
+        message = r"scale_shift: a second derivative: its gradient kernels declare no backward in the manifest, so it cannot be differentiated twice"
         assert re.fullmatch(message, str(info.value).splitlines()[0])  # JAX appends a note on its own frames
 
     def test_an_extent_under_jit_is_static(self, rowops: Any) -> None:  # noqa: F811
@@ -165,5 +165,5 @@ class TestJax:
         x = jax.numpy.asarray(RNG.normal(size=(3, 40)))
         got = jax.jit(rowops.histogram, static_argnums=(1, 2, 3))(x, 6, -1.0, 1.0)
         np.testing.assert_array_equal(np.asarray(got), reference.histogram(np.asarray(x), 6, -1.0, 1.0))
-        with pytest.raises(TypeError, match=r"^bins: a traced value; a family's scalar arguments are Python numbers \(under jax.jit, mark bins static\)\n"):
+        with pytest.raises(TypeError, match=r"^histogram: bins: a traced value; a family's scalar arguments are Python numbers \(under jax.jit, mark bins static\)\n"):
             jax.jit(rowops.histogram, static_argnums=(2, 3))(x, 6, -1.0, 1.0)

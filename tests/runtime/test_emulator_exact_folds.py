@@ -152,7 +152,7 @@ def _run(tmp_path: Path, mutation: str | None, semiring: str, dtype: str, pass_n
         memory = DeviceArrays(backend)
         try:
             values = {"A": memory.upload(a), "B": memory.upload(b), "C": memory.upload(c), "Kstar": memory.upload(kstar)}
-            values.update(M=m, N=n, K=K, lda=K, ldb=n, ldc=n, ldk=n)
+            values.update(M=m, N=n, K=K, lda=K, ldb=n, ldc=n, ldk=n, block_y0=0, block_z0=0)
             params = struct.pack("@" + "".join(p.pack for p in kernel.params), *(values[p.name] for p in kernel.params))
             tile = dict(kernel.constants)
             grid = (-(-n // tile["block_n"]), -(-m // tile["block_m"]), 1)

@@ -72,7 +72,7 @@ def _run(tmp_path: Path, mutation: str | None, semiring: str, pass_name: str) ->
     memory = DeviceArrays(backend)
     try:
         values = {"A": memory.upload(a), "B": memory.upload(b), "C": memory.upload(c), "Kstar": memory.upload(kstar)}
-        values.update(M=case.m, N=case.n, K=case.k, lda=case.k, ldb=case.n, ldc=case.n, ldk=case.n)
+        values.update(M=case.m, N=case.n, K=case.k, lda=case.k, ldb=case.n, ldc=case.n, ldk=case.n, block_y0=0, block_z0=0)
         params = struct.pack("@" + "".join(p.pack for p in kernel.params), *(values[p.name] for p in kernel.params))
         tile = dict(kernel.constants)
         grid = (-(-case.n // tile["block_n"]), -(-case.m // tile["block_m"]), 1)

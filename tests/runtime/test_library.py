@@ -357,6 +357,20 @@ def test_bad_arguments_are_one_line(lib_dir: Path, args: tuple[Any, ...], error:
         launcher(*args)
 
 
+def test_launch_at_launches_the_grid_it_is_given_and_packs_as_a_call_does(lib_dir: Path) -> None:
+    """A part of a grid past CUDA's limits (the binder splits it): the grid as
+    given, the parameter block a call with these arguments would pack, and a
+    bad argument refused in the call's own line."""
+    backend = RecordingBackend()
+    launcher = load(lib_dir, backend=backend).kernel(FORWARD)
+    launcher(*forward_args(m=100, n=300, k=7))
+    launcher.launch_at((3, 5, 1), forward_args(m=100, n=300, k=7), stream=9)
+    (_, _, block, shared, _, whole), (_, grid, part_block, part_shared, stream, part) = backend.launches[-2:]
+    assert (grid, stream, part) == ((3, 5, 1), 9, whole) and (part_block, part_shared) == (block, shared)
+    with pytest.raises(ValueError, match="argument M must be an i32 int"):
+        launcher.launch_at((1, 1, 1), (1, 2, 3, 2**31, 5, 6, 6, 5, 5))
+
+
 def test_calls_import_hash_and_open_nothing(lib_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lib = load(lib_dir, backend=RecordingBackend())
     launcher = lib.kernel(FORWARD)  # first use: everything expensive happens here

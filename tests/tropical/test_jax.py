@@ -90,7 +90,7 @@ def test_a_second_derivative_is_refused_in_one_line(order: str) -> None:
     second = jax.grad(lambda x: first(x).sum()) if order == "grad of grad" else jax.hessian(lambda x: tropical.matmul(x, x).sum())
     with pytest.raises(ArgumentError) as info:
         second(a)
-    message = r"gemm_backward_[ab] \(semiring=maxplus, dtype=f64(, \w+=\w+)*\): declares no backward: in its manifest, so it cannot be differentiated"
+    message = r"tropical\.matmul: a second derivative: its gradient kernels declare no backward in the manifest, so it cannot be differentiated twice"
     assert re.fullmatch(message, str(info.value).splitlines()[0])  # JAX appends a note on its own frames
     np.testing.assert_array_equal(np.asarray(first(a)).shape, (2, 2))  # the first derivative still runs
 
@@ -141,20 +141,20 @@ def test_other_semirings_and_dtypes_run_without_a_gradient() -> None:
     pairs_b = np.stack([distinct((6, 4), np.float32, 20), np.ones((6, 4), np.float32)], axis=-1)
     counted = tropical.matmul(jnp.asarray(pairs_a), jnp.asarray(pairs_b), "counting")
     np.testing.assert_array_equal(np.asarray(counted), reference.matmul(pairs_a, pairs_b, "counting"))
-    with pytest.raises(ArgumentError, match=r"^semiring: 'andor' has no gradient"):
+    with pytest.raises(ArgumentError, match=r"^tropical\.matmul_backward: semiring: 'andor' has no gradient"):
         tropical.matmul_backward(jnp.zeros((5, 4)), jnp.zeros((5, 4), jnp.int32), jnp.asarray(a), jnp.asarray(b), "andor")
 
 
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda a, b: tropical.matmul(a, b, out=a), ArgumentError, r"^out: not taken with JAX arrays \(JAX arrays are immutable"),
-        (lambda a, b: tropical.matmul(a, b, stream=0), ArgumentError, r"^stream: not taken with JAX arrays \(under JAX the kernels run on XLA's own stream\)$"),
-        (lambda a, b: tropical.matmul(a, a), ArgumentError, r"^b: shape \(5, 7\) gives K=5, but a gave K=7$"),
-        (lambda a, b: tropical.matmul(a, b.astype(jnp.float64)), ArgumentError, r"^b: dtype f64 does not match a's f32$"),
-        (lambda a, b: tropical.matmul(a[0], b), ArgumentError, r"^a: expected a 2-D or 3-D array \(\[batch\], M, K\), got shape \(7,\)$"),
-        (lambda a, b: tropical.matmul(a, b, "maxmin"), ArgumentError, r"^semiring: unknown 'maxmin'"),
-        (lambda a, b: tropical.matmul(a, [[1.0]]), ArgumentTypeError, r"^b: expected a JAX or NumPy array beside JAX arrays, got list$"),
+        (lambda a, b: tropical.matmul(a, b, out=a), ArgumentError, r"^tropical\.matmul: out: not taken with JAX arrays \(JAX arrays are immutable"),
+        (lambda a, b: tropical.matmul(a, b, stream=0), ArgumentError, r"^tropical\.matmul: stream: not taken with JAX arrays \(under JAX the kernels run on XLA's own stream\)$"),
+        (lambda a, b: tropical.matmul(a, a), ArgumentError, r"^tropical\.matmul: b: shape \(5, 7\) gives K=5, but a gave K=7$"),
+        (lambda a, b: tropical.matmul(a, b.astype(jnp.float64)), ArgumentError, r"^tropical\.matmul: b: dtype f64 does not match a's f32$"),
+        (lambda a, b: tropical.matmul(a[0], b), ArgumentError, r"^tropical\.matmul: a: expected a 2-D or 3-D array \(\[batch\], M, K\), got shape \(7,\)$"),
+        (lambda a, b: tropical.matmul(a, b, "maxmin"), ArgumentError, r"^tropical\.matmul: semiring: unknown 'maxmin'"),
+        (lambda a, b: tropical.matmul(a, [[1.0]]), ArgumentTypeError, r"^tropical\.matmul: b: expected a JAX or NumPy array beside JAX arrays, got list$"),
     ],
 )
 def test_mistakes_are_one_line_naming_the_argument(call: Any, error: type, message: str) -> None:

@@ -73,7 +73,7 @@ def test_double_backward_is_refused_in_one_line(semiring: str, shape_a: tuple[in
     # The backward kernels declare no backward of their own: a second derivative is refused, never wrong.
     a, b = distinct(shape_a, torch.float64, 11, True), distinct(shape_b, torch.float64, 12, True)
     grad_a, grad_b = torch.autograd.grad(tropical.matmul(a, b, semiring).sum(), (a, b), create_graph=True)
-    refusal = r"^gemm_backward_[ab] \(semiring=" + semiring + r", dtype=f64, variant=\w+\): declares no backward: in its manifest, so it cannot be differentiated$"
+    refusal = r"^gemm_backward_[ab]: declares no backward: in its manifest, so it cannot be differentiated$"  # the op autograd recorded
     with pytest.raises(ArgumentError, match=refusal):
         torch.autograd.grad((grad_a.square().sum() + grad_b.square().sum()), (a, b))
 
@@ -110,7 +110,7 @@ def test_a_semiring_the_library_lacks_is_refused_while_tracing() -> None:
     # tropical's own check, in Python dynamo traces: reported as dynamo reports an exception it observed.
     with pytest.raises(torch._dynamo.exc.Unsupported, match=r"semiring: unknown 'minmul' \(known: maxplus, "):  # noqa: SLF001
         torch.compile(lambda x: tropical.matmul(x, x.T, "minmul"), fullgraph=True, backend="aot_eager")(a)
-    with pytest.raises(TRACE_ERROR, match=r"semiring: 'nowhere' is not a value of gemm_forward's axis semiring"):
+    with pytest.raises(TRACE_ERROR, match=r"gemm_forward: semiring: 'nowhere' is not one of its values \(maxplus, "):
         torch.compile(lambda x: ops().gemm_forward(x, x.T, semiring="nowhere"), fullgraph=True, backend="aot_eager")(a)
 
 

@@ -108,7 +108,7 @@ ERRORS = {
     "mixed-dtypes": (lambda: tropical.matmul(np.ones((2, 3), np.float32), np.ones((3, 2))), "b: dtype f64 does not match a's f32"),
     "no-kernel-for-dtype": (
         lambda: tropical.matmul(np.ones((2, 3), np.int16), np.ones((3, 2), np.int16)),
-        "a: dtype i16, but gemm_forward's kernels for semiring=maxplus take f32, f64, i32 or i64 there",
+        "tropical.matmul: a: dtype i16, but its kernels for semiring=maxplus take f32, f64, i32 or i64 there",
     ),
     "bool-needs-andor": (lambda: tropical.matmul(np.ones((2, 3), bool), np.ones((3, 2), bool), "maxplus"), "dtype bool"),
     "unknown-semiring": (lambda: tropical.matmul(np.ones((2, 3)), np.ones((3, 2)), "maxplux"), "semiring: unknown 'maxplux' (known: maxplus"),
@@ -127,7 +127,7 @@ ERRORS = {
     "out-strided": (lambda: tropical.matmul(np.ones((2, 3)), np.ones((3, 2)), out=np.empty((2, 4))[:, ::2]), "out: must be a contiguous row-major array"),
     "not-an-array": (lambda: tropical.matmul("a", np.ones((3, 2))), "a: expected a NumPy array"),
     "no-gradient": (lambda: tropical.matmul_backward(np.ones((2, 2), bool), np.zeros((2, 2), np.int32), np.ones((2, 3), bool), np.ones((3, 2), bool), "andor"), "semiring: 'andor' has no gradient"),
-    "bad-k": (lambda: tropical.matmul_backward(np.ones((2, 2)), np.zeros((2, 2)), np.ones((2, 3)), np.ones((3, 2))), "k: dtype f64, but gemm_backward_a's kernels for semiring=maxplus, variant=single take i32 there"),
+    "bad-k": (lambda: tropical.matmul_backward(np.ones((2, 2)), np.zeros((2, 2)), np.ones((2, 3)), np.ones((3, 2))), "tropical.matmul_backward: k: dtype f64, but its kernels for semiring=maxplus, variant=single take i32 there"),
 }
 
 
@@ -161,7 +161,7 @@ def test_a_second_library_is_used_through_its_own_handle(emulated_tropical: Any,
         tropical.matmul(a, b, "maxmin")
     batched = rng.standard_normal((2, 13, 21)).astype(np.float32)
     np.testing.assert_array_equal(tropical.matmul(batched, b), reference.matmul(batched, b, "maxplus"))
-    with pytest.raises(ValueError, match=r"^a: expected a 2-D array \(M, K\), got shape \(2, 13, 21\)$"):
+    with pytest.raises(ValueError, match=r"^tropical\.matmul: a: expected a 2-D array \(M, K\), got shape \(2, 13, 21\)$"):
         tropical.over(other).matmul(batched, b)
 
     # set_library still swaps the default: then the module's functions reach max-min.
