@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Each case: the statement whose calls are counted, over the names _child sets up.
 CASES = {
-    "launcher": "launcher(pa, pb, pc, 64, 64, 64, 64, 64, 64)",
+    "launcher": "launcher(pa, pb, pc, 64, 64, 64, 64, 64, 64, *offsets)",
     "mm": "torch.mm(a, b)",
     "eager": "tropical.matmul(a, b)",
     "out": "tropical.matmul(a, b, out=c)",
@@ -63,7 +63,9 @@ def _child(library: str, case: str, calls: int) -> None:
     launcher = tropical.over(tropical._library()).library.kernel("gemm_maxplus_f32_forward")  # noqa: SLF001 - the module's library
     pa, pb, pc = (x.ctypes.data for x in (na, nb, nc))
     names = {"torch": torch, "tropical": tropical, "a": a, "b": b, "c": c, "ga": ga, "gb": gb, "grad": grad, "na": na, "nb": nb, "nc": nc}
-    names.update(launcher=launcher, pa=pa, pb=pb, pc=pc)
+    # Its split offsets (a library with grids launched in parts declares one), each 0: one launch.
+    offsets = (0,) * (len(launcher.signature.params) - 9)
+    names.update(launcher=launcher, pa=pa, pb=pb, pc=pc, offsets=offsets)
     if case.startswith("cupy"):  # CUDA arrays: the emulator's CuPy stand-in (tests/tropical/emulated_cupy.py), 16x16 as the tensors
         names.update(_emulated_cupy())
     call = eval(compile(f"lambda: {CASES[case]}", case, "eval"), names)  # our own table's text
