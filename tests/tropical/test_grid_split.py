@@ -53,14 +53,15 @@ def test_a_broadcast_operand_sums_its_gradient_over_every_part() -> None:
     np.testing.assert_allclose(grad_b, reference.matmul_backward_b(grad_c, k, a, b, "maxplus"), rtol=1e-4)
 
 
-def test_tensors_launch_in_parts_and_keep_no_plan() -> None:
-    """A call of more than one launch takes the full path every time (a plan
-    replays one launch): a repeat is as right as the first."""
+def test_tensors_launch_in_parts_and_replay_every_part_from_a_plan(full_path: list[str]) -> None:
+    """A call of more than one launch leaves a plan that replays every part
+    (each at its offsets): the repeats take it, and are as right as the first."""
     torch = pytest.importorskip("torch")
     a = torch.from_numpy(RNG.normal(size=(70_000, 1, 1)))
     b = torch.from_numpy(RNG.normal(size=(70_000, 1, 1)))
-    for _ in range(2):
+    for _ in range(3):
         torch.testing.assert_close(tropical.matmul(a, b), a + b)
+    assert full_path == ["gemm_forward"]
 
 
 def test_the_decision_holds_every_part(emulated_tropical: Any) -> None:
