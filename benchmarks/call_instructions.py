@@ -29,13 +29,19 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Each case: the statement whose calls are counted, over the names _child sets up.
 CASES = {
+    "launcher": "launcher(pa, pb, pc, 64, 64, 64, 64, 64, 64, *offsets)",
     "mm": "torch.mm(a, b)",
     "eager": "tropical.matmul(a, b)",
     "out": "tropical.matmul(a, b, out=c)",
     "stream": "tropical.matmul(a, b, stream=0)",
     "mm_step": "torch.mm(ga, gb).backward(grad)",
     "step": "tropical.matmul(ga, gb).backward(grad)",
+    "mm_sum_step": "torch.mm(ga, gb).sum().backward()",
+    "sum_step": "tropical.matmul(ga, gb).sum().backward()",
     "numpy_out": "tropical.matmul(na, nb, out=nc)",
+    "numpy_stream": "tropical.matmul(na, nb, out=nc, stream=0)",
+    "cupy": "tropical.matmul(ca, cb)",
+    "cupy_stream": "tropical.matmul(ca, cb, stream=side)",
 }
 
 
@@ -53,7 +59,15 @@ def _child(library: str, case: str, calls: int) -> None:
     ga, gb, grad = a.clone().requires_grad_(), b.clone().requires_grad_(), torch.ones(16, 16)
     na, nb = np.random.rand(64, 64).astype(np.float32), np.random.rand(64, 64).astype(np.float32)
     nc = np.empty((64, 64), np.float32)
+    # The bare launcher of the kernel matmul(na, nb, out=nc) launches, with those arrays' pointers.
+    launcher = tropical.over(tropical._library()).library.kernel("gemm_maxplus_f32_forward")  # noqa: SLF001 - the module's library
+    pa, pb, pc = (x.ctypes.data for x in (na, nb, nc))
     names = {"torch": torch, "tropical": tropical, "a": a, "b": b, "c": c, "ga": ga, "gb": gb, "grad": grad, "na": na, "nb": nb, "nc": nc}
+    # Its split offsets (a library with grids launched in parts declares one), each 0: one launch.
+    offsets = (0,) * (len(launcher.signature.params) - 9)
+    names.update(launcher=launcher, pa=pa, pb=pb, pc=pc, offsets=offsets)
+    if case.startswith("cupy"):  # CUDA arrays: the emulator's CuPy stand-in (tests/tropical/emulated_cupy.py), 16x16 as the tensors
+        names.update(_emulated_cupy())
     call = eval(compile(f"lambda: {CASES[case]}", case, "eval"), names)  # our own table's text
     for _ in range(200):
         call()
@@ -62,6 +76,22 @@ def _child(library: str, case: str, calls: int) -> None:
     for _ in range(calls):
         call()
     subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
+
+
+def _emulated_cupy() -> dict[str, object]:
+    """CuPy arrays and a stream of the emulator's stand-in, installed as ``cupy`` for the process."""
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "tests" / "tropical"))
+    import emulated_cupy
+
+    class Install:  # what install() asks of pytest's monkeypatch: for a process that ends here
+        setitem = staticmethod(lambda mapping, key, value: mapping.__setitem__(key, value))
+
+    cupy = emulated_cupy.install(Install())
+    rng = np.random.default_rng(0)
+    ca, cb = (cupy.asarray(rng.random((16, 16), np.float32)) for _ in range(2))
+    return {"ca": ca, "cb": cb, "side": cupy.cuda.Stream(non_blocking=True).ptr}
 
 
 def count(library: str, case: str, calls: int, tree: Path) -> int:

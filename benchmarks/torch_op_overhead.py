@@ -8,7 +8,8 @@ dispatch too (a 16x16 f32 product is ~4k flops). "call path, no op" is the
 same product with stream= another stream than torch's current one, which
 skips the op: the difference is what the op costs. Cases run interleaved, batch by batch, so drift in machine load
 hits them alike. Reported: the median over batches of the mean time per call.
-A training step is one product while autograd records plus its backward().
+A training step is one product while autograd records plus its backward(), given
+the gradient (`.backward(g)`) or from `.sum()` (an expanded gradient, strides (0, 0)).
 
     python benchmarks/torch_op_overhead.py [--library DIR] [--size 16] [--batches 30] [--calls 2000]
     python benchmarks/torch_op_overhead.py --gpu     # CUDA tensors, the real backend, a GPU
@@ -128,6 +129,9 @@ def main() -> None:
         "tropical.matmul(ga, gb): argmax op + autograd": lambda: tropical.matmul(ga, gb),
         "training step: torch.mm(ga, gb).backward(g)": lambda: torch.mm(ga, gb).backward(grad),
         "training step: tropical.matmul(ga, gb).backward(g)": lambda: tropical.matmul(ga, gb).backward(grad),
+        # The step most training code takes: the loss's backward hands an expanded gradient (strides (0, 0)).
+        "training step: torch.mm(ga, gb).sum().backward()": lambda: torch.mm(ga, gb).sum().backward(),
+        "training step: tropical.matmul(ga, gb).sum().backward()": lambda: tropical.matmul(ga, gb).sum().backward(),
     }
     for function in cases.values():
         function()
@@ -143,7 +147,10 @@ def main() -> None:
         print(f"  {name:56} {value / 1000:7.2f} us")
     matmul = medians["tropical.matmul(a, b): eager, past the dispatcher"] / medians["torch.mm(a, b)"]
     step = medians["training step: tropical.matmul(ga, gb).backward(g)"] / medians["training step: torch.mm(ga, gb).backward(g)"]
+    summed = medians["training step: tropical.matmul(ga, gb).sum().backward()"] / medians["training step: torch.mm(ga, gb).sum().backward()"]
+    streamed = medians["call path, no op: matmul(a, b, stream=s)"] / medians["tropical.matmul(a, b): eager, past the dispatcher"]
     print(f"  ratio tropical.matmul / torch.mm: {matmul:.2f}x (target <= 2.0x); training step: {step:.2f}x (target <= 1.5x)")
+    print(f"  .sum().backward() step: {summed:.2f}x (target <= 2.0x); stream= / the current stream's call: {streamed:.2f}x (target <= 1.5x)")
     if not args.gpu:
         empty = medians["calibration: training step, an empty autograd.Function"] / medians["training step: torch.mm(ga, gb).backward(g)"]
         print(f"  floor: a training step through an empty Python autograd.Function is {empty:.2f}x torch.mm's")

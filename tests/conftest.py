@@ -77,6 +77,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
+def full_path() -> Iterator[list[str]]:
+    """The layouts' names, one per launch through the binder's full path
+    (aotc.kernels._launch.launch), during the test: a call a plan answered adds none."""
+    from aotc.kernels import _launch
+
+    seen: list[str] = []
+    hook = lambda layout: seen.append(layout.name)  # noqa: E731 - one expression, removed below by identity
+    _launch.FULL_PATH_HOOKS.append(hook)
+    yield seen
+    _launch.FULL_PATH_HOOKS.remove(hook)
+
+
+@pytest.fixture
 def run_aotc(tmp_path: Path) -> RunAotc:
     """Run the ``aotc`` CLI in a subprocess, as a user would."""
 

@@ -51,7 +51,7 @@ def test_import_aotc_tropical_imports_only_its_own_modules() -> None:
     assert [m for m in modules if m.split(".")[0] != "aotc" and m not in TROPICAL_MAY_IMPORT] == []
     # The library, the arrays, the binder's layouts and its torch ops and JAX
     # route load with the first call that needs them.
-    later = ("aotc.runtime", "aotc.build", "aotc.arrays", "aotc.kernels._layout", "aotc.kernels._torch", "aotc.kernels._jax", "aotc.tropical._packed")
+    later = ("aotc.runtime", "aotc.build", "aotc.arrays", "aotc.kernels._binding", "aotc.kernels._torch", "aotc.kernels._jax", "aotc.tropical._packed")
     assert [m for m in modules if m.startswith(later)] == []
 
 

@@ -14,7 +14,7 @@ argument. Nothing here launches a kernel, and nothing imports NumPy or PyTorch.
 from __future__ import annotations
 
 from aotc.arrays.kinds import as_operand, kind_of
-from aotc.arrays.operands import Operand, is_row_major, overlaps
+from aotc.arrays.operands import Operand, overlaps
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
 
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
@@ -53,14 +53,15 @@ def output(
     filled here (``fill`` is the caller's, on the call's stream, after every check)."""
     if out is None:
         return as_operand(like.kind.allocate(like, shape, dtype, stream, name, fill), name)
-    if not kind_of(out, name).written_in_place:
+    kind = kind_of(out, name)
+    if not kind.written_in_place:
         # DLPack says nothing of writability (JAX's arrays are immutable): never written in place.
         msg = f"{name}: a DLPack-only array is not written in place; pass a NumPy array, a tensor or a CUDA array"
         raise ArgumentError(msg)
-    op = as_operand(out, name)
-    if op.obj is not out and getattr(getattr(out, "dtype", None), "isnative", True) is False:
-        msg = f"{name}: has non-native byte order ({out.dtype.str}); pass a native-endian array"
-        raise ArgumentError(msg)
+    reason = kind.unwritable(out, name)
+    if reason is not None:
+        raise ArgumentError(reason)
+    op = kind.read(out, name)
     if op.obj is not out:  # as_operand made a copy: the result would be written there and lost
         if not hasattr(out, "shape") or isinstance(out, (list, tuple)):
             msg = f"{name}: expected an array to write the result into, got {type(out).__name__}"
@@ -75,7 +76,7 @@ def output(
     if op.device != like.device:
         msg = f"{name}: on {op.device}, but {like_name} is on {like.device}"
         raise ArgumentError(msg)
-    if not is_row_major(op) or (op.kind.name == "numpy" and not op.obj.flags.c_contiguous):
+    if not op.kind.row_major(op):
         msg = f"{name}: must be a contiguous row-major array"
         raise ArgumentError(msg)
     if not op.kind.writable(op):

@@ -16,8 +16,6 @@ asked: its own and the current streams of the frameworks in use (inside
 
 from __future__ import annotations
 
-import sys
-
 TYPE_CHECKING = False  # typing is not imported at run time: `import aotc.tropical` stays lean
 if TYPE_CHECKING:
     from typing import Any
@@ -59,17 +57,7 @@ def hold_until_done(ops: Any, stream: int) -> None:
 
 def capture_candidates(stream: int, device: int) -> tuple[int, ...]:
     """The streams a call on ``stream`` and ``device`` could be captured on: its own,
-    PyTorch's current stream (once it has initialised CUDA) and CuPy's there."""
-    found = [stream]
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None) if torch is not None else None
-    if cuda is not None and cuda.is_initialized():
-        from aotc.arrays.kinds.torch import current_stream
+    and the current streams of the frameworks in use there (``kinds.current_streams``)."""
+    from aotc.arrays.kinds import current_streams
 
-        found.append(int(current_stream(torch.device("cuda", device))()))
-    cupy = sys.modules.get("cupy")
-    if cupy is not None:
-        from aotc.arrays.kinds.cuda_array import cupy_current_stream
-
-        found.append(cupy_current_stream(cupy, device))
-    return tuple(dict.fromkeys(found))
+    return tuple(dict.fromkeys((stream, *current_streams(device))))

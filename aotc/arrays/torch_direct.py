@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from aotc._generated import compiled
 from aotc.arrays.eager_checks import EAGER_TEXT, functions
 
 TYPE_CHECKING = False
@@ -30,7 +31,7 @@ _Tensor = torch.Tensor
 # names the generated entries inline them under (aotc.arrays.eager_checks).
 EAGER_CHECKS = functions(torch)
 _wrapped = EAGER_CHECKS["_aotc_wrapped"]
-_eager = eval(f"lambda: {EAGER_TEXT}", dict(EAGER_CHECKS))
+_eager = compiled(f"def _aotc_eager():\n    return {EAGER_TEXT}\n", "_aotc_eager", "eager checks", dict(EAGER_CHECKS))
 
 
 def direct_all(tensors: tuple[Any, ...]) -> bool:

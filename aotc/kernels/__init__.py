@@ -9,7 +9,7 @@ hand::
     y = rowops.softmax(x)                                   # NumPy, PyTorch, CuPy, DLPack, JAX
     torch.ops.rowops.softmax(t)                             # the custom op, for torch.compile
 
-A family's kernels that a call binds alike form a layout (``_layout``): its
+A family's kernels that a call binds alike form a layout (``_binding``): its
 generated entry (``_entry``) chooses the kernel from the arrays' dtypes and
 ranks and the axes given, checks shapes against the declaration, allocates
 the out arrays and launches (``_launch``) on the arrays' device and stream.
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from aotc.index import IndexKernel
     from aotc.kernels._family import Family
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["Kernels", "load", "over"]
 
@@ -51,7 +51,6 @@ class Kernels:
         self._layouts: dict[str, Layout] = {}  # every layout made so far, by op name
         self._layout_of: dict[str, Layout] = {}  # kernel name -> its layout, of the kernels reached so far
         self._making = _lock()  # taken by _make_family
-        self.gradient_steps: dict[str, Any] = {}  # kernel name -> its gradient kernels' steps (_gradients)
         self.serial = next(_serials)  # names it in _traced.MADE's keys, where an id could be reused
 
     @property
@@ -144,6 +143,7 @@ def _make_family(kernels: Kernels, name: str) -> str:
     here take turns, so every thread holds the same layouts, whose plans and
     ops the first registers. Returns its key in ``_traced.MADE``."""
     from aotc.kernels._family import Family
+    from aotc.kernels._keys import made_key
 
     with kernels._making:  # noqa: SLF001 - the Kernels' own lock
         found = kernels._families.get(name)  # noqa: SLF001 - and its own table
@@ -152,7 +152,7 @@ def _make_family(kernels: Kernels, name: str) -> str:
             found = Family(kernels, name, kernels.library.index.family(name))
             kernels._layouts.update(found.layouts)  # noqa: SLF001
             kernels._families[name] = found  # noqa: SLF001 - last: read without the lock once here
-    return keep(f"family_{kernels.serial}_{name}", found)
+    return keep(made_key("family", kernels.serial, name), found)
 
 
 @constant_when_traced  # a first use under torch.compile makes the binding eagerly (_traced)
@@ -160,6 +160,8 @@ def _prepare(kernels: Kernels, name: str) -> str:
     """Make ``kernels.<name>`` (a family's one layout's entry, or the ``Family``;
     or a layout's entry by its op name), keep it as an attribute and in
     ``_traced.MADE``; returns its key there."""
+    from aotc.kernels._keys import made_key
+
     if name in kernels._family_names:  # noqa: SLF001 - the Kernels' own table
         family = kernels.family(name)
         only = family.only
@@ -168,7 +170,7 @@ def _prepare(kernels: Kernels, name: str) -> str:
         layout = kernels.layout(name)
         found = layout.entry or layout
     kernels.__dict__[name] = found
-    return keep(f"bindings_{kernels.serial}_{name}", found)
+    return keep(made_key("bindings", kernels.serial, name), found)
 
 
 def over(library: Any) -> Kernels:

@@ -7,7 +7,7 @@ import struct
 
 from aotc.dtypes import bf16_bits
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
-from aotc.kernels._shapes import INT_RANGES
+from aotc.kernels._decision import INT_RANGES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

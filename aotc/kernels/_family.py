@@ -1,7 +1,7 @@
 """One declared family, callable: its kernels grouped into layouts.
 
 A family's kernels that a call binds the same way form a layout
-(``_layout``); most families have one, and ``over(lib).softmax`` is its
+(``_binding``); most families have one, and ``over(lib).softmax`` is its
 generated entry. A family whose kernels differ in parameters has several,
 each named for the axis values that set it apart: tropical's ``gemm`` has
 ``gemm_forward``, ``gemm_argmax``, ``gemm_backward_a`` and so on, each its
@@ -12,7 +12,7 @@ the axes the call names.
 from __future__ import annotations
 
 from aotc.errors import ArgumentError, ArgumentTypeError, called, echo
-from aotc.kernels._layout import Layout, dtype_hint, layout_key
+from aotc.kernels._binding import Layout, dtype_hint, layout_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

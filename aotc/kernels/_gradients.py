@@ -12,9 +12,14 @@ named as a saved array takes that array, an out array ``grad_<i>`` is the
 gradient of the forward input ``i``, a scalar is the forward's argument of
 that name.
 
-``gradients`` runs them through a ``Framework`` (how to call a layout, make a
-zeroed array like another, sum an array to a shape): PyTorch's ops, JAX's
-route, or the layout's own call for NumPy. A gradient has its input's shape:
+``gradients`` calls each gradient kernel's layout through a ``Framework``:
+PyTorch's ops, JAX's route, or the layout's own call (``Direct``: its plans,
+and its ops for tensors). What it does to the arrays themselves (their shape
+and dtype, a zeroed array, a sum to a shape) are their kinds' gradient
+operations (``aotc.arrays.kinds``), which read no memory: a call that
+``torch.compile`` traces makes them. What a kernel's backward is (its gradient
+kernels as steps, and a call's kernel and route) is worked out where dynamo
+does not trace (``_traced``): it fills tables. A gradient has its input's shape:
 where the input left out an optional dimension that the gradient kernel
 writes with a declared stride, the gradient array is given at the input's
 shape and the kernel sums into it; anything else broadcast is summed after.
@@ -22,7 +27,9 @@ shape and the kernel sums into it; anything else broadcast is summed after.
 
 from __future__ import annotations
 
+from aotc.arrays.kinds import kind_of
 from aotc.errors import ArgumentError, called, echo
+from aotc.kernels._traced import MADE, constant_when_traced, keep, made
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,14 +39,9 @@ if TYPE_CHECKING:
 
     class Framework(Protocol):
         def call(self, layout: Any, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]: ...
-        def shape(self, array: Any) -> tuple[int, ...]: ...
-        def dtype(self, array: Any) -> str: ...
-        def zeros_like(self, array: Any) -> Any: ...
-        def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any: ...
-        def sum_to(self, array: Any, shape: tuple[int, ...]) -> Any: ...
 
 
-__all__ = ["Direct", "call_gradients", "differentiable", "gradients", "no_gradient", "through"]
+__all__ = ["Direct", "call_gradients", "differentiable", "gradients", "inputs_of", "no_gradient", "through"]
 
 
 def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
@@ -95,9 +97,9 @@ def gradients(
     ``inputs`` (each in array's shape and dtype, by manifest name).
     ``kernels`` is the library's bindings (``aotc.kernels.Kernels``). ``memo``
     keeps, for calls alike in their arrays' shapes and dtypes (a recorded
-    call's ``_torch_eager.Recording``), what each step does to its gradients."""
+    call's ``_torch_recorded.Recording``), what each step does to its gradients."""
     found: dict[str, Any] = {}
-    for index, step in enumerate(_steps(kernels, kernel)):
+    for index, step in enumerate(made(_steps(kernels, kernel))):
         layout = step.layout
         values: dict[str, Any] = {}
         for arg, source, name in step.sources:
@@ -108,19 +110,23 @@ def gradients(
             else:
                 grad = grads.get(name)
                 if grad is None:  # a result with no gradient flowing back: zeros of its shape
-                    grad = framework.zeros_like(saved[name])
+                    like = saved[name]
+                    kind = kind_of(like, name)
+                    grad = kind.zeros(like, kind.shape_of(like), kind.dtype_of(like), getattr(framework, "stream", None))
                 values[arg] = grad
         fits = memo.get(index) if memo is not None else None
         if fits is None:
-            fits = _fits(step, inputs, _natural_shapes(layout, values, step.axes, framework), framework)
+            fits = _fits(step, inputs, _natural_shapes(layout, values, step.axes))
             if memo is not None:
                 memo[index] = fits
         for arg, how, shape, dtype in fits:
-            if how == _SUMMED_IN_KERNEL:
-                values[arg] = framework.zeros(shape, dtype, values[layout.given[0]])  # the kernel sums into it
+            if how == _SUMMED_IN_KERNEL:  # a zeroed array of the input's shape, which the kernel sums into
+                like = values[layout.given[0]]
+                values[arg] = kind_of(like, arg).zeros(like, shape, dtype, getattr(framework, "stream", None))
         results = framework.call(layout, values, step.axes)
         for arg, how, shape, _ in fits:
-            found[step.wanted_of[arg]] = framework.sum_to(results[arg], shape) if how == _SUMMED_AFTER else results[arg]
+            result = results[arg]
+            found[step.wanted_of[arg]] = kind_of(result, arg).summed(result, shape) if how == _SUMMED_AFTER else result
     return found
 
 
@@ -129,14 +135,15 @@ def gradients(
 _AS_IS, _SUMMED_IN_KERNEL, _SUMMED_AFTER = 0, 1, 2
 
 
-def _fits(step: _Step, inputs: dict[str, tuple[tuple[int, ...], str]], natural: dict[str, Any], framework: Framework) -> tuple[tuple[str, int, Any, str], ...]:
+def _fits(step: _Step, inputs: dict[str, tuple[tuple[int, ...], str, bool]], natural: dict[str, Any]) -> tuple[tuple[str, int, Any, str], ...]:
     """Per gradient of ``step``: (binding name, how it fits its input's shape, that shape, its dtype)."""
     fits = []
     for arg, of in step.wanted:
-        shape, dtype = inputs[of]
+        shape, dtype, written = inputs[of]
         how = _AS_IS
         if natural[arg] != shape:
-            in_kernel = getattr(framework, "in_kernel_sums", True) and _sums_in_kernel(step.layout.bound[step.kernel.name][arg], natural[arg], shape)
+            # Summed by the kernel into an array given zeroed, where its kind is written in place (not JAX's).
+            in_kernel = written and _sums_in_kernel(step.layout.bound[step.kernel.name][arg], natural[arg], shape)
             how = _SUMMED_IN_KERNEL if in_kernel else _SUMMED_AFTER
         fits.append((arg, how, shape, dtype))
     return tuple(fits)
@@ -173,26 +180,41 @@ class _Step:
         self.sources, self.wanted, self.wanted_of = tuple(sources), tuple(wanted), dict(wanted)
 
 
-def _steps(kernels: Any, kernel: IndexKernel) -> tuple[_Step, ...]:
-    """``kernel``'s gradient kernels as steps, worked out once a library's bindings."""
-    found = kernels.gradient_steps.get(kernel.name)
-    if found is None:
+@constant_when_traced  # fills a table: worked out where torch.compile traces a first call, not traced (_traced)
+def _steps(kernels: Any, kernel: IndexKernel) -> str:
+    """``kernel``'s gradient kernels as steps, worked out once (the key of them in ``_traced.MADE``)."""
+    from aotc.kernels._keys import made_key
+
+    key = made_key("steps", kernels.serial, kernel.name)
+    if not hasattr(MADE, key):
         backward = kernel.backward
         if backward is None or backward.through:
             msg = f"{kernel.name}: its gradient is not its own kernels'"
             raise ArgumentError(msg)
-        found = kernels.gradient_steps[kernel.name] = tuple(_Step(kernels, name, saves) for name, saves in backward.kernels)
-    return found
+        keep(key, tuple(_Step(kernels, name, saves) for name, saves in backward.kernels))
+    return key
 
 
-def _natural_shapes(layout: Any, values: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
+def _natural_shapes(layout: Any, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]:
     """The shapes the gradient kernel's out arrays would be allocated at."""
-    from aotc.kernels._shapes import decided
+    kinds = {name: kind_of(values[name], name) for name in layout.given}
+    shapes = tuple(tuple(kind.shape_of(values[name])) for name, kind in kinds.items())
+    dtypes = tuple(kind.dtype_of(values[name]) for name, kind in kinds.items())
+    extents = tuple(values.get(name) for name in layout.sizes)
+    if all(type(e) is int for shape in shapes for e in shape):
+        return dict(_natural(layout, shapes, dtypes, tuple(axes.items()), extents))
+    from aotc.kernels._decision import decide  # symbolic sizes: decided on them, kept nowhere
 
-    shapes = {name: framework.shape(values[name]) for name in layout.given}
-    dtypes = {name: framework.dtype(values[name]) for name in layout.given}
-    extents = {name: values.get(name) for name in layout.sizes}
-    return decided(layout, shapes, dtypes, axes, extents, {}).out_shapes
+    return decide(layout, dict(zip(layout.given, shapes)), dict(zip(layout.given, dtypes)), axes, dict(zip(layout.sizes, extents)), {}).out_shapes
+
+
+@constant_when_traced  # decides (filling the store): where torch.compile traces a call, run, not traced (_traced)
+def _natural(layout: Any, shapes: tuple[Any, ...], dtypes: tuple[str, ...], axes: tuple[Any, ...], extents: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``_natural_shapes`` of concrete sizes, as (binding name, shape) pairs: the layout's decision."""
+    from aotc.kernels._decision import decided
+
+    decision = decided(layout, dict(zip(layout.given, shapes)), dict(zip(layout.given, dtypes)), dict(axes), dict(zip(layout.sizes, extents)), {})
+    return tuple(decision.out_shapes.items())
 
 
 def _sums_in_kernel(declared: Any, natural: tuple[int, ...], shape: tuple[int, ...]) -> bool:
@@ -214,33 +236,15 @@ class Direct:
         results = layout.call(values, axes, self.stream)
         return dict(zip(layout.results, results if len(layout.results) > 1 else (results,)))
 
-    def shape(self, array: Any) -> tuple[int, ...]:
-        from aotc.arrays.kinds import as_operand
 
-        return as_operand(array, "gradient").shape
-
-    def dtype(self, array: Any) -> str:
-        from aotc.arrays.kinds import as_operand
-
-        return as_operand(array, "gradient").dtype
-
-    def zeros_like(self, array: Any) -> Any:
-        from aotc.arrays.kinds import as_operand
-
-        op = as_operand(array, "gradient")
-        return op.kind.allocate(op, op.shape, op.dtype, self.stream, "gradient", 0)
-
-    def zeros(self, shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        from aotc.arrays.kinds import as_operand
-
-        op = as_operand(like, "gradient")
-        return op.kind.allocate(op, shape, dtype, self.stream, "gradient", 0)
-
-    def sum_to(self, array: Any, shape: tuple[int, ...]) -> Any:
-        from aotc.arrays.kinds import as_operand
-
-        op = as_operand(array, "gradient")
-        return op.kind.sum_to(op, shape)
+def inputs_of(values: dict[str, Any], names: dict[str, str]) -> dict[str, tuple[tuple[int, ...], str, bool]]:
+    """Each in array's shape, dtype and whether its kind is written in place, by
+    manifest name (``names``: binding name -> manifest name), from its kind."""
+    found = {}
+    for name, manifest in names.items():
+        kind = kind_of(values[name], name)
+        found[manifest] = (kind.shape_of(values[name]), kind.dtype_of(values[name]), kind.written_in_place)
+    return found
 
 
 def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], framework: Framework) -> dict[str, Any]:
@@ -248,37 +252,58 @@ def call_gradients(layout: Any, values: dict[str, Any], grads: dict[str, Any], a
     these arrays (its inputs, and the results its gradient kernels keep) and
     these gradients of its results, all by binding name, run through ``framework``: ``Layout.gradients``.
 
-    The forward call's decision comes first: its kernel, and the shapes of its
-    results, which each result kept and each gradient must have (named as the
-    gradient kernels name them, ``grad_c`` and ``k`` for tropical's)."""
-    from aotc.arrays.kinds import as_operand
-    from aotc.kernels._shapes import decided
-
-    ops = {name: as_operand(values[name], name) for name in layout.given}
-    extents = {name: values.get(name) for name in layout.sizes}
-    decision = decided(layout, {n: op.shape for n, op in ops.items()}, {n: op.dtype for n, op in ops.items()}, axes, extents, {})
-    kernel = decision.kernel
-    if kernel.backward is None:
-        raise no_gradient(layout, kernel)
-    bindings = layout.family.bindings
-    route = through(bindings, kernel) or kernel
-    manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
-    names = {(source, name): arg for step in _steps(bindings, route) for arg, source, name in step.sources}
-    for result, shape in decision.out_shapes.items():
-        for source, given in ((_SAVED, values.get(result)), (_GRAD, grads.get(result))):
-            arg = names.get((source, manifest.get(result, "")))
-            if given is not None and arg is not None:
-                got = as_operand(given, arg)
-                if got.shape != shape:
-                    what = "the result it is the gradient of" if source == _GRAD else "the result it is"
-                    msg = f"{arg}: shape {got.shape}, but {what}, {result}, has shape {shape} for these inputs"
-                    raise ArgumentError(msg)
-    saved = {manifest[name]: value for name, value in values.items() if name in manifest and manifest[name] in saved_names(route)}
-    missing = [name for name, m in manifest.items() if m in saved_names(route) and m not in saved]
+    The forward call's kernel comes first (``_backward_route``), then the
+    shapes of its results, which each result kept and each gradient must have
+    (named as the gradient kernels name them, ``grad_c`` and ``k`` for
+    tropical's): the forward decision's (``_natural_shapes``)."""
+    kinds = {name: kind_of(values[name], name) for name in layout.given}
+    dtypes = tuple(kind.dtype_of(values[name]) for name, kind in kinds.items())
+    ranks = tuple(len(kind.shape_of(values[name])) for name, kind in kinds.items())
+    route, manifest, saves, scalars = made(_backward_route(layout, dtypes, ranks, tuple(axes.items())))
+    _check_results(layout, values, grads, axes, route, manifest)
+    saved = {manifest[name]: value for name, value in values.items() if name in manifest and manifest[name] in saves}
+    missing = [name for name, m in manifest.items() if m in saves and m not in saved]
     if missing:
         msg = f"{missing[0]}: its gradient needs it from the forward call"
         raise ArgumentError(msg)
-    arguments = {p.name: values[p.arg] for p in route.signature or () if p.scalar and not p.dim}
-    inputs = {manifest[name]: (op.shape, op.dtype) for name, op in ops.items()}
-    found = gradients(bindings, route, saved, {manifest[n]: g for n, g in grads.items()}, arguments, inputs, framework)
+    arguments = {m: values[arg] for arg, m in scalars}
+    inputs = inputs_of(values, {name: manifest[name] for name in layout.given})
+    found = gradients(layout.family.bindings, route, saved, {manifest[n]: g for n, g in grads.items()}, arguments, inputs, framework)
     return {name: found[manifest[name]] for name in layout.given if manifest[name] in found}
+
+
+def _check_results(layout: Any, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], route: Any, manifest: dict[str, str]) -> None:
+    """Each result the call kept and each gradient of one, against the shape the
+    forward call's decision gives it: a mismatch named by the gradient
+    kernels' name for the array (``grad_c``), not by a dimension it binds."""
+    names = {(source, name): arg for step in made(_steps(layout.family.bindings, route)) for arg, source, name in step.sources}
+    for result, shape in _natural_shapes(layout, values, axes).items():
+        for source, given in ((_SAVED, values.get(result)), (_GRAD, grads.get(result))):
+            arg = names.get((source, manifest.get(result, "")))
+            if given is None or arg is None:
+                continue
+            got = tuple(kind_of(given, arg).shape_of(given))
+            if got != tuple(shape):
+                what = "the result it is the gradient of" if source == _GRAD else "the result it is"
+                msg = f"{arg}: shape {got}, but {what}, {result}, has shape {tuple(shape)} for these inputs"
+                raise ArgumentError(msg)
+
+
+@constant_when_traced  # chooses a kernel (filling tables): where torch.compile traces a call, not traced (_traced)
+def _backward_route(layout: Any, dtypes: tuple[str, ...], ranks: tuple[int, ...], axes: tuple[Any, ...]) -> str:
+    """How a call of ``layout`` with arrays of these dtypes and ranks and these
+    axes is differentiated: (the kernel whose gradient kernels run, its arrays'
+    manifest names by binding name, the arrays they save, its scalars as
+    (binding name, manifest name)), kept in ``_traced.MADE`` under the key returned."""
+    from aotc.kernels._keys import made_key
+
+    key = made_key("backward", layout.family.bindings.serial, layout.name, *dtypes, *ranks, *(v for _, v in axes))
+    if not hasattr(MADE, key):
+        kernel = layout.choose(dict(zip(layout.given, dtypes)), dict(axes), {name: (0,) * rank for name, rank in zip(layout.given, ranks)})
+        if kernel.backward is None:
+            raise no_gradient(layout, kernel)
+        route = through(layout.family.bindings, kernel) or kernel
+        manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
+        scalars = tuple((p.arg, p.name) for p in route.signature or () if p.scalar and not p.dim)
+        keep(key, (route, manifest, saved_names(route), scalars))
+    return key

@@ -38,8 +38,8 @@ from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
 from aotc.kernels._gradients import gradients, no_gradient, saved_names
-from aotc.kernels._launch import launch
-from aotc.kernels._shapes import decide
+from aotc.kernels._decision import decide
+from aotc.kernels._keys import jax_key
 
 __all__ = ["JAX_GRADIENTS", "call"]
 
@@ -108,8 +108,8 @@ def _without_gradient(layout: Any, kernel: Any, run: Any) -> Any:
 def _callback(layout: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
     """The callback for calls with these axes and scalars, made once: JAX keys
     its compiled calls on the callback, so a new one each call would recompile."""
-    key = ("callback", tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
-    found = layout.jax_calls.plans.get(key)
+    key = jax_key("callback", axes=axes, scalars=scalars)
+    found = layout.plans.get(key)
     if found is None:
 
         def run(ctx: Any, outs: Any, *ins: Any) -> None:
@@ -117,14 +117,12 @@ def _callback(layout: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any
             values.update(zip(layout.results, map(host_view, outs)))  # an inout's aliased buffer holds its input
             values.update(scalars)
             stream = xla_stream(ctx, *(values[name] for name in (*layout.given, *layout.results)))
-            if stream is None and layout.entry is not None:
-                # Host buffers, as NumPy views: the generated entry, whose call
-                # plan takes a repeat call (it reads the views' pointers anew).
-                layout.entry(*(values[name] for name in layout.positional), **{name: values[name] for name in layout.outs}, **axes)
-            else:
-                launch(layout, values, axes, stream)  # XLA's GPU buffers are new objects every call: no plan keeps them
+            # The direct route's plan where one fits (NumPy views of host buffers,
+            # XLA's GPU buffers through the CUDA array interface, on XLA's stream),
+            # else the full path, which leaves it.
+            layout.run(values, axes, stream)
 
-        found = layout.jax_calls.keep(key, reporting(run))
+        found = layout.plans.keep(key, reporting(run))
     return found
 
 
@@ -198,38 +196,13 @@ def _launch_once(layout: Any, decision: Any, axes: dict[str, Any], scalars: dict
 
 
 class _Jax:
-    """How ``_gradients`` runs on JAX arrays: each layout through this route;
-    JAX's arrays are immutable, so a gradient kernel never sums into a given one."""
-
-    in_kernel_sums = False
+    """How ``_gradients`` runs on JAX arrays: each layout through this route (the
+    arrays' own operations are their kind's, ``aotc.arrays.kinds.jax``)."""
 
     @staticmethod
     def call(layout: Any, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]:
         results = call(layout, values, {a: v for a, v in axes.items() if a in layout.open_axes}, None)
         return dict(zip(layout.results, results if isinstance(results, tuple) else (results,)))
-
-    @staticmethod
-    def shape(array: Any) -> tuple[int, ...]:
-        return tuple(array.shape)
-
-    @staticmethod
-    def dtype(array: Any) -> str:
-        return _dtype(array, "gradient")
-
-    @staticmethod
-    def zeros_like(array: Any) -> Any:
-        return jax.numpy.zeros_like(array)
-
-    @staticmethod
-    def zeros(shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-        return jax.numpy.zeros(shape, DTYPES[dtype].numpy)
-
-    @staticmethod
-    def sum_to(array: Any, shape: tuple[int, ...]) -> Any:
-        lead = array.ndim - len(shape)
-        summed = array.sum(axis=tuple(range(lead))) if lead else array
-        keep = tuple(i for i, (have, want) in enumerate(zip(summed.shape, shape)) if have != want)
-        return summed.sum(axis=keep, keepdims=True) if keep else summed
 
 
 JAX_GRADIENTS = _Jax  # how aotc.kernels._gradients runs on JAX arrays
@@ -249,8 +222,8 @@ def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dic
     forward pass runs the kernel (or the kernel it is differentiated through)
     and keeps what the gradient kernels save; the backward pass runs them.
     Made once per kernel, axes and scalars, as the callbacks are."""
-    key = ("vjp", kernel.name, tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
-    found = layout.jax_calls.plans.get(key)
+    key = jax_key("vjp", kernel.name, axes=axes, scalars=scalars)
+    found = layout.plans.get(key)
     if found is not None:
         return found
     bindings = layout.family.bindings
@@ -287,10 +260,10 @@ def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dic
         saved, given = residuals
         manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
         results = {manifest[name]: grad for name, grad in zip(layout.results, grads)}
-        inputs = {manifest[name]: (tuple(x.shape), _dtype(x, name)) for name, x in zip(layout.given, given)}
+        inputs = {manifest[name]: (tuple(x.shape), _dtype(x, name), False) for name, x in zip(layout.given, given)}  # immutable: summed after
         found = gradients(bindings, route, dict(zip(names, saved)), results, arguments, inputs, _Jax)
         return tuple(found.get(manifest[name], jax.numpy.zeros_like(x)) for name, x in zip(layout.given, given))
 
     differentiable = jax.custom_vjp(primal)
     differentiable.defvjp(forward, backward)
-    return layout.jax_calls.keep(key, differentiable)
+    return layout.plans.keep(key, differentiable)

@@ -29,6 +29,7 @@ import jax
 
 from aotc.arrays.jax_kernel_call import ARRAY, SCALAR_FIELDS, encode_kernel_call
 from aotc.kernels._arguments import scalar_argument
+from aotc.kernels._keys import jax_key
 from aotc.runtime.jax_route import BUILTIN, builtin_launcher
 from aotc.runtime.library import kernel_images
 from aotc.runtime.select import JitPolicy, Platform, explain_selection
@@ -101,9 +102,9 @@ def for_call(layout: Any, decision: Any, scalars: dict[str, Any], given: tuple[A
 def _opaque(layout: Any, decision: Any, scalars: dict[str, Any], shapes: dict[str, tuple[int, ...]], capability: tuple[int, int]) -> bytes | None:
     """The launcher's call for this decision and these scalars, made once; None where it cannot launch it."""
     kernel = decision.kernel
-    key = ("builtin", kernel.name, tuple(decision.dims.items()), tuple(shapes.items()), tuple((n, type(v), v) for n, v in scalars.items()), capability)
-    if key in layout.jax_calls.plans:
-        return layout.jax_calls.plans[key]
+    key = jax_key("builtin", kernel.name, tuple(decision.dims.items()), tuple(shapes.items()), capability, axes={}, scalars=scalars)
+    if key in layout.plans.plans:
+        return layout.plans.plans[key]
     opaque = None
     choice = explain_selection(kernel_images(layout.library.index, kernel.name), Platform(capability, (99, 0)), JitPolicy.OFF)
     if unlaunchable(layout, kernel) is None and choice.available:
@@ -136,7 +137,7 @@ def _opaque(layout: Any, decision: Any, scalars: dict[str, Any], shapes: dict[st
                 grid=grid,
                 params=params,
             )
-    return layout.jax_calls.keep(key, opaque)
+    return layout.plans.keep(key, opaque)
 
 
 def _dense_stride(shapes: dict[str, tuple[int, ...]], name: str, rank: int, i: int) -> int:

@@ -1,14 +1,25 @@
-"""The call-plan keys: each written once, as an expression over the binding's
-own names, which the generated entry inlines (a call level less on the hot
-path) and which is compiled as a function for storing plans. Store and
-lookup therefore read the same expression and cannot disagree.
+"""Every key the binder keeps anything under, built here and nowhere else.
 
-- A NumPy call's key: each in and inout array's shape, strides and dtype,
-  each out array's (None where not given), the open axes' values and the
-  sizes the caller gives (out arrays' extents, packed dimensions' lengths).
-- A tensor call's key: the open axes' values, then each in and inout
-  tensor's shape, strides, dtype and device, then the sizes; the ``.out``
-  overload's adds each out tensor's, after an "out" mark.
+A layout's store (``_plans.PlanStore``) holds entries of several sorts, and
+each key starts with what it keys, so they never meet:
+
+- ``choice_key``: the kernel ``Layout.choose`` picks for dtypes, axes and ranks;
+- ``decision_key``: the ``Decision`` of shapes, dtypes, out arrays given, axes
+  and extents (``_decision.decided``);
+- ``plan_key``: a call plan (``_replay``), under its route's tag (a kind's
+  name; the array type where the guard reads Operands), each array's facts
+  (its kind's ``plan_key``: shape, strides, dtype, and device where it has
+  one), each out array's (None where not given), the open axes' values, the
+  sizes the caller gives, and the stream handle it named (None: the current
+  one). It is written once as an expression over the binding's own names
+  (``plan_key_text``), which the generated guards inline, and compiled as a
+  function that the full path stores with: store and lookup read one text;
+- ``backward_key``: a recorded call's gradient step, by the gradients' strides;
+- the JAX route's callbacks, vjps and built-in launcher calls (``jax_key``);
+- ``steps_key``: a kernel's gradient steps (``_gradients``);
+- ``generated_key``: a generated factory, by the signature it serves
+  (``_plans.GENERATED``);
+- ``made_key``: what ``_traced.MADE`` holds, a str (dynamo reads it as an attribute).
 """
 
 from __future__ import annotations
@@ -17,64 +28,96 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
-__all__ = ["numpy_key", "numpy_key_text", "tensor_key", "tensor_key_text", "tensor_out_key"]
-
-
-def numpy_key_text(layout: Layout) -> str:
-    parts = [f"{name}.shape, {name}.strides, {name}.dtype" for name in layout.given]
-    parts += [f"None if {name} is None else ({name}.shape, {name}.strides, {name}.dtype)" for name in layout.outs]
-    parts += [*layout.open_axes, *layout.sizes]
-    return f"({', '.join(parts)},)"
-
-
-def _axes_text(layout: Layout) -> str:
-    return f"({''.join(f'{axis}, ' for axis in layout.open_axes)})"
-
-
-def tensor_key_text(layout: Layout, *, outs: bool = False) -> str:
-    parts = [_axes_text(layout)]
-    parts += [f"{name}.shape, {name}.stride(), {name}.dtype, {name}.device" for name in layout.given]
-    parts += list(layout.sizes)
-    if outs:
-        parts += ['"out"', *(f"{name}.shape, {name}.stride(), {name}.dtype, {name}.device" for name in layout.outs)]
-    return f"({', '.join(parts)},)"
+__all__ = [
+    "backward_key",
+    "choice_key",
+    "decision_key",
+    "generated_key",
+    "jax_key",
+    "made_key",
+    "plan_key",
+    "plan_key_text",
+    "steps_key",
+]
 
 
-_compiled: dict[tuple[Any, ...], Any] = {}
+def choice_key(dtypes: dict[str, str], axes: dict[str, Any], ranks: dict[str, int]) -> tuple[Any, ...]:
+    return ("choice", tuple(dtypes.items()), tuple(axes.items()), tuple(ranks.values()))
 
 
-def _function(layout: Layout, kind: str, names: tuple[str, ...], text: Any) -> Any:
-    """The key function of ``kind`` for ``layout`` and the names it takes, in
-    order: made once a layout (kept in its ``key_functions``), and once a text
-    and names across layouts."""
-    code = text(layout)
-    found = _compiled.get((names, code))
-    if found is None:
-        namespace: dict[str, Any] = {}
-        # Validated identifiers and our own text, as the entry's (aotc.kernels._entry).
-        exec(compile(f"def _aotc_key({', '.join(names)}):\n    return {code}\n", f"<aotc key {layout.name}>", "exec"), namespace)
-        found = _compiled[(names, code)] = namespace["_aotc_key"]
-    layout.key_functions[kind] = (found, names)
-    return found, names
-
-
-def numpy_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
-    """The key the generated entry builds for a NumPy call with these values (and axes, by name; None: not given)."""
-    function, names = layout.key_functions.get("numpy") or _function(layout, "numpy", (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes), numpy_key_text)
-    return function(*[values.get(name) for name in names])
-
-
-def tensor_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
-    """The key of a tensor call with these values and axes, by name (None: an axis not given)."""
-    function, names = layout.key_functions.get("tensor") or _function(layout, "tensor", (*layout.given, *layout.open_axes, *layout.sizes), tensor_key_text)
-    return function(*[values.get(name) for name in names])
-
-
-def tensor_out_key(layout: Layout, values: dict[str, Any]) -> tuple[Any, ...]:
-    """The key of a ``.out`` overload call with these values (its out tensors among them)."""
-    function, names = layout.key_functions.get("tensor out") or _function(
-        layout, "tensor out", (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes), lambda lay: tensor_key_text(lay, outs=True)
+def decision_key(
+    shapes: dict[str, Any], dtypes: dict[str, str], out_given: dict[str, Any], axes: dict[str, Any], extents: dict[str, Any]
+) -> tuple[Any, ...]:
+    """``shapes`` in the layout's ``given`` order."""
+    return (
+        "decision",
+        tuple((shape, dtypes[name]) for name, shape in shapes.items()),
+        tuple((name, shape, dtypes[name]) for name, shape in out_given.items()),
+        tuple(axes.items()),
+        tuple(extents.values()),
     )
-    return function(*[values.get(name) for name in names])
+
+
+def plan_key_text(layout: Layout, kind: Any, tag: str, variables: dict[str, str] | None = None) -> str:
+    """The key of a call plan for arrays of ``kind``, as an expression: ``tag``
+    first (an expression too), then the facts. ``variables`` renames arrays
+    (where the guard holds each one's Operand under another name); the open
+    axes, the sizes and ``_aotc_stream`` (the handle named, or None) are read
+    by their own names."""
+    variables = variables or {}
+    parts = [tag]
+    parts += [kind.plan_key(variables.get(name, name)) for name in layout.given]
+    for name in layout.outs:
+        var = variables.get(name, name)
+        parts.append(f"None if {var} is None else ({kind.plan_key(var)},)")
+    parts += [*layout.open_axes, *layout.sizes, "_aotc_stream"]
+    return f"({', '.join(parts)},)"
+
+
+def plan_key(layout: Layout, kind: Any, tag: Any, arrays: dict[str, Any], options: dict[str, Any], stream: Any) -> tuple[Any, ...]:
+    """The key ``plan_key_text`` builds, for ``arrays`` (each given and out array,
+    None where an out array is not given: objects, or Operands where the kind's
+    guard reads them), ``options`` (the open axes and sizes, by name; missing:
+    None) and the stream handle named (None: none)."""
+    function = layout.plans.plans.get(("key function", kind.name, kind.plan_operands))
+    if function is None:
+        from aotc._generated import compiled
+        from aotc.kernels._plans import GENERATED
+
+        names = (*layout.given, *layout.outs, *layout.open_axes, *layout.sizes)
+        text = plan_key_text(layout, kind, "_aotc_tag")
+        function = GENERATED.plans.get(("key function", names, text))
+        if function is None:
+            source = f"def _aotc_key(_aotc_tag, {', '.join(names)}, _aotc_stream):\n    return {text}\n"
+            function = GENERATED.keep(("key function", names, text), compiled(source, "_aotc_key", f"key {layout.name}", {}))
+        layout.plans.keep(("key function", kind.name, kind.plan_operands), function)
+    return function(tag, *[arrays.get(name) for name in (*layout.given, *layout.outs)], *[options.get(name) for name in (*layout.open_axes, *layout.sizes)], stream)
+
+
+def backward_key(recording: Any, layout: Any, axes: dict[str, Any], tensors: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A recorded call's gradient step (its layout and axes: two kernels of one
+    layout may differ only there), for tensors of these strides: the rest of
+    what decides it is the recording's own key (autograd hands each gradient
+    at its result's shape, dtype and device)."""
+    return (recording, layout, *axes.values(), *[t.stride() for t in tensors])
+
+
+def jax_key(what: str, *parts: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> tuple[Any, ...]:
+    """A JAX route's callback, vjp or built-in call (``what``): the scalars by
+    type and value (JAX keys its compiled calls on the callback)."""
+    return (f"jax {what}", *parts, tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+
+
+def steps_key(kernel: Any) -> tuple[Any, ...]:
+    return ("steps", kernel.name)
+
+
+def generated_key(what: str, *signature: Any) -> tuple[Any, ...]:
+    return (what, *signature)
+
+
+def made_key(what: str, *parts: Any) -> str:
+    """A key of ``_traced.MADE``: an attribute name, so a str."""
+    return "_".join(map(str, (what, *parts)))

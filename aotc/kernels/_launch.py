@@ -5,7 +5,7 @@ kernels, the JAX callbacks, the gradients. For arguments bound by name:
 
 1. read each in and inout array once (``aotc.arrays``), on one device;
 2. the call's stream: the one given, or the first array's library's current one;
-3. decide (``_shapes``): the kernel, dimensions, out arrays and grid, each
+3. decide (``_decision``): the kernel, dimensions, out arrays and grid, each
    refusal one line, before anything is copied or allocated;
 4. arrays the backend cannot reach are refused; an in array is used where it
    lies where the kernel reads it so (row-major, or by its declared strides),
@@ -17,9 +17,9 @@ kernels, the JAX callbacks, the gradients. For arguments bound by name:
    place on the emulator and staged on a GPU (``aotc.arrays.memory``);
 6. the decision's launches, with the parameters in the kernel's order: one,
    or one a part of a grid past CUDA's limits (each with its split offsets),
-   or none for a grid with an extent of 0 (the out arrays made and filled).
-
-``keep``, where given, is handed the launch made, to keep as a call plan.
+   or none for a grid with an extent of 0 (the out arrays made and filled);
+7. where the caller gives the key of its route's plan, the launch made
+   becomes that plan (``_replay``), kept in the layout's store.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from aotc.arrays.placement import device_of, output, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers
 from aotc.errors import ArgumentError, ArgumentTypeError, called
 from aotc.kernels._arguments import scalar_argument
-from aotc.kernels._shapes import decided
+from aotc.kernels._decision import decided
+from aotc.kernels._replay import Launched, plan_from
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,25 +40,31 @@ if TYPE_CHECKING:
 
     from aotc.arrays.operands import Operand
     from aotc.index import DeclaredParam
-    from aotc.kernels._shapes import Decision
+    from aotc.kernels._decision import Decision
 
 __all__ = ["decision_for", "launch"]
 
 
-def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, keep: Any = None) -> dict[str, Any]:
+# Called with the layout at every launch the full path makes (tests count plans' misses with it).
+FULL_PATH_HOOKS: list[Any] = []
+
+
+def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, key: Any = None) -> dict[str, Any]:
     """The launch of ``layout`` on arguments bound by binding name; returns every
     array by name (the out arrays made or given, the inout arrays written).
-    ``keep(values, arrays, launcher, arguments, backend, decision)`` is given the
-    launch made, to keep as a plan. A refusal names the layout as the function
-    called, unless a call over it (the entry, an API) named one."""
+    Where ``key`` is given, the launch made becomes the plan kept under it.
+    A refusal names the layout as the function called, unless a call over it
+    (the entry, an API) named one."""
+    for hook in FULL_PATH_HOOKS:
+        hook(layout)
     try:
-        return _launch(layout, values, axes, stream, keep)
+        return _launch(layout, values, axes, stream, key)
     except (ArgumentError, ArgumentTypeError) as exc:
         called(exc, layout.name)
         raise
 
 
-def _launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, keep: Any) -> dict[str, Any]:
+def _launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, key: Any) -> dict[str, Any]:
     library = layout.library
     ops = {name: as_operand(values[name], name) for name in layout.given}
     first_name = layout.given[0]
@@ -79,12 +86,14 @@ def _launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: A
     # (or that a stream capture refuses) leaves nothing behind.
     launcher = library.kernel(decision.kernel.name, device, handle)
     inputs: list[tuple[Operand, str]] = []
+    copied = []
     for name in layout.given:
         op, declared = ops[name], params[name]
         if declared.role == "inout":
             op = output(values[name], name, first, op.shape, op.dtype, tuple(inputs), library, handle, like_name=first_name)
         elif not _in_place(op, declared, host_memory):
             op = op.kind.contiguous(op, name)
+            copied.append(name)
         ops[name] = op
         inputs.append((op, name))
     for name in layout.outs:
@@ -119,15 +128,20 @@ def _launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: A
             launcher.launch_at(grid, arguments, stream=handle)
     finally:
         memory.finish()
-    arrays = {name: op.obj for name, op in ops.items()}
-    if keep is not None:
-        keep(values, arrays, launcher, arguments, backend, decision)
-    return arrays
+    for name in layout.results:
+        if name in layout.given or values.get(name) is not None:
+            ops[name].kind.wrote(ops[name])  # a tensor's version bump, where it was the caller's
+    if key is not None:
+        made = Launched(layout, values, ops, tuple(copied), decision, launcher, arguments, handle, given_stream is not None, backend, bool(memory.staged), memory.host_used)
+        plan = plan_from(made)
+        if plan is not None:
+            layout.plans.keep(key, plan)
+    return {name: op.obj for name, op in ops.items()}
 
 
 def decision_for(layout: Any, ops: dict[str, Operand], values: dict[str, Any], axes: dict[str, Any]) -> Decision:
     """The decision for these operands (in and inout, by name) and these values'
-    out arrays and extents (``_shapes.decided``)."""
+    out arrays and extents (``_decision.decided``)."""
     outs = {name: as_operand(values[name], name) for name in layout.outs if values.get(name) is not None}
     dtypes = {name: op.dtype for name, op in ops.items()}
     dtypes.update((name, op.dtype) for name, op in outs.items())

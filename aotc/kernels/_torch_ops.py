@@ -1,13 +1,13 @@
 """Declared layouts as PyTorch custom ops: ``torch.ops.<library>.<layout>``.
 
-Each layout (``_layout``: one family's kernels bound alike) becomes one op
+Each layout (``_binding``: one family's kernels bound alike) becomes one op
 whose schema comes from its declaration: in arrays are ``Tensor``, inout
 arrays ``Tensor(a!)`` (mutated in place, so not returned), the caller's
 scalars ``int`` or ``float``, axes with more than one value optional
 keywords, and the out arrays the op's results; a layout with out arrays also
 gets a ``.out`` overload taking them as keyword-only mutated tensors
 (PyTorch's convention), returning nothing. Its fake implementation decides
-the out arrays from the declaration (``_shapes.decide``, on the fake
+the out arrays from the declaration (``_decision.decide``, on the fake
 tensors' symbolic sizes), so ``torch.compile(fullgraph=True)`` traces it and
 ``torch.library.opcheck`` checks it. Its autograd formula comes from the
 kernels' ``backward:`` declaration (``_gradients``), and a kernel that
@@ -28,23 +28,21 @@ from typing import Any, Callable
 
 import torch
 
-from aotc.arrays.kinds.torch import dtype_name, torch_dtype
+from aotc.arrays.kinds.torch import TORCH, dtype_name, torch_dtype
 from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError
-from aotc.kernels._keys import tensor_key, tensor_out_key
+from aotc.kernels._keys import plan_key
 from aotc.kernels._launch import launch
-from aotc.kernels._torch_fake import fake_decision
-from aotc.kernels._tensor_plan import make_tensor_plan
 from aotc.kernels._torch_autograd import register_autograd
+from aotc.kernels._torch_decision import fake_decision
+from aotc.kernels._torch_registry import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from aotc.kernels import Kernels
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["register", "schema"]
-
-_bump_version = torch.autograd.graph.increment_version
 
 # namespace -> (its torch.library.Library, the Kernels whose ops it holds): kept for the process.
 _registered: dict[str, tuple[Any, Kernels]] = {}
@@ -101,22 +99,25 @@ def _define_ops(kernels: Kernels) -> Any:
         msg = f"torch.ops.{namespace}: PyTorch refused the namespace ({str(exc).splitlines()[0]})"
         raise ArgumentError(msg) from None
     layouts = [layout for name in kernels.names for layout in kernels.family(name).layouts.values()]
+    made = {}
     for layout in layouts:
         library.define(schema(layout), tags=(torch.Tag.pt2_compliant_tag,))
-        layout.torch_kernel = _kernel(layout)  # also called directly where nothing but it would see the op
-        library.impl(layout.name, layout.torch_kernel, "CompositeExplicitAutograd")
+        kernel = _kernel(layout)  # also called directly where nothing but it would see the op
+        library.impl(layout.name, kernel, "CompositeExplicitAutograd")
         torch.library.register_fake(f"{namespace}::{layout.name}", _fake(layout), lib=library)
+        out_kernel = None
         if layout.outs:
             library.define(schema(layout, out=True), tags=(torch.Tag.pt2_compliant_tag,))
-            layout.torch_out_kernel = _out_kernel(layout)
-            library.impl(f"{layout.name}.out", layout.torch_out_kernel, "CompositeExplicitAutograd")
+            out_kernel = _out_kernel(layout)
+            library.impl(f"{layout.name}.out", out_kernel, "CompositeExplicitAutograd")
             torch.library.register_fake(f"{namespace}::{layout.name}.out", _out_fake(layout), lib=library)
+        made[layout] = (kernel, out_kernel)
     ops = getattr(torch.ops, namespace)
     for layout in layouts:
         if not layout.inouts:  # PyTorch takes autograd formulas for functional ops only; the route refuses the others
             register_autograd(layout, namespace, library)
-    for layout in layouts:  # last: a layout's op is read without the lock once it is set (_torch_registry)
-        layout.torch_op = getattr(ops, layout.name)
+    for layout in layouts:  # last: a layout's op is read without the lock once recorded (_torch_registry)
+        record(layout, getattr(ops, layout.name), *made[layout])
     _registered[namespace] = (library, kernels)
     return ops
 
@@ -126,55 +127,42 @@ def _axes(layout: Layout, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {axis: value for axis, value in kwargs.items() if value is not None and axis in layout.open_axes}
 
 
-def _keeper(layout: Layout, key: tuple[Any, ...], *, outs_given: bool = False) -> Callable[..., None]:
-    """What the launch is given to keep: the launch it just made, as the tensor
-    plan of ``key`` where one fits (``_tensor_plan``)."""
-
-    def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, decision: Any) -> None:
-        made = make_tensor_plan(layout, values, arrays, launcher, arguments, backend, decision, outs_given=outs_given)
-        if made is not None:
-            layout.tensor_plans.keep(key, made)
-
-    return keep
-
-
 def _kernel(layout: Layout) -> Callable[..., Any]:
-    """The op's kernel: a repeat call's plan (``_tensor_plan``), else the
-    layout's launch on the tensors as given, which leaves a plan where one fits."""
-    outs, given, positional, plans, inouts = layout.outs, layout.given, layout.positional, layout.tensor_plans.plans, layout.inouts
+    """The op's kernel: a repeat call's plan (``_replay``), else the layout's
+    launch on the tensors as given, which leaves a plan where one fits."""
+    positional, given, outs, scalars, plans = layout.positional, layout.given, layout.outs, tuple(layout.arguments), layout.plans.plans
+    none = (None,) * len(outs)
+    returned = tuple(layout.results.index(name) for name in outs)  # the outs among a plan's results
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         values = dict(zip(positional, args))
         values.update((name, kwargs[name]) for name in layout.lengths if kwargs.get(name) is not None)
-        key = tensor_key(layout, {**values, **kwargs})
+        key = plan_key(layout, TORCH, "torch", values, kwargs, None)  # the entry's guard's key
         plan = plans.get(key)
-        results = None if plan is None else plan(tuple(values[name] for name in given), values)
-        if results is None:  # no plan, or one that cannot vouch for this call
-            arrays = launch(layout, values, _axes(layout, kwargs), None, _keeper(layout, key))
+        found = None if plan is None else plan(*[values[name] for name in given], *none, *[values[name] for name in scalars])
+        if found is None:  # no plan, or one that cannot vouch for this call
+            arrays = launch(layout, values, _axes(layout, kwargs), None, key)
             results = tuple(arrays[name] for name in outs)
-        for name in inouts:
-            _bump_version(values[name])  # what PyTorch's own in-place ops do: autograd sees it changed
+        else:
+            results = tuple(found[i] for i in returned)
         return None if not results else results[0] if len(results) == 1 else results
 
     return kernel
 
 
 def _out_kernel(layout: Layout) -> Callable[..., Any]:
-    """The ``.out`` overload's kernel: the layout's launch writing the out tensors
-    given, or a repeat call's plan (``_tensor_plan``, its ``outs_given`` form)."""
-    positional, outs, names = layout.positional, layout.outs, layout.given + layout.outs
-    written, plans = layout.results, layout.tensor_plans.plans
+    """The ``.out`` overload's kernel: a repeat call's plan, else the layout's
+    launch writing the out tensors given (its plan is keyed by them too)."""
+    positional, outs, names, scalars, plans = layout.positional, layout.outs, layout.given + layout.outs, tuple(layout.arguments), layout.plans.plans
 
     def kernel(*args: Any, **kwargs: Any) -> None:
         values = dict(zip(positional, args))
         values.update((name, kwargs.pop(name)) for name in outs)
         values.update((name, kwargs[name]) for name in layout.lengths if kwargs.get(name) is not None)
-        key = tensor_out_key(layout, {**values, **kwargs})  # beside the op's own plans
+        key = plan_key(layout, TORCH, "torch", values, kwargs, None)
         plan = plans.get(key)
-        if plan is None or plan(tuple(values[name] for name in names), values) is None:
-            launch(layout, values, _axes(layout, kwargs), None, _keeper(layout, key, outs_given=True))
-        for name in written:
-            _bump_version(values[name])
+        if plan is None or plan(*[values[name] for name in names], *[values[name] for name in scalars]) is None:
+            launch(layout, values, _axes(layout, kwargs), None, key)
 
     return kernel
 

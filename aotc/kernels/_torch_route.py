@@ -12,7 +12,8 @@ overload where every out array is given as a tensor, so autograd and
   inputs; so is ``stream=``, whose call runs outside the ops.
 
 A call given some out arrays but not all, or a stream, runs directly. The
-op's kernel runs the layout's launch, never the op again. Nothing here
+op's kernel runs the layout's launch, never the op again. The entry's guard
+of tensors, which finds these routes' plans, is ``_torch_guard``'s. Nothing here
 imports torch: the caller found it in ``sys.modules``.
 """
 
@@ -21,14 +22,15 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError
-from aotc.kernels._torch_registry import op_of
+from aotc.kernels._keys import made_key
+from aotc.kernels._torch_registry import kernel_of, op_of, out_kernel_of
 from aotc.kernels._traced import constant_when_traced, keep, made
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["call_op", "call_tensors", "records", "refuse_recording", "to_op"]
 
@@ -76,7 +78,7 @@ def _current(tensor: Any, stream: Any) -> bool:
     if tensor.device.type != "cuda":
         return False
     op = as_operand(tensor, "stream")
-    return stream_handle(stream, op) == op.kind.current_stream(op)
+    return stream_handle(stream, op) == stream_handle(None, op)  # None: the one reader of a current stream
 
 
 def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any:
@@ -95,7 +97,7 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
 
         # Nothing but the overload would see it (out= records no gradient): its kernel, directly.
         direct = direct_all((*(values[name] for name in layout.given), *outs))
-        (layout.torch_out_kernel if direct else op.out)(*arguments, **dict(zip(layout.outs, outs)), **axes)
+        (out_kernel_of(layout) if direct else op.out)(*arguments, **dict(zip(layout.outs, outs)), **axes)
     else:
         recording = records(layout, values)
         if recording and layout.inouts:
@@ -103,9 +105,13 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
             raise ArgumentError(msg)
         outs = _eagerly_recorded(layout, values, axes) if recording else None
         if outs is None and recording:
-            outs = _through_op(layout, values, axes, arguments)
+            outs = _through_op(layout, values, axes, arguments, _transformed())
         if outs is None:
-            outs = op(*arguments, **axes)
+            from aotc.arrays.torch_direct import direct_all
+
+            # Where nothing but aotc would see the op, its kernel itself (which leaves a plan).
+            run = kernel_of(layout) if not recording and direct_all(tuple(values[name] for name in layout.given)) else op
+            outs = run(*arguments, **axes)
             outs = outs if isinstance(outs, (tuple, list)) else (outs,) if layout.outs else ()
     by_name = dict(zip(layout.outs, outs))
     results = tuple(by_name[name] if name in by_name else values[name] for name in layout.results)
@@ -113,7 +119,7 @@ def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any
 
 
 def _eagerly_recorded(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A recorded eager call on plain tensors, past the dispatcher (``_torch_eager``);
+    """A recorded eager call on plain tensors, past the dispatcher (``_torch_recorded``);
     None where the ops must run it (traced, a mode, a subclass, no gradient declared)."""
     import torch
 
@@ -123,7 +129,7 @@ def _eagerly_recorded(layout: Layout, values: dict[str, Any], axes: dict[str, An
 
     if not direct_all(tuple(values[name] for name in layout.given)):
         return None
-    from aotc.kernels._torch_eager import call_recorded
+    from aotc.kernels._torch_recorded import call_recorded
 
     return call_recorded(layout, values, axes)
 
@@ -137,23 +143,36 @@ def call_tensors(layout: Layout, args: tuple[Any, ...], axes: dict[str, Any], di
     if not direct:
         return call_op(layout, values, axes)
     axes.update((name, values[name]) for name in layout.lengths if name in values)
-    op_of(layout)  # registered: its kernel is made with it
-    outs = layout.torch_kernel(*args, **axes)
+    outs = kernel_of(layout)(*args, **axes)
     by_name = dict(zip(layout.outs, outs if isinstance(outs, tuple) else (outs,)))
     results = tuple(by_name[name] if name in by_name else values[name] for name in layout.results)
     return results[0] if len(results) == 1 else results
 
 
-def _through_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any], arguments: list[Any]) -> tuple[Any, ...] | None:
-    """Where the call's kernel is differentiated through another kernel: that
-    kernel's op, called in its place, and this one's results of it (None: not so)."""
+def _transformed() -> bool:
+    """Whether a torch.func transform (grad, vjp, jacrev, vmap) runs the call (never so while traced)."""
+    torch = torch_module()
+    return not torch.compiler.is_compiling() and torch._C._are_functorch_transforms_active()  # noqa: SLF001 - see eager_checks
+
+
+def _through_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any], arguments: list[Any], transformed: bool) -> tuple[Any, ...] | None:
+    """A recorded call through the ops: where its kernel is differentiated
+    through another kernel, that kernel's op in its place, and this one's
+    results of it; under a torch.func transform, the op's autograd formula at
+    Python's level (``OpFunction``: the transform handles it there, where at
+    the dispatcher's Autograd key it cannot). None: the op, as it is."""
     dtypes = tuple(values[name].dtype for name in layout.given)
     ranks = tuple(values[name].dim() for name in layout.given)
     route = made(_through_key(layout, dtypes, ranks, tuple(axes.items())))
-    if route is None:
+    if route is None and not transformed:
         return None
-    other, other_axes = route
-    outs = op_of(other)(*arguments, **other_axes)
+    other, other_axes = route if route is not None else (layout, axes)
+    if transformed:
+        from aotc.kernels._torch_autograd import apply
+
+        outs = apply(other, other_axes, arguments)
+    else:
+        outs = op_of(other)(*arguments, **other_axes)
     by_name = dict(zip(other.outs, outs if isinstance(outs, (tuple, list)) else (outs,)))
     return tuple(by_name[name] for name in layout.outs)
 
@@ -164,7 +183,7 @@ def _through_key(layout: Layout, dtypes: tuple[Any, ...], ranks: tuple[int, ...]
     from aotc.arrays.kinds.torch import dtype_name
 
     names = {name: dtype_name(dtype) for name, dtype in zip(layout.given, dtypes)}
-    key = f"through_{layout.family.bindings.serial}_{layout.name}_{'_'.join(map(str, (*names.values(), *ranks, *(v for _, v in axes))))}"
+    key = made_key("through", layout.family.bindings.serial, layout.name, *names.values(), *ranks, *(v for _, v in axes))
     try:
         kernel = layout.choose(names, dict(axes), {name: (0,) * rank for name, rank in zip(layout.given, ranks)})
     except ArgumentError:

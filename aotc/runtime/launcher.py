@@ -184,7 +184,7 @@ def product_grid(signature: KernelSignature) -> bool:
 def grid_of(signature: KernelSignature, args: Sequence[int]) -> tuple[int, int, int]:
     """The grid a launch of ``signature`` with ``args`` uses, with no kernel loaded:
     what a call checks against CUDA's limits before it allocates anything
-    (``aotc.kernels._shapes``), and what JAX's built-in launcher is given."""
+    (``aotc.kernels._decision``), and what JAX's built-in launcher is given."""
     return _product_extents(_grid_products(signature), args)
 
 

@@ -113,8 +113,10 @@ def over(library: Any) -> Tropical:
 @constant_when_traced  # made eagerly where a first use is traced by torch.compile (aotc.kernels._traced)
 def _make_handle(library: Any) -> str:
     """Make ``library``'s handle (one, even under a race); returns its key in ``MADE`` (aotc.kernels._traced)."""
+    from aotc.kernels._keys import made_key
+
     api = library.extensions.setdefault(_EXTENSION, Tropical(library))
-    return keep(f"tropical_{id(api)}", api)
+    return keep(made_key("tropical", id(api)), api)
 
 
 def set_library(library: Any = None, *, backend: Any = None) -> Any:
@@ -151,7 +153,9 @@ def _load_default() -> str:
 
             _shared["api"] = over(load("tropical"))
         api = _shared["api"]
-    return keep(f"tropical_{id(api)}", api)
+    from aotc.kernels._keys import made_key
+
+    return keep(made_key("tropical", id(api)), api)
 
 
 def _library() -> Any:

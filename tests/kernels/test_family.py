@@ -111,19 +111,19 @@ def test_an_axis_the_arrays_do_not_decide_must_be_given(axpy: Any) -> None:  # n
 
 def test_a_repeat_call_with_alike_arrays_takes_its_plan(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
     layout = rowops.layout("softmax")
-    layout.decisions.clear()
-    layout.numpy_plans.clear()
+    layout.plans.clear()
+    layout.plans.clear()
     x = RNG.normal(size=(4, 9))
     first = rowops.softmax(x)
-    assert len(layout.numpy_plans) == 1 and len(layout.decisions) == 1
+    assert len(layout.plans.tagged("numpy")) == 1 and len(layout.plans.tagged("decision")) == 1
     second = rowops.softmax(x + 1)  # through the generated entry's plan
-    assert len(layout.decisions) == 1
+    assert len(layout.plans.tagged("decision")) == 1
     np.testing.assert_allclose(first, second, rtol=1e-13)  # softmax is shift-invariant
     out = np.empty_like(x)
     assert rowops.softmax(x + 2, y=out) is out
     np.testing.assert_allclose(out, first, rtol=1e-13)
     rowops.softmax(x.astype(np.float32))
-    assert len(layout.decisions) == 3
+    assert len(layout.plans.tagged("decision")) == 3
 
 
 def test_a_plan_refuses_what_the_full_path_must_name(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
@@ -131,10 +131,10 @@ def test_a_plan_refuses_what_the_full_path_must_name(axpy: Any) -> None:  # noqa
     overlapping inout array, or an odd scalar, goes the full way and gets its error."""
     x, y = RNG.normal(size=(3, 8)), RNG.normal(size=(3, 8))
     entry = axpy.layout("axpy")
-    entry.numpy_plans.clear()
+    entry.plans.clear()
     axpy.axpy(x, y, 1.0, threads=64)  # the axis chosen by keyword ends the plan's key
     axpy.axpy(x, y, 1.0, threads=128)
-    assert [key[-1] for key in entry.numpy_plans.plans] == [64, 128]
+    assert [key[-2] for key in entry.plans.tagged("numpy")] == [64, 128]  # the axis, before the stream named (None)
     expected = y + 2.0 * x
     assert axpy.axpy(x, y, 2.0, threads=64) is y  # the plan's call
     np.testing.assert_allclose(y, expected, rtol=1e-15)

@@ -100,17 +100,17 @@ def test_a_scalar_that_is_not_a_number_is_refused(axpy: Any) -> None:  # noqa: F
 
 @pytest.fixture
 def softmax_launches(rowops: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:  # noqa: F811
-    """The shapes of x at each call of softmax's callback (on the CPU, through the generated entry)."""
+    """The shapes of x at each call of softmax's callback (on the CPU, the direct route's, Layout.run)."""
     family = rowops.layout("softmax")
-    entry = family.entry
+    run = family.run
     shapes: list[tuple[int, ...]] = []
 
-    def counting(x: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(x, np.ndarray):  # the callback's view of XLA's buffer, not the caller's JAX array
-            shapes.append(x.shape)
-        return entry(x, *args, **kwargs)
+    def counting(values: dict[str, Any], *args: Any) -> Any:
+        if isinstance(values["x"], np.ndarray):  # the callback's view of XLA's buffer, not the caller's JAX array
+            shapes.append(values["x"].shape)
+        return run(values, *args)
 
-    monkeypatch.setattr(family, "entry", counting)
+    monkeypatch.setattr(family, "run", counting)
     return shapes
 
 
@@ -175,13 +175,13 @@ def test_a_repeat_cpu_call_takes_a_numpy_call_plan(axpy: Any) -> None:  # noqa: 
     """On the CPU XLA's buffers arrive as NumPy views: the generated entry's
     plan takes the repeat calls, inout aliasing and axis keyword included."""
     family = axpy.layout("axpy")
-    family.numpy_plans.clear()
+    family.plans.clear()
     step = jax.jit(lambda a, b: axpy.axpy(a, b, 2.0, threads=128))
     x, y = jnp.full((3, 4), 0.5), jnp.ones((3, 4))
     y = step(x, y)  # decides everything, and leaves a plan
-    [(key, plan)] = family.numpy_plans.plans.items()
+    [(key, plan)] = family.plans.tagged("numpy").items()
     taken: list[Any] = []
-    family.numpy_plans.plans[key] = lambda *args: taken.append(args) or plan(*args)
+    family.plans.plans[key] = lambda *args: taken.append(args) or plan(*args)
     for _ in range(2):
         y = step(x, y)
     np.testing.assert_array_equal(np.asarray(y), np.full((3, 4), 4.0))  # 1 + 3 * (2 * 0.5)

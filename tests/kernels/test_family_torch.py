@@ -103,7 +103,7 @@ def _ops_run(call: Any, namespace: str = "rowops") -> tuple[list[str], Any]:
 def test_a_plain_eager_call_skips_the_dispatcher_recorded_or_not(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
     """Where no mode or transform would see the op, the generated entry runs the
     op's kernel itself (aotc.arrays.torch_direct); where autograd records, inside
-    an autograd.Function with the same formula (aotc.kernels._torch_eager)."""
+    an autograd.Function with the same formula (aotc.kernels._torch_recorded)."""
     x = torch.randn(3, 40, dtype=torch.float64)
     rowops.softmax(x)  # the first tensor call registers the ops and opens the entry's tensor branch
     for _ in range(2):  # the second takes the kernel's plan
@@ -144,14 +144,14 @@ def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: An
     family = axpy.layout("axpy")
     x, y = torch.randn(4, 33, dtype=torch.float64), torch.randn(4, 33, dtype=torch.float64)
     axpy.axpy(x, y, 1.0, threads=64)  # registers the ops; the op's kernel leaves a plan
-    family.tensor_plans.clear()
+    family.plans.clear()
     for alpha in (0.5, 2.0):  # the first leaves the plan, the second takes it
         expected, before = y + alpha * x, y._version  # noqa: SLF001 - autograd's version counter
         ran, result = _ops_run(lambda alpha=alpha: axpy.axpy(x, y, alpha, threads=64), "axpylib")
         assert ran == [] and result is y  # the entry ran the op's kernel: nothing records
         torch.testing.assert_close(y, expected)
         assert y._version > before  # noqa: SLF001 - as for PyTorch's own in-place ops
-    assert len(family.tensor_plans) == 1
+    assert len(family.plans.tagged("torch")) == 1
     with mock.patch("aotc.kernels._torch_ops.launch", side_effect=AssertionError("the full path ran")):
         axpy.axpy(x, y, 1.0, threads=64)  # the plan alone
     with torch.inference_mode():  # a mode the dispatcher must see: the op runs
@@ -223,18 +223,19 @@ def test_a_stream_or_out_array_runs_directly(rowops: Any) -> None:  # noqa: F811
     torch.testing.assert_close(out, expected)
 
 
-def test_a_repeat_op_call_takes_its_tensor_plan(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
+def test_a_repeat_op_call_takes_its_tensor_plan(rowops: Any, full_path: list[str]) -> None:  # noqa: F811 - the fixture imported above
     family = rowops.layout("scan")
-    family.tensor_plans.clear()
+    family.plans.clear()
     x = torch.arange(24, dtype=torch.int64).reshape(4, 6)
     first = rowops.scan(x)
-    assert len(family.tensor_plans) == 1
+    assert len(family.plans.tagged("torch")) == 1
     again = rowops.scan(x * 2)  # the plan's call
     torch.testing.assert_close(again, first * 2)
     strided = torch.arange(48, dtype=torch.int64).reshape(4, 12)[:, ::2]
-    torch.testing.assert_close(rowops.scan(strided), strided.cumsum(dim=1))
-    torch.testing.assert_close(rowops.scan(strided), strided.cumsum(dim=1))  # copied each time: no plan
-    assert len(family.tensor_plans) == 1
+    for _ in range(2):  # copied by the full path, then by its plan, which copies each time
+        torch.testing.assert_close(rowops.scan(strided), strided.cumsum(dim=1))
+    assert len(family.plans.tagged("torch")) == 2
+    assert full_path == ["scan", "scan"]
 
 
 MIXED = {

@@ -70,6 +70,34 @@ class TestTorch:
         for a, b in zip(eager, traced):
             torch.testing.assert_close(a.grad, b.grad)
 
+    # torch.func's vmap runs a layout's op once an example (PyTorch says so, "a
+    # performance drop"), and jacrev vmaps the gradient kernels' ops so.
+    @pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
+    def test_torch_func_grad_vjp_jacrev_and_vmap_agree_with_backward(self, rowops: Any) -> None:  # noqa: F811
+        """The op's formula is an autograd.Function in the setup_context style,
+        which the bindings apply where a transform records: each transform's
+        gradient is the one loss.backward() gives."""
+        torch = self.torch
+        func = torch.func
+        x, g, h = (torch.tensor(a) for a in _inputs(3, 6))
+        weights = torch.linspace(-1.0, 2.0, 18, dtype=torch.float64).reshape(3, 6)
+
+        def loss(x: Any, g: Any, h: Any) -> Any:
+            return (rowops.scale_shift(x, g, h) * weights).sum()
+
+        leaves = [t.clone().requires_grad_() for t in (x, g, h)]
+        loss(*leaves).backward()
+        want = [t.grad for t in leaves]
+        for got in (func.grad(loss, argnums=(0, 1, 2))(x, g, h), func.vjp(lambda *a: rowops.scale_shift(*a), x, g, h)[1](weights)):
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b)
+        jacobian = func.jacrev(lambda t: rowops.scale_shift(t, g, h))(x)  # (3, 6) by (3, 6)
+        torch.testing.assert_close((jacobian * weights[..., None, None]).sum((0, 1)), want[0])
+        batched = func.vmap(lambda t: rowops.scale_shift(t, g, h))(torch.stack([x, x + 1]))
+        torch.testing.assert_close(batched[1], rowops.scale_shift(x + 1, g, h))
+        per_example = func.vmap(func.grad(lambda t: loss(t, g, h)))(torch.stack([x, 2 * x]))
+        torch.testing.assert_close(per_example[0], want[0])
+
     def test_a_second_derivative_is_refused_in_one_line(self, rowops: Any) -> None:  # noqa: F811
         torch = self.torch
         x, g, h = (torch.tensor(a).requires_grad_() for a in _inputs(2, 5))

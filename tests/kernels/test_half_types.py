@@ -1,7 +1,7 @@
 """Half and small integer types (aotc/dtypes.py's table) from the manifest to every binding.
 
 A family over f16 and bf16 arrays with an f16 and a bf16 scalar, one over
-f32 and bf16 with a scalar of the arrays' type, and one over i8, u8, i16 and
+f16, f32 and bf16 with a scalar of the arrays' type, and one over i8, u8, i16 and
 u16 arrays with u32 and u64 scalars, rendered by the real
 codegen, compiled by the emulator, and called from NumPy, PyTorch and JAX;
 each result is checked against NumPy. The half results are compared within
@@ -62,7 +62,7 @@ families:
       block: [64]
   scale:
     template: scale.cu.j2
-    axes: {dtype: [f32, bf16]}
+    axes: {dtype: [f16, f32, bf16]}
     name: "scale_{dtype}"
     signature:
       x: {array: dtype, role: in, shape: [n]}
@@ -381,6 +381,37 @@ def test_a_scalar_that_does_not_fit_is_refused_in_one_line(halflib: Any, kwargs:
             assert str(info.value) == message
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f32", "f16"])
+def test_a_scalar_typed_by_a_dtype_axis_is_converted_by_the_chosen_kernels_type_every_call(halflib: Any, dtype: str) -> None:
+    """The layout's first point is f16: a repeat call (its plan) converts alpha as
+    the kernel the call chose takes it, not as that first point does (bf16: its
+    bits, where f16's conversion left a float that no bf16 word packs; f32:
+    1e5, which f16 cannot hold)."""
+    import torch
+
+    x = np.array([1.0, -2.0, 0.5, 3.0], np.float32).astype(NUMPY_TYPES.get(dtype, np.float32))
+    alphas = (2.5, 2.5, 1e5, 1e5) if dtype == "f32" else (2.5, 2.5, 2.5)
+    for alpha in alphas:  # the full path, then the plan it left
+        want = (x.astype(np.float32) * np.float32(alpha)).astype(x.dtype).astype(np.float32)
+        np.testing.assert_allclose(halflib.scale(x, alpha=alpha).astype(np.float32), want, rtol=ULP["bf16"])
+        t = torch.from_numpy(x.astype(np.float32)).to(getattr(torch, DTYPES[dtype].numpy))
+        np.testing.assert_allclose(halflib.scale(t, alpha=alpha).float().numpy(), want, rtol=ULP["bf16"])
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_a_dtype_typed_scalar_under_jax_jit_every_call(halflib: Any, dtype: str) -> None:
+    """jit's callback takes the NumPy plan of XLA's host buffers: the same conversion, every run."""
+    import jax
+    import jax.numpy as jnp
+
+    alpha = 2.5 if dtype == "bf16" else 1e5
+    jitted = jax.jit(lambda a: halflib.scale(a, alpha=alpha))
+    x = jnp.asarray(np.array([1.0, -2.0, 0.5], np.float32).astype(NUMPY_TYPES.get(dtype, np.float32)))
+    want = (np.asarray(x).astype(np.float32) * np.float32(alpha)).astype(np.asarray(x).dtype).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(np.asarray(jitted(x)).astype(np.float32), want, rtol=ULP["bf16"])
+
+
 def test_an_f32_scalar_past_its_range_is_refused_not_passed_as_inf(halflib: Any) -> None:
     import torch
 
@@ -400,7 +431,7 @@ def test_a_frameworks_dtype_for_a_dtype_axis_is_refused_naming_ours(halflib: Any
     value = eval(given, {"np": np, "torch": torch, "ml_dtypes": ml_dtypes})
     ours = "bf16" if "bfloat16" in given else "f32"
     calls = {  # each family's dtype values: the hint only where ours is one of them
-        ("f32", "bf16"): lambda: halflib.scale(np.ones(3, np.float32), alpha=1.0, dtype=value),
+        ("f16", "f32", "bf16"): lambda: halflib.scale(np.ones(3, np.float32), alpha=1.0, dtype=value),
         ("f16", "bf16"): lambda: halflib.affine(np.ones(3, np.float16), alpha=1.0, beta=0.0, dtype=value),
     }
     for (values, call), function in zip(calls.items(), ("scale", "affine")):

@@ -24,7 +24,7 @@ x = np.random.default_rng(0).normal(size=(3, 7))
 softmax(x)
 assert "torch" not in sys.modules
 import torch
-from aotc.kernels._layout import Layout
+from aotc.kernels._binding import Layout
 
 t, out = torch.from_numpy(x), torch.empty(3, 7, dtype=torch.float64)
 softmax(t), softmax(t, y=out)  # the full path, through the op: each leaves its plan

@@ -1,4 +1,4 @@
-"""A declared family's grid past CUDA's limits (aotc/kernels/_shapes.py,
+"""A declared family's grid past CUDA's limits (aotc/kernels/_decision.py,
 ``Decision.launches``): a family that declares a split offset for an axis
 (``y0: {scalar: i32, split: y}``, added to ``blockIdx.y`` by its template) is
 launched in parts along it, each part's first block index in the offset; a
@@ -83,6 +83,29 @@ def test_rows_past_the_limit_launch_in_parts(gridrows: Any, monkeypatch: pytest.
     grids.clear()
     np.testing.assert_array_equal(gridrows.twice(x[:7]), 2 * x[:7] + np.arange(7))
     assert grids == [((1, 7, 1), 0)]  # one launch: its offset 0
+
+
+def test_a_grid_in_parts_is_replayed_whole_by_its_plan(gridrows: Any, full_path: list[str]) -> None:
+    """The repeat of a call launched in parts takes the plan its first call left
+    (no second trip through the full path), and the plan launches every part
+    at its own offset: each row's result holds its own index. So do tensors,
+    through the op's kernel and past the dispatcher."""
+    layout = gridrows.layout("twice")
+    layout.plans.clear()
+    x = np.arange(140_000, dtype=np.int32)
+    for shift in range(3):
+        np.testing.assert_array_equal(gridrows.twice(x + shift), 2 * (x + shift) + np.arange(140_000))
+    y = np.empty_like(x)
+    for shift in range(3):
+        assert gridrows.twice(x - shift, y=y) is y
+        np.testing.assert_array_equal(y, 2 * (x - shift) + np.arange(140_000))
+    assert full_path == ["twice", "twice"]  # one plan allocating, one writing y=
+    torch = pytest.importorskip("torch")
+    full_path.clear()
+    for shift in range(3):
+        got = gridrows.twice(torch.from_numpy(x + shift))
+        np.testing.assert_array_equal(got.numpy(), 2 * (x + shift) + np.arange(140_000))
+    assert full_path == ["twice"]
 
 
 def test_a_family_that_declares_no_split_is_refused_saying_what_to_declare(gridrows: Any) -> None:

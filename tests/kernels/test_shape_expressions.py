@@ -1,4 +1,4 @@
-"""Shapes as sparse and ragged kernels need them (aotc/kernels/_shapes.py):
+"""Shapes as sparse and ragged kernels need them (aotc/kernels/_decision.py):
 an extent written as an expression of others (a CSR matrix's ``indptr`` of
 ``rows + 1``), and a caller's size tied to an array's (``cols`` equal to x's
 length), through the ragged test package (tests/packages/ragged). A call that
@@ -140,7 +140,7 @@ def test_segment_sums_and_an_empty_call_still_fills(ragged: Any, monkeypatch: py
         got = ragged.segment_sum(np.zeros((0, 3)), np.zeros(4, np.int32), 3, sums=out)
         np.testing.assert_array_equal(got, np.zeros((3, 3)))
     assert launches == []
-    ragged.layout("segment_sum").numpy_plans.clear()  # the full path again: it launches once
+    ragged.layout("segment_sum").plans.clear()  # the full path again: it launches once
     np.testing.assert_allclose(ragged.segment_sum(values, offsets, 3), want, rtol=1e-12)
     assert launches == [(1, 1, 1)]
 

@@ -71,3 +71,38 @@ def test_a_compiled_first_use_of_tropical_in_a_fresh_process(tmp_path: Any) -> N
     from conftest import installed_library
 
     assert run_fresh(tmp_path, TROPICAL_FIRST_USE, str(installed_library())) == "compiled tropical first use"
+
+
+EVERY_FUNCTION = textwrap.dedent("""\
+    import sys
+    import torch
+    import aotc
+    from aotc import reference, tropical
+
+    tropical.set_library(aotc.load(sys.argv[1], backend="emulator"))  # the index's top level: no handle, binding or op yet
+    a = torch.randn(5, 6, dtype=torch.float64)
+    b = torch.randn(6, 4, dtype=torch.float64)
+    want_c, want_k = reference.matmul_argmax(a.numpy(), b.numpy(), "maxplus")
+    calls = {
+        "matmul": lambda: tropical.matmul(a, b),
+        "matmul_argmax": lambda: tropical.matmul_argmax(a, b, "maxplus"),
+        "matmul_backward": lambda: tropical.matmul_backward(torch.ones(5, 4, dtype=torch.float64), torch.from_numpy(want_k), a, b),
+    }
+    got = torch.compile(calls[sys.argv[2]], fullgraph=True, backend="aot_eager")()
+    if sys.argv[2] == "matmul_backward":
+        want = reference.matmul_backward(torch.ones(5, 4, dtype=torch.float64).numpy(), want_k, a.numpy(), b.numpy(), "maxplus")
+        assert all((g.numpy() == w).all() for g, w in zip(got, want)), got
+    else:
+        assert ((got[0] if isinstance(got, tuple) else got).numpy() == want_c).all(), got
+    print("compiled first use:", sys.argv[2])
+""")
+
+
+@pytest.mark.parametrize("function", ["matmul", "matmul_argmax", "matmul_backward"])
+def test_a_compiled_first_use_of_every_tropical_function(tmp_path: Any, function: str) -> None:
+    """torch.compile(fullgraph=True) as the very first use of each public tensor
+    function, in a fresh process: matmul_backward chooses its kernel and its
+    gradient steps where dynamo does not trace (its tables filled once)."""
+    from conftest import installed_library
+
+    assert run_fresh(tmp_path, EVERY_FUNCTION, str(installed_library()), function) == f"compiled first use: {function}"

@@ -1,7 +1,7 @@
 """Products whose grid is past CUDA's limits (65535 blocks on y or z) launch
 in parts: tropical's kernels declare a split offset on each axis
 (kernels/manifest.yaml, ``block_y0`` and ``block_z0``), and the binder sets
-it to each part's first block index (aotc/kernels/_shapes.py, ``launches``).
+it to each part's first block index (aotc/kernels/_decision.py, ``launches``).
 Graph and sequence workloads have such shapes: a tall matrix (8.4 million
 rows by one column) and many small products (a batch of 70,000). Before,
 these were refused ("past CUDA's limits ... split the work"); the emulator
@@ -53,20 +53,21 @@ def test_a_broadcast_operand_sums_its_gradient_over_every_part() -> None:
     np.testing.assert_allclose(grad_b, reference.matmul_backward_b(grad_c, k, a, b, "maxplus"), rtol=1e-4)
 
 
-def test_tensors_launch_in_parts_and_keep_no_plan() -> None:
-    """A call of more than one launch takes the full path every time (a plan
-    replays one launch): a repeat is as right as the first."""
+def test_tensors_launch_in_parts_and_replay_every_part_from_a_plan(full_path: list[str]) -> None:
+    """A call of more than one launch leaves a plan that replays every part
+    (each at its offsets): the repeats take it, and are as right as the first."""
     torch = pytest.importorskip("torch")
     a = torch.from_numpy(RNG.normal(size=(70_000, 1, 1)))
     b = torch.from_numpy(RNG.normal(size=(70_000, 1, 1)))
-    for _ in range(2):
+    for _ in range(3):
         torch.testing.assert_close(tropical.matmul(a, b), a + b)
+    assert full_path == ["gemm_forward"]
 
 
 def test_the_decision_holds_every_part(emulated_tropical: Any) -> None:
     """Both axes past their limits: four parts, each with its offsets, and
     nothing allocated to decide it."""
-    from aotc.kernels._shapes import decided
+    from aotc.kernels._decision import decided
 
     layout = tropical.over(emulated_tropical).family.layouts["gemm_forward"]
     decision = decided(layout, {"a": (70_000, 8_400_000, 1), "b": (1, 1)}, {"a": "f32", "b": "f32"}, {"semiring": "maxplus"}, {}, {})

@@ -97,3 +97,26 @@ def test_out_sharing_memory_with_an_input_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^tropical\.matmul_argmax: k_out: shares memory with out"):
         buffer = torch.zeros(8)
         tropical.matmul_argmax(a, a, out=buffer[:4].view(2, 2), k_out=buffer[2:6].view(torch.int32).view(2, 2))
+
+
+# vmap runs an op once an example (PyTorch says so, "a performance drop"); jacrev vmaps the gradient ops.
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
+def test_torch_func_transforms_agree_with_backward() -> None:
+    """matmul is differentiated through argmax (its k* kept for the backward):
+    torch.func.grad, vjp, jacrev and vmap of grad each give loss.backward()'s gradient."""
+    a, b = torch.randn(4, 3, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
+    weights = torch.arange(20, dtype=torch.float64).reshape(4, 5)
+
+    def loss(a: Any, b: Any) -> Any:
+        return (tropical.matmul(a, b) * weights).sum()
+
+    leaves = [a.clone().requires_grad_(), b.clone().requires_grad_()]
+    loss(*leaves).backward()
+    want = [t.grad for t in leaves]
+    for got in (torch.func.grad(loss, argnums=(0, 1))(a, b), torch.func.vjp(tropical.matmul, a, b)[1](weights)):
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1], want[1])
+    jacobian = torch.func.jacrev(lambda x: tropical.matmul(x, b))(a)  # (4, 5) by (4, 3)
+    torch.testing.assert_close((jacobian * weights[..., None, None]).sum((0, 1)), want[0])
+    per_example = torch.func.vmap(torch.func.grad(lambda x: loss(x, b)))(torch.stack([a, a]))
+    torch.testing.assert_close(per_example[1], want[0])

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
-from aotc.kernels._keys import tensor_key
+from aotc.errors import ArgumentError
+from aotc.arrays.kinds.torch import TORCH
+from aotc.kernels._keys import plan_key
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
 
@@ -41,7 +43,7 @@ def _planned(a: Any, b: Any) -> None:
     forward binding's entry looks up: a call the dispatcher must see has to
     reach the op past it."""
     tropical.matmul(a, b)
-    assert tropical._api()._forward.tensor_plans  # noqa: SLF001
+    assert tropical._api()._forward.plans.tagged("torch")  # noqa: SLF001
 
 
 def test_a_plain_eager_call_skips_the_dispatcher() -> None:
@@ -76,13 +78,13 @@ def test_a_training_step_runs_forward_and_backward_without_the_ops() -> None:
         return a.grad
 
     ran, grad = _ops_run(step)
-    assert ran == []  # the autograd.Function records (aotc.kernels._torch_eager); inside it, nothing does
+    assert ran == []  # the autograd.Function records (aotc.kernels._torch_recorded); inside it, nothing does
     assert grad.sum().item() == 5 * 6  # each output element sends 1 to its one winner
 
 
 def test_repeat_backward_passes_with_gradients_of_other_strides_are_each_right() -> None:
     # A recorded call keeps its gradient kernels' plans under the tensors'
-    # strides (aotc.kernels._torch_eager._Direct): a gradient laid out another
+    # strides (aotc.kernels._torch_recorded._Direct): a gradient laid out another
     # way (transposed, broadcast, a slice) must find its own, or none.
     a, b = _operands()
     _, k = reference.matmul_argmax(a.numpy(), b.numpy(), "maxplus")
@@ -184,6 +186,32 @@ def test_a_plan_declines_a_functorch_wrapper_that_left_its_transform() -> None:
     leaked: list[Any] = []
     torch.func.vmap(lambda x: leaked.append(x) or x)(torch.stack([a, a]))
     layout = tropical._api()._forward  # noqa: SLF001
-    plan = layout.tensor_plans.plans[tensor_key(layout, {"a": a, "b": b, "semiring": "maxplus"})]
-    assert plan((leaked[0], b), {}) is None
-    np.testing.assert_array_equal(plan((a, b), {})[0].numpy(), _expected(a, b))
+    plan = layout.plans.plans[plan_key(layout, TORCH, "torch", {"a": a, "b": b}, {"semiring": "maxplus"}, None)]
+    assert plan(leaked[0], b, None) is None  # (a, b, out): out not given
+    np.testing.assert_array_equal(plan(a, b, None)[0].numpy(), _expected(a, b))
+
+
+@pytest.mark.parametrize("route", ["eager", "stream", "op"])
+def test_a_negative_view_is_read_as_what_it_shows(route: str) -> None:
+    """A negative view (``_neg_view()``, ``is_neg()``) shares its memory with the
+    tensor it negates: read raw it would be that tensor. Past the dispatcher,
+    after a plan for its shape and strides, on a stream named, and through the op."""
+    a, b = _operands()
+    _planned(a, b)
+    negated = a._neg_view()  # noqa: SLF001 - how PyTorch makes one
+    assert negated.is_neg() and negated.data_ptr() == a.data_ptr() and negated.stride() == a.stride()
+    call = {
+        "eager": lambda: tropical.matmul(negated, b),
+        "stream": lambda: tropical.matmul(negated, b, stream=0),
+        "op": lambda: torch.ops.tropical.gemm_forward(negated, b, semiring="maxplus"),
+    }[route]
+    for _ in range(2):  # the full path, then any plan it left
+        np.testing.assert_array_equal(call().numpy(), _expected(-a, b))
+
+
+def test_a_negative_view_is_not_written_in_place() -> None:
+    a, b = _operands()
+    out = torch.empty(5, 6)._neg_view()  # noqa: SLF001
+    with pytest.raises(ArgumentError) as info:
+        tropical.matmul(a, b, out=out)
+    assert str(info.value) == "out: a negative view (is_neg()), whose memory holds what it shows negated; pass out.resolve_neg() or a plain tensor"

@@ -1,4 +1,4 @@
-"""Call plans for tensors (aotc/kernels/_tensor_plan.py): the tropical:: ops'
+"""Call plans for tensors (made by aotc/kernels/_replay.py from the full call): the tropical:: ops'
 kernel reuses a plan on a repeat call, and every check that depends on the
 tensors themselves still runs. Also the route into the ops: a call autograd
 does not record skips the ops' autograd layer, and out= is versioned like
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("tropical_on_emulator")
 
 
 def _plans() -> dict:
-    return tropical._api()._forward.tensor_plans.plans  # noqa: SLF001 - the cache under test: the forward binding's
+    return tropical._api()._forward.plans.tagged("torch")  # noqa: SLF001 - the cache under test: the forward binding's
 
 
 def _expected(a: torch.Tensor, b: torch.Tensor, semiring: str = "maxplus") -> np.ndarray:
@@ -91,12 +91,12 @@ def test_a_planned_call_still_refuses_an_out_sharing_memory(shared: str) -> None
         tropical.matmul(a, b, out=a if shared == "a" else b)
 
 
-def test_a_copied_operand_leaves_no_plan() -> None:
-    a = torch.randn(6, 5).T  # column-major: copied to row-major each call
+def test_a_copied_operand_leaves_a_plan_that_copies_it_again(full_path: list[str]) -> None:
     b = torch.randn(6, 3)
-    before = len(_plans())
-    np.testing.assert_array_equal(tropical.matmul(a, b).numpy(), _expected(a, b))
-    assert len(_plans()) == before
+    for _ in range(3):  # column-major: copied to row-major by the full path, then by its plan
+        a = torch.randn(6, 5).T
+        np.testing.assert_array_equal(tropical.matmul(a, b).numpy(), _expected(a, b))
+    assert full_path == ["gemm_forward"]
 
 
 def test_out_is_versioned_like_torchs_own_out_ops() -> None:
@@ -141,7 +141,7 @@ def test_the_plans_are_per_library_handle(other: object) -> None:  # noqa: F811 
     a, b = torch.rand(5, 4) + 1, torch.rand(4, 3) + 1
     for _ in range(2):
         np.testing.assert_array_equal(api.matmul(a, b).numpy(), _expected(a, b))
-    assert len(api._forward.tensor_plans) == 1  # noqa: SLF001
+    assert len(api._forward.plans.tagged("torch")) == 1  # noqa: SLF001
 
 
 def test_a_training_step_repeats_through_the_argmax_and_backward_plans(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,12 +166,12 @@ def test_a_training_step_repeats_through_the_argmax_and_backward_plans(monkeypat
         np.testing.assert_array_equal(a.grad.numpy(), want_a)
         np.testing.assert_array_equal(b.grad.numpy(), want_b)
 
-    argmax_before = len(api._argmax.tensor_plans)  # noqa: SLF001
-    backward_before = [len(layout.tensor_plans) for layout in backward]
+    argmax_before = len(api._argmax.plans.tagged("torch"))  # noqa: SLF001
+    backward_before = [len(layout.plans.tagged("torch")) for layout in backward]
     a, b, c, _ = step()
     check(a, b, c)
-    assert len(api._argmax.tensor_plans) == argmax_before + 1  # noqa: SLF001
-    assert [len(layout.tensor_plans) for layout in backward] == [n + 1 for n in backward_before]
+    assert len(api._argmax.plans.tagged("torch")) == argmax_before + 1  # noqa: SLF001
+    assert [len(layout.plans.tagged("torch")) for layout in backward] == [n + 1 for n in backward_before]
     # From here on a step that left its plans for the full paths would fail.
     monkeypatch.setattr("aotc.kernels._torch_ops.launch", lambda *args: pytest.fail("a step took the full path"))
     for _ in range(2):
@@ -188,9 +188,9 @@ def test_cuda_tensors_are_planned_and_launch_on_torchs_current_stream() -> None:
     api = tropical.over(load("tropical"))
     a, b = torch.randn(2, 70, 33, device="cuda"), torch.randn(33, 41, device="cuda")
     want = _expected(a.cpu(), b.cpu())
-    before = len(api._forward.tensor_plans)  # noqa: SLF001
+    before = len(api._forward.plans.tagged("torch"))  # noqa: SLF001
     np.testing.assert_array_equal(api.matmul(a, b).cpu().numpy(), want)
-    assert len(api._forward.tensor_plans) == before + 1  # noqa: SLF001 - the GPU path keeps its launch too
+    assert len(api._forward.plans.tagged("torch")) == before + 1  # noqa: SLF001 - the GPU path keeps its launch too
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):  # the plan reads the current stream per call
         torch.cuda._sleep(50_000_000)  # noqa: SLF001 - keeps the side stream busy
@@ -221,7 +221,7 @@ def test_cuda_training_steps_through_the_plans_match_the_reference() -> None:
         want_a, want_b = reference.matmul_backward(grad_c.numpy(), k, a.numpy(), b.numpy(), "maxplus")
         np.testing.assert_allclose(ga.grad.cpu().numpy(), want_a, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(gb.grad.cpu().numpy(), want_b, rtol=1e-5, atol=1e-5)
-    assert api._argmax.tensor_plans and api.family.layouts["gemm_backward_a"].tensor_plans  # noqa: SLF001
+    assert api._argmax.plans.tagged("torch") and api.family.layouts["gemm_backward_a"].plans.tagged("torch")  # noqa: SLF001
 
 
 @pytest.mark.gpu
@@ -230,7 +230,7 @@ def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pyte
     on an H200 the call path for a foreign stream cost 90 us a call, the ops' 20."""
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device: CUDA tensors need a GPU")
-    from aotc.kernels import _layout
+    from aotc.kernels import _binding
     from aotc.runtime.library import load
 
     api = tropical.over(load("tropical"))
@@ -240,7 +240,7 @@ def test_a_stream_naming_torchs_current_one_takes_the_ops_path(monkeypatch: pyte
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the call path for a foreign stream was taken")
 
-    monkeypatch.setattr(_layout.Layout, "run", refuse)  # the direct launch, outside the ops
+    monkeypatch.setattr(_binding.Layout, "run", refuse)  # the direct launch, outside the ops
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):

@@ -34,27 +34,52 @@ if TYPE_CHECKING:
 
     from aotc.arrays.operands import Operand
 
-__all__ = ["ArrayKind", "as_operand", "kind_of"]
+__all__ = ["ArrayKind", "as_operand", "current_streams", "kind_of"]
 
-_KINDS: dict[type, ArrayKind] = {}  # an array type -> its adapter, learnt on first sight
+# An array type's id -> its adapter, learnt on first sight. Keyed by the id
+# (the type is kept in _SEEN, so its id is not reused): torch.compile guards a
+# dict its trace reads by its keys, and cannot where a key is a class (the
+# tensor types AOTAutograd meets are learnt during a compile).
+_KINDS: dict[int, ArrayKind] = {}
+_SEEN: list[type] = []
 
 
 def kind_of(obj: Any, name: str) -> ArrayKind:
     """The adapter of ``obj``'s kind; one line naming ``name`` where it is no array aotc reads."""
-    kind = _KINDS.get(type(obj))
+    kind = _KINDS.get(id(type(obj)))
     if kind is None:
         kind = _probe(obj)
         if kind is None:
             msg = f"{name}: expected a NumPy array, a PyTorch tensor, a CUDA array or a DLPack array, got {type(obj).__name__}"
             raise ArgumentTypeError(msg)
         if kind.per_type:
-            _KINDS[type(obj)] = kind
+            _SEEN.append(type(obj))
+            _KINDS[id(type(obj))] = kind
     return kind
 
 
 def as_operand(obj: Any, name: str) -> Operand:
     """The operand view of ``obj``; ``name`` is the argument's name for errors."""
     return kind_of(obj, name).read(obj, name)
+
+
+def current_streams(device: int) -> tuple[int, ...]:
+    """The current CUDA streams on ``device`` of the frameworks in use that keep
+    one (PyTorch once it has initialised CUDA, CuPy): where a CUDA graph
+    capture may be running (``streams.capture_candidates``)."""
+    found = []
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None) if torch is not None else None
+    if cuda is not None and cuda.is_initialized():
+        from aotc.arrays.kinds.torch import current_stream
+
+        found.append(int(current_stream(torch.device("cuda", device))()))
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        from aotc.arrays.kinds.cuda_array import cupy_current_stream
+
+        found.append(cupy_current_stream(cupy, device))
+    return tuple(found)
 
 
 def _probe(obj: Any) -> ArrayKind | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aotc.arrays.kinds._plan_texts import PlanTexts
 from aotc.dtypes import DTYPES, bf16_bits, numpy_dtype
 from aotc.errors import ArgumentError, ArgumentTypeError
 
@@ -14,10 +15,11 @@ if TYPE_CHECKING:
 __all__ = ["ArrayKind"]
 
 
-class ArrayKind:
+class ArrayKind(PlanTexts):
     """The adapter of one kind of array. Subclasses answer what their library
     can; the defaults refuse in one line naming the argument (an array aotc
-    cannot copy or make another of) or say "nothing to do"."""
+    cannot copy or make another of) or say "nothing to do". What a call plan
+    does with such an array is written by its texts (``PlanTexts``)."""
 
     name = ""
     # How a call whose first array is of this kind runs: "direct" (read, launch),
@@ -71,9 +73,20 @@ class ArrayKind:
     # Whether an array of this kind may be a result written in place at all.
     written_in_place = True
 
+    def unwritable(self, obj: Any, name: str) -> str | None:
+        """Why a kernel cannot write ``obj`` where it lies, in one line naming
+        ``name`` (a view whose memory is not what it shows); None: it can."""
+        return None
+
     def writable(self, op: Operand) -> bool:
         """Whether a kernel may write ``op``'s memory now (not a read-only view)."""
         return True
+
+    def row_major(self, op: Operand) -> bool:
+        """Whether ``op`` lies row-major, as a kernel writes a result (``operands.is_row_major``)."""
+        from aotc.arrays.operands import is_row_major
+
+        return is_row_major(op)
 
     def shares_memory(self, x: Operand, y: Operand) -> bool:
         """Whether two arrays of this kind whose byte ranges meet share an element;
@@ -101,3 +114,31 @@ class ArrayKind:
     def host_array(self, op: Operand) -> Any:
         """A NumPy view of the host array ``op`` (staging, host fills)."""
         return op.obj
+
+    # --- gradient operations (aotc.kernels._gradients), on the arrays themselves:
+    # a kind whose reading touches memory (a tensor's data pointer) answers
+    # without it, so a call torch.compile traces can make them.
+
+    def shape_of(self, obj: Any) -> tuple[int, ...]:
+        return self.read(obj, "gradient").shape
+
+    def dtype_of(self, obj: Any) -> str:
+        """aotc's dtype name of ``obj``'s elements."""
+        return self.read(obj, "gradient").dtype
+
+    def zeros(self, like: Any, shape: tuple[int, ...], dtype: str, stream: Any) -> Any:
+        """A zeroed array of ``like``'s library and device, on ``stream`` (None: the library's current one)."""
+        op = self.read(like, "gradient")
+        return op.kind.allocate(op, shape, dtype, stream, "gradient", 0)
+
+    def summed(self, obj: Any, shape: tuple[int, ...]) -> Any:
+        """``obj`` summed to ``shape`` (``sum_to``): a gradient of an operand that was broadcast."""
+        op = self.read(obj, "gradient")
+        return op.kind.sum_to(op, shape)
+
+    def wrote(self, op: Operand) -> None:
+        """What its library must hear once a kernel wrote ``op`` in place (PyTorch: a version bump)."""
+
+    def plan_wrote(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str | None:
+        """A call plan's statement telling ``var``'s library a kernel wrote it (``PlanTexts``); None: nothing to tell."""
+        return None if type(self).wrote is ArrayKind.wrote else f"{var}.kind.wrote({var})"

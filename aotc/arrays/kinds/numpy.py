@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from aotc.arrays.kinds._base import ArrayKind
-from aotc.arrays.operands import Operand, numpy_pointer
+from aotc.arrays.operands import Operand, data_pointers, direct_pointer, numpy_pointer
 from aotc.dtypes import DTYPES, by_numpy, numpy_dtype
 from aotc.errors import ArgumentError
 
@@ -63,8 +65,58 @@ class NumpyKind(ArrayKind):
     def writable(self, op: Operand) -> bool:
         return bool(op.obj.flags.writeable)
 
+    def unwritable(self, obj: Any, name: str) -> str | None:
+        if not obj.dtype.isnative:  # read would swap it into a copy, which the result would be lost in
+            return f"{name}: has non-native byte order ({obj.dtype.str}); pass a native-endian array"
+        return None
+
     def shares_memory(self, x: Operand, y: Operand) -> bool:
         return bool(np.shares_memory(x.obj, y.obj))
+
+    def row_major(self, op: Operand) -> bool:
+        return super().row_major(op) and op.obj.flags.c_contiguous
+
+    # Call plans: on the arrays themselves (see ArrayKind).
+    plan_operands = False
+
+    def plan_key(self, var: str) -> str:
+        return f"{var}.shape, {var}.strides, {var}.dtype"
+
+    def plan_pointer(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
+        if sys.maxsize > 2**32 and direct_pointer():
+            # Where NumPy keeps it (aotc.arrays.operands.data_pointers): index id(array) >> 3.
+            names["_aotc_numpy_pointers"] = data_pointers()
+            return f"_aotc_numpy_pointers[id({var}) >> 3]"
+        names["_aotc_numpy_pointer"] = numpy_pointer
+        return f"_aotc_numpy_pointer({var})"
+
+    def plan_result(self, var: str) -> str:
+        return var
+
+    def plan_writable(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str | None:
+        return f"{var}.flags.writeable"
+
+    def plan_copy(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
+        names["_aotc_numpy_contiguous"] = np.ascontiguousarray
+        return f"_aotc_numpy_contiguous({var})"
+
+    def plan_allocate(self, op: Operand, like: str, stream: str, prefix: str, names: dict[str, Any], fill: Any, name: str) -> str:
+        names["_aotc_numpy_empty"], names["_aotc_numpy_full"] = np.empty, np.full
+        names[f"{prefix}shape"], names[f"{prefix}dtype"] = op.shape, op.obj.dtype
+        if fill is None:
+            return f"_aotc_numpy_empty({prefix}shape, {prefix}dtype)"
+        names[f"{prefix}fill"] = fill
+        return f"_aotc_numpy_full({prefix}shape, {prefix}fill, {prefix}dtype)"
+
+    def plan_fill(self, op: Operand, var: str, stream: str, prefix: str, names: dict[str, Any], value: Any, backend: Any) -> str:
+        names[f"{prefix}fill"] = value
+        return f"{var}[...] = {prefix}fill"
+
+    def plan_stream(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
+        return "0"
+
+    def plan_hold(self, op: Operand, var: str, stream: str, prefix: str, names: dict[str, Any]) -> str | None:
+        return None
 
 
 class ConvertedKind(NumpyKind):
@@ -72,6 +124,9 @@ class ConvertedKind(NumpyKind):
     ``numpy.asarray``, so the operand (and a result like it) is a NumPy array."""
 
     per_type = False  # a list's kind is decided anew: it is no array type
+
+    def unwritable(self, obj: Any, name: str) -> str | None:
+        return None  # read makes a new array of it: output() says it is no array to write into
 
     def read(self, obj: Any, name: str) -> Operand:
         try:

@@ -15,7 +15,7 @@ import torch
 
 from aotc.arrays.kinds._base import ArrayKind
 from aotc.arrays.operands import Operand
-from aotc.dtypes import DTYPES, by_numpy
+from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError
 
 TYPE_CHECKING = False
@@ -25,18 +25,19 @@ if TYPE_CHECKING:
 
 __all__ = ["TORCH", "TorchKind", "current_stream", "device_name", "dtype_name", "torch_dtype"]
 
-_names: dict[Any, str] = {}  # torch dtypes and devices -> names; formatting them costs microseconds
+_names: dict[Any, str] = {}  # torch devices -> names; formatting them costs microseconds
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # noqa: SLF001 - see the module docstring
+
+
+# aotc's name of each torch dtype aotc has, made once: a table no call changes,
+# so a call torch.compile traces reads it as a constant.
+_DTYPE_NAMES = {getattr(torch, d.numpy): d.name for d in DTYPES.values() if isinstance(getattr(torch, d.numpy, None), torch.dtype)}
 
 
 def dtype_name(dtype: Any) -> str:
     """aotc's name of a torch dtype ("f32"), or torch's own where aotc has none."""
-    name = _names.get(dtype)
-    if name is None:
-        text = str(dtype).removeprefix("torch.")
-        found = by_numpy(text)
-        name = _names[dtype] = found.name if found is not None else text
-    return name
+    name = _DTYPE_NAMES.get(dtype)
+    return name if name is not None else str(dtype).removeprefix("torch.")
 
 
 def device_name(device: Any) -> str:
@@ -71,6 +72,8 @@ class TorchKind(ArrayKind):
         if obj.layout is not torch.strided:
             msg = f"{name}: a {str(obj.layout).removeprefix('torch.')} tensor; the kernels read dense (strided) tensors, pass {name}.to_dense()"
             raise ArgumentError(msg)
+        if obj.is_neg() or obj.is_conj() or obj._is_zerotensor():  # noqa: SLF001 - PyTorch names it so
+            obj = _resolved(obj)  # memory that is not what the tensor shows: read a copy that is
         try:
             pointer = obj.data_ptr()
         except RuntimeError as exc:  # no storage: a functorch wrapper that left its transform, a subclass without one
@@ -82,24 +85,20 @@ class TorchKind(ArrayKind):
     def contiguous(self, op: Operand, name: str) -> Operand:
         return self.read(op.obj.contiguous(), name)
 
+    def unwritable(self, obj: Any, name: str) -> str | None:
+        if obj.is_neg() or obj.is_conj():
+            what, fix = ("a negative view (is_neg())", "resolve_neg") if obj.is_neg() else ("a conjugate view (is_conj())", "resolve_conj")
+            return f"{name}: {what}, whose memory holds what it shows negated; pass {name}.{fix}() or a plain tensor"
+        if obj._is_zerotensor():  # noqa: SLF001
+            return f"{name}: a zero tensor without memory of its own; pass a tensor to write into"
+        return None
+
     def allocate(self, like: Operand, shape: tuple[int, ...], dtype: str, stream: Any, name: str, fill: Any = None) -> Any:
         device = like.obj.device
         if device.type == "meta":
             msg = f"{name}: a result on the meta device has no memory to compute into; pass tensors on a real device"
             raise ArgumentError(msg)
-        kind = torch_dtype(dtype)
-        with self._on_stream(like, stream):
-            if fill is None:
-                return torch.empty(shape, dtype=kind, device=device)
-            return torch.zeros(shape, dtype=kind, device=device) if fill == 0 else torch.full(shape, fill, dtype=kind, device=device)
-
-    def _on_stream(self, like: Operand, stream: Any) -> Any:
-        """A context in which PyTorch allocates on ``stream`` (None: its current
-        one) on ``like``'s device: its caching allocator then ties the memory to
-        the stream the kernel runs on, and does not hand it out while it runs."""
-        if stream is None or like.on_host or self.current_stream(like) == stream:
-            return nullcontext()
-        return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=like.obj.device))
+        return _allocate(device, shape, torch_dtype(dtype), stream, fill)
 
     def current_stream(self, op: Operand) -> int:
         if op.on_host:
@@ -108,13 +107,23 @@ class TorchKind(ArrayKind):
         return reader() if reader is not None else 0
 
     def hold(self, op: Operand, stream: int) -> None:
-        if op.on_host:
-            return
-        if self.current_stream(op) != stream:
-            op.obj.record_stream(torch.cuda.ExternalStream(stream, device=op.obj.device))
+        if not op.on_host:
+            _hold(op.obj, stream)
 
     def sum_to(self, op: Operand, shape: tuple[int, ...]) -> Any:
         return op.obj.sum_to_size(shape)
+
+    def shape_of(self, obj: Any) -> tuple[int, ...]:
+        return tuple(obj.shape)
+
+    def dtype_of(self, obj: Any) -> str:
+        return dtype_name(obj.dtype)
+
+    def zeros(self, like: Any, shape: tuple[int, ...], dtype: str, stream: Any) -> Any:
+        return _allocate(like.device, shape, torch_dtype(dtype), stream, 0)
+
+    def summed(self, obj: Any, shape: tuple[int, ...]) -> Any:
+        return obj.sum_to_size(shape)
 
     def fill(self, op: Operand, value: Any, stream: int, backend: Any) -> None:
         if op.on_host:
@@ -127,6 +136,96 @@ class TorchKind(ArrayKind):
         if obj.dtype is torch.bfloat16:
             obj = obj.view(torch.uint16)  # its bytes, for staging: NumPy has no bfloat16 of its own
         return obj.numpy()
+
+    def wrote(self, op: Operand) -> None:
+        _bump(op.obj)  # what PyTorch's own in-place ops do: autograd sees the tensor changed
+
+    # Call plans: on the tensors themselves (see PlanTexts). The key holds
+    # is_neg(): a negative view's memory is not what it shows (read resolves it).
+    plan_operands = False
+
+    def plan_key(self, var: str) -> str:
+        return f"{var}.shape, {var}.stride(), {var}.dtype, {var}.device, {var}.is_neg()"
+
+    def plan_pointer(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
+        return f"{var}.data_ptr()"
+
+    def plan_result(self, var: str) -> str:
+        return var
+
+    def plan_writable(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str | None:
+        return None
+
+    def plan_copy(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
+        return f"{var}.contiguous()"
+
+    def plan_allocate(self, op: Operand, like: str, stream: str, prefix: str, names: dict[str, Any], fill: Any, name: str) -> str:
+        device, dtype, shape = op.obj.device, op.obj.dtype, op.shape
+        if stream != "None" and not op.on_host:  # on the stream the call named (see _allocate)
+            names[f"{prefix}allocate"] = lambda handle: _allocate(device, shape, dtype, handle, fill)
+            return f"{prefix}allocate({stream})"
+        names["_aotc_torch_empty"], names["_aotc_torch_full"] = torch.empty, torch.full
+        names[f"{prefix}shape"], names[f"{prefix}dtype"], names[f"{prefix}device"] = shape, dtype, device
+        if fill is None:
+            return f"_aotc_torch_empty({prefix}shape, dtype={prefix}dtype, device={prefix}device)"
+        names[f"{prefix}fill"] = fill
+        return f"_aotc_torch_full({prefix}shape, {prefix}fill, dtype={prefix}dtype, device={prefix}device)"
+
+    def plan_fill(self, op: Operand, var: str, stream: str, prefix: str, names: dict[str, Any], value: Any, backend: Any) -> str:
+        if op.on_host:
+            names[f"{prefix}fill"] = value
+            return f"{var}.fill_({prefix}fill)"
+        names[f"{prefix}fill"] = lambda tensor, handle: self.fill(self.read(tensor, "fill"), value, handle, backend)
+        return f"{prefix}fill({var}, {stream})"
+
+    def plan_stream(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
+        reader = current_stream(op.obj.device)
+        if reader is None:
+            return "0"
+        names[f"{prefix}stream"] = reader
+        return f"{prefix}stream()"
+
+    def plan_hold(self, op: Operand, var: str, stream: str, prefix: str, names: dict[str, Any]) -> str | None:
+        if op.on_host:
+            return None
+        names["_aotc_torch_hold"] = _hold
+        return f"_aotc_torch_hold({var}, {stream})"
+
+    def plan_wrote(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str | None:
+        names["_aotc_torch_bump"] = _bump
+        return f"_aotc_torch_bump({var})"
+
+
+_bump = torch.autograd.graph.increment_version
+
+
+def _resolved(tensor: Any) -> Any:
+    """A negative or conjugate view, or a zero tensor, as memory that holds what it shows."""
+    if tensor._is_zerotensor():  # noqa: SLF001
+        return torch.zeros(tensor.shape, dtype=tensor.dtype, device=tensor.device)
+    return tensor.resolve_neg().resolve_conj()
+
+
+def _allocate(device: Any, shape: tuple[int, ...], dtype: Any, stream: Any, fill: Any) -> Any:
+    """A tensor on ``device``, filled where ``fill`` is not None, allocated on
+    ``stream`` (None: PyTorch's current one): its caching allocator then ties the
+    memory to the stream the kernel runs on, and does not hand it out while it runs."""
+    with _on_stream(device, stream):
+        if fill is None:
+            return torch.empty(shape, dtype=dtype, device=device)
+        return torch.zeros(shape, dtype=dtype, device=device) if fill == 0 else torch.full(shape, fill, dtype=dtype, device=device)
+
+
+def _on_stream(device: Any, stream: Any) -> Any:
+    if stream is None or device.type != "cuda" or current_stream(device)() == stream:
+        return nullcontext()
+    return torch.cuda.stream(torch.cuda.ExternalStream(stream, device=device))
+
+
+def _hold(tensor: Any, stream: int) -> None:
+    """Keep a CUDA tensor's memory from PyTorch's caching allocator until ``stream`` is done with it."""
+    if current_stream(tensor.device)() != stream:
+        tensor.record_stream(torch.cuda.ExternalStream(stream, device=tensor.device))
 
 
 TORCH = TorchKind()

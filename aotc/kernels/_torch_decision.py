@@ -7,11 +7,11 @@ from typing import Any
 
 from aotc.arrays.kinds.torch import dtype_name
 from aotc.errors import ArgumentError
-from aotc.kernels._shapes import decide
+from aotc.kernels._decision import decide
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from aotc.kernels._layout import Layout
+    from aotc.kernels._binding import Layout
 
 __all__ = ["fake_decision"]
 

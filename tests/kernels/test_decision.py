@@ -1,4 +1,4 @@
-"""aotc/kernels/_shapes.py through the rowops example: out extents the caller
+"""aotc/kernels/_decision.py through the rowops example: out extents the caller
 gives, out arrays filled before the launch, scalars typed by a dtype axis,
 and every refusal made before anything is copied or allocated."""
 
@@ -47,11 +47,11 @@ def test_an_out_array_with_a_fill_starts_from_it(rowops: Any) -> None:  # noqa: 
 
 def test_an_extent_is_an_argument_of_its_own_in_the_plans_key(rowops: Any) -> None:  # noqa: F811
     layout = rowops.layout("histogram")
-    layout.numpy_plans.clear()
+    layout.plans.clear()
     x = RNG.normal(size=(3, 50))
     for bins in (4, 9, 4):
         np.testing.assert_array_equal(rowops.histogram(x, bins, -1.0, 1.0), reference.histogram(x, bins, -1.0, 1.0))
-    assert sorted(key[-1] for key in layout.numpy_plans.plans) == [4, 9]
+    assert sorted(key[-2] for key in layout.plans.tagged("numpy")) == [4, 9]  # the extent, before the stream named (None)
 
 
 @pytest.mark.parametrize(

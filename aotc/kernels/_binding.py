@@ -15,19 +15,19 @@ A layout knows its kernels' forms from the family's catalog alone
 ``choose`` picks a call's form from the axes it names and its arrays' dtypes
 and ranks, then its kernel from the directory by its axis values; only that
 kernel is checked, when a call first chooses it (``admit``). ``decide``
-(``aotc.kernels._shapes``) binds its dimensions.
+(``aotc.kernels._decision``) binds its dimensions.
 """
 
 from __future__ import annotations
 
-import sys
-
 from aotc.arrays.kinds import kind_of
 from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, called, echo
-from aotc.kernels._entry import bind_arrays, entry_for, make_plan
+from aotc.kernels._entry import add_guard, direct_guard, entry_for, has_guard
+from aotc.kernels._keys import choice_key, plan_key
 from aotc.kernels._launch import launch
-from aotc.kernels._plans import PlanTable
+from aotc.kernels._plans import PlanStore
+from aotc.kernels._traced import constant_when_traced
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class Layout:
         self.arguments = {p.arg: p.dtype for p in scalars}
         self.extents = tuple(p.arg for p in scalars if p.extent)
         # A dimension that only packed arrays hold, in words: the caller may give
-        # it exactly (by keyword), else it is the words' capacity (_shapes).
+        # it exactly (by keyword), else it is the words' capacity (_decision).
         self.lengths = _lengths(forms)
         self.sizes = self.extents + self.lengths  # every size the caller may give
         self.positional = tuple(p.arg for p in signature if (not p.scalar and p.role != "out") or (p.scalar and not p.dim))
@@ -101,19 +101,10 @@ class Layout:
         self.axes = {axis: tuple(v for v in values if v in held[axis]) for axis, values in family.axes.items() if axis in held}
         # The axes a call may choose by keyword: those with more than one value here.
         self.open_axes = tuple(axis for axis, values in self.axes.items() if len(values) > 1)
-        self.choices = PlanTable()  # (dtypes, axes, ranks) -> kernel name
-        self.decisions = PlanTable()  # a call's shapes, dtypes, axes and extents -> its Decision (_shapes)
-        self.numpy_plans = PlanTable()  # looked up by the generated entry (_entry)
-        self.tensor_plans = PlanTable()  # looked up by the op's kernel and the entry (_tensor_plan)
-        self.recordings = PlanTable()  # eager calls autograd records, by their tensor key (_torch_eager)
-        self.key_functions: dict[str, Any] = {}  # the plan keys' functions, by kind (_keys)
-        self.jax_calls = PlanTable()  # the JAX route's callbacks and gradients (_jax)
-        self.torch_op: Any = None  # torch.ops.<library>.<name>, once registered (_torch_ops)
-        self.torch_kernel: Any = None  # that op's kernel
-        self.torch_out_kernel: Any = None  # its .out overload's
+        # Everything the layout's calls work out once: kernel choices, decisions,
+        # the guards and plans of every route, recorded calls, JAX's callbacks.
+        self.plans = PlanStore()
         self.entry = entry_for(self)  # None: the Layout itself is called
-        # Its namespace (the entry's globals), where the array libraries are bound once imported.
-        self._entry_names: dict[str, Any] | None = None if self.entry is None else self.entry.__globals__
 
     def __repr__(self) -> str:
         outs = "".join(f", {name}=None" for name in self.outs)
@@ -165,45 +156,76 @@ class Layout:
             raise
 
     def full(self, args: tuple[Any, ...], outs: dict[str, Any], stream: Any, kwargs: dict[str, Any]) -> Any:
-        """The generated entry's way in when no plan answered: its positional
+        """The generated entry's way in when no guard answered: its positional
         arguments, its out arrays (None: not given) and its other keywords."""
-        names = self._entry_names
-        if names["_aotc_unbound"]:  # NumPy or PyTorch imported since the entry was made?
-            names["_aotc_unbound"] = bind_arrays(names)
         values, axes = self.bind_arguments(args, kwargs)
         values.update((name, out) for name, out in outs.items() if out is not None)
         return self.call(values, axes, stream)
 
     def call(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
-        """The call, on the route its arrays take: JAX arrays through XLA, PyTorch
-        tensors through the layout's op, anything else launched directly."""
-        first = self.given[0]
-        route = kind_of(values[first], first).route
-        jax = sys.modules.get("jax")  # a JAX array cannot exist before jax is imported
-        if route != "jax" and jax is not None and any(isinstance(values.get(name), jax.Array) for name in self.given):
-            route = "jax"
+        """The call, on the route its arrays' kinds take (``ArrayKind.route``): any
+        JAX array sends it through XLA, PyTorch tensors through the layout's op,
+        anything else is launched directly. The entry's guard of the first
+        array's type is made here, for the plan this call leaves."""
+        kinds = {name: kind_of(values[name], name) for name in self.given}
+        routes = {kind.route for kind in kinds.values()}
+        route = "jax" if "jax" in routes else kinds[self.given[0]].route
         if route == "jax":
             from aotc.kernels import _jax
 
             return _jax.call(self, values, axes, stream)
         if route == "torch":
-            from aotc.kernels import _torch_route
+            from aotc.kernels import _torch_guard, _torch_route
 
+            _torch_guard.give_guard(self, kinds[self.given[0]], values[self.given[0]])
             if _torch_route.to_op(self, values, stream):
                 return _torch_route.call_op(self, values, axes)
         return self.run(values, axes, stream)
 
-    def run(self, values: dict[str, Any], axes: dict[str, Any], stream: Any, keep: Any = None) -> Any:
-        """The launch itself, for arguments already bound: the out and inout arrays
-        (one bare). A NumPy call with no stream leaves the entry a plan where one fits."""
-        if keep is None and stream is None and self.entry is not None:
+    def run(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
+        """The direct route, for arguments already bound: the plan of arrays alike
+        where one is kept, else the launch, which leaves one (and the entry a
+        guard of the arrays' type, to find it). Returns the out and inout arrays (one bare)."""
+        key, arrays = self._direct(values, axes, stream)
+        if key is not None:
+            first = values[self.given[0]]
+            kind = kind_of(first, self.given[0])
+            if kind.route == "direct" and not has_guard(self, type(first)):
+                add_guard(self, type(first), direct_guard(self, kind, type(first)))
+        plan = None if key is None else self.plans.get(key)
+        found = None if plan is None else plan(*[arrays[name] for name in (*self.given, *self.outs)], *[values[name] for name in self.arguments])
+        if found is None:
+            launched = launch(self, values, axes, stream, key)
+            found = tuple(launched[name] for name in self.results)
+        return found[0] if len(found) == 1 else found
 
-            def keep(values: dict[str, Any], arrays: dict[str, Any], launcher: Any, arguments: list[Any], backend: Any, decision: Any) -> None:
-                make_plan(self, values, arrays, launcher, arguments, backend, axes, decision)
+    def _direct(self, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> tuple[Any, dict[str, Any]]:
+        """The key the entry's direct guard builds for this call, and the arrays as
+        its plan takes them (Operands, where the kind's guard reads them); no key
+        (None) where no guard would find one: no entry, axes the entry does not
+        take, arrays of several types, a kind that keeps no plan."""
+        first = values[self.given[0]]
+        kind = kind_of(first, self.given[0])
+        guard = kind.plan_type(first)
+        arrays = {name: values.get(name) for name in (*self.given, *self.outs)}
+        if self.entry is None or guard is None or kind.route == "jax" or any(a not in self.open_axes for a in axes):
+            return None, arrays
+        if kind.plan_operands:  # each read by its own kind, every one such a kind
+            kinds = {name: kind_of(array, name) for name, array in arrays.items() if array is not None}
+            if any(not k.plan_operands or k.plan_type(arrays[name]) is None for name, k in kinds.items()):
+                return None, arrays
+            arrays = {name: None if array is None else kinds[name].read(array, name) for name, array in arrays.items()}
+        elif any(array is not None and type(array) is not guard for array in arrays.values()):
+            return None, arrays
+        from aotc.arrays.placement import stream_handle
 
-        arrays = launch(self, values, axes, stream, keep)
-        results = tuple(arrays[name] for name in self.results)
-        return results[0] if len(results) == 1 else results
+        handle = None if stream is None else stream_handle(stream, None)
+        try:
+            key = plan_key(self, kind, guard if kind.plan_operands else kind.name, arrays, {**values, **axes}, handle)
+            hash(key)
+        except TypeError:  # an unhashable axis value or size: the launch names it
+            return None, arrays
+        return key, arrays
 
     def gradients(self, values: dict[str, Any], grads: dict[str, Any], axes: dict[str, Any], stream: Any = None) -> dict[str, Any]:
         """The gradients of this layout's in arrays, by binding name, for a call
@@ -227,17 +249,9 @@ class Layout:
     def choose(self, dtypes: dict[str, str], axes: dict[str, Any], shapes: dict[str, tuple[Any, ...]]) -> IndexKernel:
         """The kernel for arrays of these dtypes and shapes (by binding name; their
         ranks choose) and these axis values."""
-        ranks = {name: len(shape) for name, shape in shapes.items()}
-        try:
-            key = (tuple(dtypes.items()), tuple(axes.items()), tuple(ranks.values()))
-            name = self.choices.plans.get(key)
-        except TypeError:  # an unhashable axis value: refused below
-            key, name = None, None
-        if name is None:
-            name = self._choose(dtypes, axes, ranks, shapes)
-            if key is not None:
-                self.choices.keep(key, name)
-        return self.kernels[name]
+        # Shapes only name the arrays in a refusal: symbolic ones (a traced call's) are not passed.
+        known = tuple((name, tuple(shape) if all(type(e) is int for e in shape) else (0,) * len(shape)) for name, shape in shapes.items())
+        return self.kernels[_chosen(self, tuple(dtypes.items()), tuple(axes.items()), known)]
 
     def admit(self, kernel: IndexKernel, form: KernelForm) -> None:
         """Kernel ``kernel`` (checked, of ``form``) is one this layout's calls launch."""
@@ -360,6 +374,18 @@ class Layout:
         ranks = ", ".join(f"{n}: {len(s)}-D" for n, s in shapes.items())
         msg = f"no one kernel takes arrays of these ranks ({ranks})"
         raise called(ArgumentError(msg), self.name)
+
+
+@constant_when_traced  # fills the store: where torch.compile traces a call, run, not traced (_traced)
+def _chosen(layout: Layout, dtypes: tuple[Any, ...], axes: tuple[Any, ...], shapes: tuple[Any, ...]) -> str:
+    """``Layout.choose``'s kernel name, kept in the layout's store."""
+    ranks = {name: len(shape) for name, shape in shapes}
+    key = choice_key(dict(dtypes), dict(axes), ranks)
+    name = layout.plans.get(key)
+    if name is None:
+        name = layout._choose(dict(dtypes), dict(axes), ranks, dict(shapes))  # noqa: SLF001 - its own module's class
+        layout.plans.keep(key, name)  # hashable: _choose refused any axis value but a str or an int
+    return name
 
 
 class _Reached(dict):  # dict[str, Any]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from aotc.dtypes import SCALAR_TYPES
 from aotc.errors import ArgumentError, ArgumentTypeError, called, echo
+from aotc.kernels._keys import decision_key
 from aotc.runtime.launcher import KernelSignature, grid_of
 
 TYPE_CHECKING = False
@@ -74,20 +75,14 @@ def decided(layout: Any, shapes: dict[str, tuple[int, ...]], dtypes: dict[str, s
             extents: dict[str, Any], out_given: dict[str, tuple[int, ...]]) -> Decision:  # fmt: skip
     """``decide``, kept in the layout's plan table (``shapes`` in the layout's
     ``given`` order): a repeat call with alike arrays, axes and extents finds it."""
-    try:
-        key = (
-            tuple((shape, dtypes[name]) for name, shape in shapes.items()),
-            tuple((name, shape, dtypes[name]) for name, shape in out_given.items()),
-            tuple(axes.items()),
-            tuple(extents.values()),
-        )
-        found = layout.decisions.plans.get(key)
-    except TypeError:  # an unhashable axis value or extent: decide() names it
-        key, found = None, None
+    key = decision_key(shapes, dtypes, out_given, axes, extents)
+    found = layout.plans.get(key)  # None for an unhashable axis value or extent: decide() names it
     if found is None:
         found = decide(layout, shapes, dtypes, axes, extents, out_given)
-        if key is not None:
-            layout.decisions.keep(key, found)
+        try:
+            layout.plans.keep(key, found)
+        except TypeError:  # symbolic sizes (torch.compile's backward): decided again each trace
+            pass
     return found
 
 
