@@ -128,7 +128,7 @@ def test_operands_on_two_devices_are_refused_naming_both(two_gpus: FakeDriver, f
     api = tropical.over(Library(fat_lib))
     a, b = DeviceArray(0xA000, np.ones((2, 2), np.float32)), DeviceArray(0xB000, np.ones((2, 2), np.float32))
     two_gpus.pointers.update({0xA000: 0, 0xB000: 1})
-    with pytest.raises(ArgumentError, match=r"^b: on cuda:1, but a is on cuda:0$"):
+    with pytest.raises(ArgumentError, match=r"^tropical\.matmul: b: on cuda:1, but a is on cuda:0$"):
         api.matmul(a, b)
     assert two_gpus.launches == [] and two_gpus.loaded == []
 
@@ -206,7 +206,7 @@ def test_emulated_device_arrays_run_on_their_device(two_emulated: Library) -> No
 def test_emulated_operands_on_two_devices_are_refused(two_emulated: Library) -> None:
     a = emulated_array(two_emulated.backend_on(0), np.ones((2, 2), np.float32))
     b = emulated_array(two_emulated.backend_on(1), np.ones((2, 2), np.float32))
-    with pytest.raises(ArgumentError, match=r"^b: on cuda:1, but a is on cuda:0$"):
+    with pytest.raises(ArgumentError, match=r"^tropical\.matmul: b: on cuda:1, but a is on cuda:0$"):
         tropical.over(two_emulated).matmul(a, b)
 
 
