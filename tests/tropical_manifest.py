@@ -17,14 +17,16 @@ SIGNATURE_AND_LAUNCH = "\n".join(line for line in SIGNATURE_AND_LAUNCH.splitline
 SMALL_TILE = "{block_m: 32, block_n: 32, block_k: 8, thread_m: 4, thread_n: 4}"
 
 
-def tropical_manifest(library: str, semirings: dict[str, str], matrix: list[str], *, tile: str = SMALL_TILE, head: str = "", backward: str = "") -> str:
+def tropical_manifest(library: str, semirings: dict[str, str], matrix: list[str], *, tile: str = SMALL_TILE, head: str = "", backward: str = "", splits: bool = True) -> str:
     """A manifest of one family ``gemm`` over ``semirings`` (name -> its table
     entry), whose points are the ``matrix`` blocks (each names every axis it
     restricts: an axis left out is all its values) at one ``tile``; ``head``
     adds top-level lines (``archs:``, ``templates:``); ``backward`` names the
     semirings (a YAML list) whose f32 argmax kernels take gradients through
     backward_a and backward_b, and whose forward routes through argmax, as
-    the shipped family's do."""
+    the shipped family's do. ``splits=False`` leaves out the split offsets
+    (``block_y0``, ``block_z0``): a kernel then takes exactly its arrays and
+    sizes, as tests that count a launcher's parameters want."""
     counting = [name for name, spec in semirings.items() if "counting: true" in spec]
     lines = [
         f"library: {library}",
@@ -57,4 +59,5 @@ def tropical_manifest(library: str, semirings: dict[str, str], matrix: list[str]
             f"      - {{when: {{pass: argmax, {when}}}, axes: {{pass: backward_b}}, saves: [Kstar, A]}}\n"
             f"      - {{when: {{pass: forward, {when}}}, through: {{pass: argmax}}}}\n"
         )
-    return "\n".join(lines) + "\n" + SIGNATURE_AND_LAUNCH + gradients
+    signature = SIGNATURE_AND_LAUNCH if splits else "".join(line for line in SIGNATURE_AND_LAUNCH.splitlines(True) if "split:" not in line)
+    return "\n".join(lines) + "\n" + signature + gradients

@@ -32,6 +32,7 @@ MANIFEST = tropical_manifest(
     "planted",
     {"maxplus": "{add: max, mul: add, zero: -inf, one: 0}", "maxmul": "{add: max, mul: mul, zero: -inf, one: 1}"},
     ["{semiring: [maxplus, maxmul], dtype: f32, pass: forward, variant: single}"],
+    splits=False,  # the launches below pack the arrays and sizes alone
 )
 
 # The barrier that ends each k tile (it also votes on whether the next is plain).

@@ -15,13 +15,15 @@ from aotc.index import SCHEMA, LibraryIndex
 from aotc.runtime.launcher import KernelSignature, Launcher
 from tropical_manifest import tropical_manifest
 
-# The tropical family at a 32x64 block tile of 4x8 per thread.
+# The tropical family at a 32x64 block tile of 4x8 per thread, without its
+# split offsets: these tests count and pack the launcher's parameters.
 MANIFEST = tropical_manifest(
     "lib",
     {"maxplus": "{add: max, mul: add, zero: -inf, one: 0}"},
     ["{semiring: maxplus, dtype: f32, pass: [forward, argmax, backward_a, backward_b], variant: [single, batched]}"],
     tile="{block_m: 32, block_n: 64, block_k: 8, thread_m: 4, thread_n: 8}",
     head="templates: aotc:tropical",
+    splits=False,
 )
 
 

@@ -214,4 +214,4 @@ def test_a_negative_view_is_not_written_in_place() -> None:
     out = torch.empty(5, 6)._neg_view()  # noqa: SLF001
     with pytest.raises(ArgumentError) as info:
         tropical.matmul(a, b, out=out)
-    assert str(info.value) == "out: a negative view (is_neg()), whose memory holds what it shows negated; pass out.resolve_neg() or a plain tensor"
+    assert str(info.value) == "tropical.matmul: out: a negative view (is_neg()), whose memory holds what it shows negated; pass out.resolve_neg() or a plain tensor"
