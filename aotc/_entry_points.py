@@ -35,7 +35,7 @@ import os
 import sys
 import time
 
-from aotc._folders import SETTLED_NS, cache_folder
+from aotc._folders import SETTLED_NS, cache_folder, clear_kept_files
 from aotc._untrusted_files import foreign_directory, read_regular
 from aotc._version import __version__
 from aotc.errors import UnreadableFileError
@@ -151,14 +151,4 @@ def _read_metadata() -> tuple[list[list[str]], list[str]]:
 
 def forget() -> int:
     """Remove every kept file (``aotc cache clear``); returns how many."""
-    folder = os.path.join(cache_folder(), KEPT_FOLDER) if cache_folder() else ""
-    removed = 0
-    if folder and not foreign_directory(folder):
-        for name in os.listdir(folder):
-            if name.endswith(".json"):
-                try:
-                    os.unlink(os.path.join(folder, name))
-                    removed += 1
-                except OSError:
-                    pass
-    return removed
+    return clear_kept_files(KEPT_FOLDER, ".json")

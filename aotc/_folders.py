@@ -40,3 +40,23 @@ def cache_folder() -> str:
     """``AOTC_CACHE_DIR`` (absolute), else ``user_cache_folder()``."""
     configured = os.environ.get("AOTC_CACHE_DIR", "")
     return os.path.abspath(os.path.expanduser(configured)) if configured else user_cache_folder()
+
+
+def clear_kept_files(subfolder: str, suffix: str = "") -> int:
+    """Remove the files (those ending in ``suffix``) that aotc keeps in
+    ``subfolder`` of its cache folder (``aotc cache clear``); returns how many.
+    A folder others could have written in is left alone, as it is never read."""
+    from aotc._untrusted_files import foreign_directory  # only when clearing: start-ups never do
+
+    root = cache_folder()
+    folder = os.path.join(root, subfolder) if root else ""
+    removed = 0
+    if folder and not foreign_directory(folder):
+        for name in os.listdir(folder):
+            if name.endswith(suffix):
+                try:
+                    os.unlink(os.path.join(folder, name))
+                    removed += 1
+                except OSError:
+                    pass
+    return removed

@@ -45,7 +45,7 @@ import os
 import stat
 import time
 
-from aotc._folders import SETTLED_NS, cache_folder
+from aotc._folders import SETTLED_NS, cache_folder, clear_kept_files
 from aotc._untrusted_files import foreign_directory, read_regular
 from aotc.errors import UnreadableFileError
 from aotc.index.schema import sha256_bytes
@@ -159,13 +159,4 @@ class VerifiedFiles:
 
 def forget() -> int:
     """Remove every record (``aotc cache clear``); returns how many."""
-    folder = os.path.join(cache_folder(), RECORD_FOLDER) if cache_folder() else ""
-    removed = 0
-    if folder and not foreign_directory(folder):
-        for name in os.listdir(folder):
-            try:
-                os.unlink(os.path.join(folder, name))
-                removed += 1
-            except OSError:
-                pass
-    return removed
+    return clear_kept_files(RECORD_FOLDER)
