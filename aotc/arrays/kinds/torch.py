@@ -87,8 +87,8 @@ class TorchKind(ArrayKind):
 
     def unwritable(self, obj: Any, name: str) -> str | None:
         if obj.is_neg() or obj.is_conj():
-            what, fix = ("a negative view (is_neg())", "resolve_neg") if obj.is_neg() else ("a conjugate view (is_conj())", "resolve_conj")
-            return f"{name}: {what}, whose memory holds what it shows negated; pass {name}.{fix}() or a plain tensor"
+            what, shown, fix = ("a negative view (is_neg())", "negated", "resolve_neg") if obj.is_neg() else ("a conjugate view (is_conj())", "conjugated", "resolve_conj")
+            return f"{name}: {what}, whose memory holds what it shows {shown}; pass {name}.{fix}() or a plain tensor"
         if obj._is_zerotensor():  # noqa: SLF001
             return f"{name}: a zero tensor without memory of its own; pass a tensor to write into"
         return None
