@@ -148,13 +148,9 @@ def resolve_backwards(check: Checker, kernels: list[Any], entries: dict[str, tup
     return resolved
 
 
-def _where(kernel: Any) -> str:
-    return ", ".join(f"{a}={v}" for a, v in kernel.axes)
-
-
 def _resolve_route(check: Checker, table: _Kernels, kernel: Any, matching: list[BackwardEntry], family_entries: tuple[BackwardEntry, ...]) -> Gradient:
     entry = matching[0]
-    at = f"at {_where(kernel)} ({kernel.name})"
+    at = f"at {kernel.name}"  # a kernel's name is its point's (unique in a library)
     if len(matching) > 1:
         check.fail(matching[1].line, matching[1].key, f"{at}, {entry.key} routes the point through another kernel, so no other entry may match it")
     found = table.at(kernel.family, {**dict(kernel.axes), **dict(entry.axes)})
@@ -173,7 +169,7 @@ def _resolve_route(check: Checker, table: _Kernels, kernel: Any, matching: list[
 
 
 def _resolve_gradient(check: Checker, table: _Kernels, kernel: Any, matching: list[BackwardEntry]) -> Gradient:
-    at = f"at {_where(kernel)} ({kernel.name})"
+    at = f"at {kernel.name}"  # a kernel's name is its point's (unique in a library)
     found: list[tuple[str, tuple[str, ...]]] = []
     computed: dict[str, str] = {}
     for entry in matching:
@@ -188,7 +184,7 @@ def _resolve_gradient(check: Checker, table: _Kernels, kernel: Any, matching: li
         wanted = {**{a: v for a, v in kernel.axes if a in theirs}, **dict(entry.axes)}
         targets = table.at(entry.family, wanted)
         if len(targets) != 1 or targets[0] is kernel:
-            values = ", ".join(f"{a}={v}" for a, v in wanted.items()) or "any axes"
+            values = ", ".join(f"{a}={v}" for a, v in entry.axes) or "its own axes"
             what = f"{len(targets) or 'no'} kernel{'s' if len(targets) > 1 else ''} of {entry.family}"
             if targets and targets[0] is kernel:
                 what = "the kernel itself"
@@ -222,9 +218,8 @@ def _check_convention(check: Checker, entry: BackwardEntry, at: str, forward: An
                 if any(isinstance(p, ScalarParam) and p.dim and p.name == param.name for p in mine.params):
                     check.fail(
                         line, key,
-                        f"{at}, {where} is an argument there (it sizes only out arrays), but {forward.name}'s {param.name} is a dimension, which "
-                        f"its caller does not pass: a gradient kernel binds its dimensions from its own in arrays, so give it one of that extent "
-                        f"(an array named in saves:, say)",
+                        f"{at}, {where} is an argument (it sizes only out arrays) but a dimension of {forward.name}, which no caller passes: "
+                        f"bind it from an in array (saves:)",
                     )  # fmt: skip
                 else:
                     check.fail(line, key, f"{at}, {where} ({param.type}) is an argument {forward.name} does not take")

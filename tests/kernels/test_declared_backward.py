@@ -96,23 +96,23 @@ def test_a_mapping_names_another_familys_kernel_at_the_same_axes(tmp_path: Path)
 @pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
-        (FIRST, FIRST + FIRST, "backward[1]: at dtype=f32, pass=argmax (mm_f32_argmax), grad_A is computed by mm_f32_grad_a and by mm_f32_grad_a"),
-        (ROUTE, "      - {when: {pass: [forward, argmax], dtype: f32}, through: {pass: argmax}}\n", "backward[2]: at dtype=f32, pass=argmax (mm_f32_argmax), this route matches beside gradient kernels (families.mm.backward[0])"),
-        (FIRST, "      - {when: {pass: [forward, argmax]}, through: {pass: argmax}}\n" + FIRST, "backward[3]: at dtype=f32, pass=forward (mm_f32_forward), families.mm.backward[0] routes the point through another kernel, so no other entry may match it"),
-        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: grad_a}}\n", "backward[2].through: at dtype=f32, pass=forward (mm_f32_forward), mm_f32_grad_a does not compute C (out, f32) as mm_f32_forward does"),
-        (ROUTE, "      - {when: {pass: forward}, through: {pass: argmax}}\n", "backward[2].through: at dtype=i32, pass=forward (mm_i32_forward), mm_i32_argmax has no gradient: a route leads to gradient kernels"),
-        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: forward}}\n", "backward[2].through: at dtype=f32, pass=forward (mm_f32_forward), names the kernel itself"),
+        (FIRST, FIRST + FIRST, "backward[1]: at mm_f32_argmax, grad_A is computed by mm_f32_grad_a and by mm_f32_grad_a"),
+        (ROUTE, "      - {when: {pass: [forward, argmax], dtype: f32}, through: {pass: argmax}}\n", "backward[2]: at mm_f32_argmax, this route matches beside gradient kernels (families.mm.backward[0])"),
+        (FIRST, "      - {when: {pass: [forward, argmax]}, through: {pass: argmax}}\n" + FIRST, "backward[3]: at mm_f32_forward, families.mm.backward[0] routes the point through another kernel, so no other entry may match it"),
+        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: grad_a}}\n", "backward[2].through: at mm_f32_forward, mm_f32_grad_a does not compute C (out, f32) as mm_f32_forward does"),
+        (ROUTE, "      - {when: {pass: forward}, through: {pass: argmax}}\n", "backward[2].through: at mm_i32_forward, mm_i32_argmax has no gradient: a route leads to gradient kernels"),
+        (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: forward}}\n", "backward[2].through: at mm_f32_forward, names the kernel itself"),
         (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: nope}}\n", "backward[2].through.pass: 'nope' is not a value of axis pass (declared: forward, argmax, grad_a, grad_b)"),
         (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {size: 4}}\n", "backward[2].through.size: unknown key"),
         (ROUTE, "      - {when: {pass: forward, dtype: f32}, through: {pass: argmax}, saves: [A]}\n", "backward[2].saves: a route (through:) takes only when"),
-        (FIRST, "      - {when: {pass: argmax}, axes: {pass: grad_a}, saves: [Kstar, B]}\n", "backward[0]: at dtype=i32, pass=argmax (mm_i32_argmax), names no kernel of mm (dtype=i32, pass=grad_a)"),
-        (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar]}\n", "backward[0]: at dtype=f32, pass=argmax (mm_f32_argmax), mm_f32_grad_a's parameter B is neither the gradient of a result of mm_f32_argmax (grad_C, grad_Kstar) nor a saved array (saves: Kstar)"),
+        (FIRST, "      - {when: {pass: argmax}, axes: {pass: grad_a}, saves: [Kstar, B]}\n", "backward[0]: at mm_i32_argmax, names no kernel of mm (pass=grad_a)"),
+        (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar]}\n", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter B is neither the gradient of a result of mm_f32_argmax (grad_C, grad_Kstar) nor a saved array (saves: Kstar)"),
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar, grad_C]}\n", "backward[0].saves: 'grad_C' is not an array of mm_f32_argmax (arrays: A, B, C, Kstar)"),
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: [grad_a]}, saves: [Kstar, B]}\n", "backward[0].axes.pass: expected one value of mm's axis pass, got a list"),
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, family: nope, saves: [Kstar, B]}\n", "backward[0].family: 'nope' is not a declared family of this manifest (declared: mm)"),
-        (GRAD_A_B, GRAD_A_B + "        scale: f32\n", "backward[0]: at dtype=f32, pass=argmax (mm_f32_argmax), mm_f32_grad_a's parameter scale (f32) is an argument mm_f32_argmax does not take"),
+        (GRAD_A_B, GRAD_A_B + "        scale: f32\n", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter scale (f32) is an argument mm_f32_argmax does not take"),
         # K sizes only grad_A once B is gone: the forward's dimension, which no caller passes.
-        (GRAD_A_B, "", "backward[0]: at dtype=f32, pass=argmax (mm_f32_argmax), mm_f32_grad_a's parameter K is an argument there (it sizes only out arrays), but mm_f32_argmax's K is a dimension, which its caller does not pass"),
+        (GRAD_A_B, "", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter K is an argument (it sizes only out arrays) but a dimension of mm_f32_argmax, which no caller passes"),
     ],
 )
 def test_each_misuse_is_one_line_naming_the_entry(tmp_path: Path, old: str, new: str, expected: str) -> None:
