@@ -114,23 +114,33 @@ def point_of(index: int, sizes: list[int]) -> list[int]:
     return point
 
 
+def _write(path: Path, text: str) -> None:
+    """Write ``path`` only where its text changes, as an editor saving one file leaves
+    the others: a rewritten CMakeLists.txt would make every edit a reconfigure."""
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+
+
 def write_library(root: Path, count: int, *, library: str | None = None, archs: str = "80", edit: int | None = None) -> Path:
-    """Write the project of ``count`` kernels under ``root``; returns its manifest's path."""
+    """Write the project of ``count`` kernels under ``root`` (only the files whose text
+    changes, so ``edit=`` touches the manifest alone); returns its manifest's path."""
     library = library or f"scale{count}"
     (root / "kernels" / "templates").mkdir(parents=True, exist_ok=True)
-    (root / "kernels" / "templates" / "axpb.cu.j2").write_text(TEMPLATE.replace("{{ point }}", "{{ p0 }}"))
+    _write(root / "kernels" / "templates" / "axpb.cu.j2", TEMPLATE.replace("{{ point }}", "{{ p0 }}"))
     manifest = root / "kernels" / "manifest.yaml"
-    manifest.write_text(manifest_text(count, library, archs, edit))
+    _write(manifest, manifest_text(count, library, archs, edit))
     package = root / library
     package.mkdir(exist_ok=True)
-    (package / "__init__.py").write_text(f'"""{count} synthetic kernels (benchmarks/kernel_library.py)."""\n')
-    (root / "CMakeLists.txt").write_text(
+    _write(package / "__init__.py", f'"""{count} synthetic kernels (benchmarks/kernel_library.py)."""\n')
+    _write(
+        root / "CMakeLists.txt",
         "cmake_minimum_required(VERSION 3.24)\n"
         f"project({library} LANGUAGES NONE)\n"
         "find_package(aotc CONFIG REQUIRED)\n"
         f"aotc_add_kernel_library({library} MANIFEST kernels/manifest.yaml INSTALL_DIR {library}/_kernels)\n"
     )
-    (root / "pyproject.toml").write_text(
+    _write(
+        root / "pyproject.toml",
         '[build-system]\nrequires = ["scikit-build-core>=0.10", "aotc"]\nbuild-backend = "scikit_build_core.build"\n\n'
         f'[project]\nname = "scale-kernels-{count}"\nversion = "0.1.0"\nrequires-python = ">=3.10"\ndependencies = ["aotc"]\n\n'
         f'[project.entry-points."aotc.libraries"]\n{library} = "{library}._kernels"\n\n'
