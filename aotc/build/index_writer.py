@@ -9,7 +9,7 @@ the schema constants and the checksum rule both sides use are in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aotc._version import __version__
@@ -27,17 +27,25 @@ from aotc.index.schema import (
 if TYPE_CHECKING:
     from aotc.build.manifest import DeclaredKernelSpec, Manifest
 
-__all__ = ["build_index", "dumps", "kernel_entry", "seal"]
+__all__ = ["build_index", "dumps", "entry_of", "file_digest", "kernel_entry", "seal"]
 
 
-def _file_entry(name: str, data: bytes) -> dict[str, Any]:
-    return {"file": name, "sha256": sha256_bytes(data), "size": len(data)}
+def file_digest(data: bytes) -> dict[str, Any]:
+    """What an entry records of a file's bytes: ``{"sha256", "size"}``."""
+    return {"sha256": sha256_bytes(data), "size": len(data)}
 
 
 def kernel_entry(
     kernel: DeclaredKernelSpec, manifest: Manifest, fatbin: bytes, source: bytes, resources: dict[str, dict[str, int]]
 ) -> dict[str, Any]:
-    """The index entry of one compiled kernel; ``resources`` is ptxas' report per SASS arch.
+    """The index entry of one compiled kernel; ``resources`` is ptxas' report per SASS arch."""
+    return entry_of(kernel, manifest, file_digest(fatbin), file_digest(source), resources)
+
+
+def entry_of(
+    kernel: DeclaredKernelSpec, manifest: Manifest, fatbin: Mapping[str, Any], source: Mapping[str, Any], resources: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """The index entry of one compiled kernel, from its fatbin's and source's ``file_digest``.
 
     A kernel is found by its family and its axes, and records its signature
     for the bindings, and its backward (gradient kernels or route) where it has one.
@@ -51,21 +59,25 @@ def kernel_entry(
         **backward,
         "params": [p.to_json() for p in kernel.params],
         "launch": kernel.launch.to_json(),
-        "fatbin": _file_entry(f"{kernel.name}.fatbin", fatbin),
+        "fatbin": {"file": f"{kernel.name}.fatbin", **fatbin},
         "sass": list(manifest.archs.sass),
         "ptx": list(manifest.archs.ptx),
-        "source": _file_entry(f"{SOURCE_DIR}/{kernel.name}.cu", source),
+        "source": {"file": f"{SOURCE_DIR}/{kernel.name}.cu", **source},
         "resources": resources,
     }
 
 
-def seal(index: dict[str, Any]) -> dict[str, Any]:
+def seal(index: dict[str, Any], current: Collection[str] = ()) -> dict[str, Any]:
     """Write (or rewrite) the checksum tables of ``index`` in place; returns it.
 
     Each kernel's table covers what a launch reads (``sealed_fields``), the
-    top level's the semirings; the reader recomputes them on load.
+    top level's the semirings; the reader recomputes them on load. The kernels
+    named in ``current`` already hold the table of their fields as they are
+    (an entry the build's memo found unchanged, ``aotc.build._index_memo``).
     """
-    for entry in index.get("kernels", {}).values():
+    for name, entry in index.get("kernels", {}).items():
+        if name in current:
+            continue
         entry.pop(CHECKSUM_KEY, None)
         entry[CHECKSUM_KEY] = field_checksums(entry, sealed_fields(entry))
     index.pop(CHECKSUM_KEY, None)
@@ -73,7 +85,9 @@ def seal(index: dict[str, Any]) -> dict[str, Any]:
     return index
 
 
-def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], toolkit: Mapping[str, Any]) -> dict[str, Any]:
+def build_index(
+    manifest: Manifest, entries: Mapping[str, dict[str, Any]], toolkit: Mapping[str, Any], current: Collection[str] = ()
+) -> dict[str, Any]:
     """The whole index document, kernels in manifest order, sealed.
 
     ``toolkit`` says what compiled the images and the oldest driver that loads
@@ -91,7 +105,7 @@ def build_index(manifest: Manifest, entries: Mapping[str, dict[str, Any]], toolk
         },
         "kernels": {k.name: dict(entries[k.name]) for k in manifest.kernels},
     }
-    return seal(index)
+    return seal(index, current)
 
 
 def dumps(index: Mapping[str, Any]) -> bytes:

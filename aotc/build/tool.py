@@ -17,13 +17,13 @@ import os
 import sys
 from pathlib import Path
 
-from aotc.build.resources import parse_resource_report
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, parse_arch_list
 from aotc.errors import ArchError
 from aotc.build._files import write_if_changed
-from aotc.errors import AotcError, BuildError, ManifestError
-from aotc.build.index_writer import build_index, dumps, kernel_entry
-from aotc.index.schema import INDEX_NAME, SOURCE_DIR
+from aotc.errors import AotcError, ManifestError
+from aotc.build._index_memo import IndexMemo
+from aotc.build.index_writer import build_index, dumps, entry_of
+from aotc.index.schema import CHECKSUM_KEY, INDEX_NAME, SOURCE_DIR
 from aotc.build.manifest import Manifest, load_manifest
 
 __all__ = ["main"]
@@ -89,18 +89,10 @@ def _toolkit(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def _read(path: str, missing: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise BuildError(missing) from None
-
-
-def _stage(staged: str, built: str, data: bytes) -> None:
-    """Put ``built`` (whose bytes are ``data``) at ``staged``: a hard link where the
-    file system allows, so a staged file that is already the built one costs a stat,
-    not a read; else a copy, rewritten only when its bytes change."""
+def _stage(staged: str, built: str) -> None:
+    """Put ``built`` at ``staged``: a hard link where the file system allows, so a
+    staged file that is already the built one costs a stat, not a read; else a
+    copy, rewritten only when its bytes change."""
     try:
         if os.path.samestat(os.lstat(staged), os.stat(built)):  # lstat: a link planted there is replaced
             return
@@ -114,38 +106,54 @@ def _stage(staged: str, built: str, data: bytes) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temp)
-        write_if_changed(Path(staged), data)
+        write_if_changed(Path(staged), Path(built).read_bytes())
+
+
+def _remove_stale(stage: str, keep: set[str]) -> None:
+    """Remove the staged fatbins and sources no kernel of the library names."""
+    for folder, suffix in ((stage, ".fatbin"), (os.path.join(stage, SOURCE_DIR), ".cu")):
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            continue
+        for name in names:
+            relative = name if folder == stage else f"{SOURCE_DIR}/{name}"
+            if name.endswith(suffix) and relative not in keep:
+                os.unlink(os.path.join(folder, name))
 
 
 def _index(args: argparse.Namespace) -> None:
-    """Stage fatbins and sources under their installed names, then index them."""
+    """Stage fatbins and sources under their installed names, then index them.
+
+    The memo (``aotc.build._index_memo``) spares the files and entries that did
+    not change since the last run; the index is the same bytes without it."""
     manifest = _load(args)
+    memo = IndexMemo(args.memo)
     stage = str(args.stage)
-    entries = {}
+    index_path = os.path.join(stage, INDEX_NAME)
+    sealed = memo.sealed_entries(index_path)
+    entries, current = {}, set()
     # os.path, not pathlib, in this loop: it runs for every kernel of the library.
     for kernel in manifest.kernels:
         fatbin_path = os.path.join(args.fatbin_dir, f"{kernel.name}.fatbin")
-        fatbin = _read(fatbin_path, f"{fatbin_path}: no compiled fatbin for kernel {kernel.name}")
+        fatbin = memo.file_digest(fatbin_path, f"{fatbin_path}: no compiled fatbin for kernel {kernel.name}")
         source_path = os.path.join(args.gen_dir, f"{kernel.name}.cu")  # codegen.source_name
-        source = _read(source_path, f"{source_path}: no generated source for kernel {kernel.name}")
-        try:
-            with open(os.path.join(args.gen_dir, f"{kernel.name}.resources.txt"), encoding="utf-8", errors="replace") as f:
-                resources = parse_resource_report(f.read(), kernel.symbol)
-        except FileNotFoundError:
-            resources = {}
-        entry = kernel_entry(kernel, manifest, fatbin, source, resources)
-        _stage(os.path.join(stage, entry["fatbin"]["file"]), fatbin_path, fatbin)
-        _stage(os.path.join(stage, entry["source"]["file"]), source_path, source)
+        source = memo.file_digest(source_path, f"{source_path}: no generated source for kernel {kernel.name}")
+        resources = memo.resources(os.path.join(args.gen_dir, f"{kernel.name}.resources.txt"), kernel.symbol)
+        entry = entry_of(kernel, manifest, fatbin, source, resources)
+        old = sealed.get(kernel.name)
+        if isinstance(old, dict) and CHECKSUM_KEY in old and {k: v for k, v in old.items() if k != CHECKSUM_KEY} == entry:
+            entry[CHECKSUM_KEY] = old[CHECKSUM_KEY]
+            current.add(kernel.name)
+        _stage(os.path.join(stage, entry["fatbin"]["file"]), fatbin_path)
+        _stage(os.path.join(stage, entry["source"]["file"]), source_path)
         entries[kernel.name] = entry
-    keep = {e[part]["file"] for e in entries.values() for part in ("fatbin", "source")} | {INDEX_NAME}
-    for stale in [*Path(stage).glob("*.fatbin"), *(Path(stage) / SOURCE_DIR).glob("*.cu")]:
-        if stale.relative_to(stage).as_posix() not in keep:
-            stale.unlink()
-    index = build_index(manifest, entries, _toolkit(args))
-    index_path = Path(stage) / INDEX_NAME
-    if not write_if_changed(index_path, dumps(index)):
+    _remove_stale(stage, {e[part]["file"] for e in entries.values() for part in ("fatbin", "source")})
+    data = dumps(build_index(manifest, entries, _toolkit(args), current))
+    if not write_if_changed(Path(index_path), data):
         # The build tool judges this step by index.json's age: mark it current.
         os.utime(index_path)
+    memo.save(data)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -176,6 +184,7 @@ def _parser() -> argparse.ArgumentParser:
             step.add_argument("--min-driver", required=True)
             step.add_argument("--wheel", default="")
             step.add_argument("--compression", default="")
+            step.add_argument("--memo", default="", help="the index step's memo file (aotc.build._index_memo); none if empty")
     return parser
 
 

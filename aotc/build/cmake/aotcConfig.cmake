@@ -217,7 +217,7 @@ function(_aotc_add_index_command name work manifest kernels fatbins step_args)
   add_custom_command(
     OUTPUT "${work}/lib/index.json"
     COMMAND "${_AOTC_BUILD_TOOL}" index ${step_args} "--fatbin-dir=${work}/fatbin" "--gen-dir=${work}/gen"
-            "--stage=${work}/lib" ${_AOTC_TOOLKIT_ARGS}
+            "--stage=${work}/lib" "--memo=${work}/index.memo" ${_AOTC_TOOLKIT_ARGS}
     DEPENDS ${fatbins} ${sources} "${manifest}" ${_AOTC_GENERATOR_FILES}
     COMMENT "aotc: ${name}: indexing"
     VERBATIM)
