@@ -70,6 +70,9 @@ def _load() -> float:
 def _env(checkout: Path, compiler: str, cache: Path) -> dict[str, str]:
     env = {**os.environ, "AOTC_BUILD_CACHE_DIR": str(cache), "AOTC_COMPILER": compiler, "SOURCE_DATE_EPOCH": "1700000000"}
     env.pop("AOTC_BUILD_CACHE", None)
+    # Python caches bytecode by default (and pip compiles an installed aotc's):
+    # without this, a shell that sets it recompiles aotc's modules in every step.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = str(checkout)  # aotc list / generate, and pip's view of aotc
     return env
 
