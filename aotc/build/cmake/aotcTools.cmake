@@ -16,7 +16,7 @@ get_filename_component(_AOTC_PACKAGE_DIR "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOL
 set(_AOTC_GENERATOR_FILES "")
 foreach(module IN ITEMS
     __init__ _version _record _cjson errors archs semiring dtypes
-    index/__init__ index/schema index/_layout build/index_writer
+    index/__init__ index/schema index/_layout build/index_writer build/_index_memo
     build/__init__ build/tool build/_files build/codegen build/manifest build/_checks build/_manifest_fields
     build/_family_fields build/_family_launch build/_family_rules build/_backward_fields build/_binding_fields build/signature build/_yaml build/resources
     build/line_map build/_render_keys _untrusted_files)
