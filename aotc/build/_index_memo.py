@@ -85,13 +85,23 @@ class IndexMemo:
             self._index_sha256 = str(memo.get("index", ""))
 
     def _recall(self, path: str, detail: str) -> tuple[_Identity | None, Any]:
-        """(the file's identity now, what was made of it under ``detail`` if it is unchanged, else None)."""
+        """(the file's identity now, what was made of it under ``detail`` if it is unchanged, else None).
+        What the memo holds is checked for its shape: a memo is never more than a shortcut."""
         identity = _identity(path)
         known = self._known.get(path)
-        if identity is not None and isinstance(known, list) and len(known) == 3 and known[0] == identity and known[1] == detail:
-            self._seen[path] = known
-            return identity, known[2]
-        return identity, None
+        if identity is None or not isinstance(known, list) or len(known) != 3 or known[0] != identity or known[1] != detail:
+            return identity, None
+        made = known[2]
+        if detail == "digest":
+            shaped = isinstance(made, dict) and set(made) == {"sha256", "size"} and isinstance(made["sha256"], str) and type(made["size"]) is int
+        else:
+            shaped = isinstance(made, dict) and all(
+                isinstance(table, dict) and all(type(count) is int for count in table.values()) for table in made.values()
+            )
+        if not shaped:
+            return identity, None
+        self._seen[path] = known
+        return identity, made
 
     def _remember(self, path: str, identity: _Identity | None, detail: str, made: Any) -> Any:
         if identity is not None:

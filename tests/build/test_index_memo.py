@@ -113,6 +113,13 @@ def test_an_index_changed_by_hand_or_a_foreign_memo_is_not_trusted(project: tupl
     assert _index(manifest, work) == plain
     memo.write_text("{not json")
     assert _index(manifest, work) == plain
+    # A memo whose records have the right identities but another shape.
+    _index(manifest, work)
+    records = json.loads(memo.read_text())
+    for record in records["files"].values():
+        record[2] = 5 if record[1] == "digest" else {"80": {"registers": "many"}}
+    memo.write_text(json.dumps(records))
+    assert _index(manifest, work) == plain
 
 
 def test_a_kernel_removed_is_forgotten_and_unstaged(project: tuple[Path, Path, list[str]]) -> None:
