@@ -144,8 +144,8 @@ class TorchKind(ArrayKind):
     # is_neg(): a negative view's memory is not what it shows (read resolves it).
     plan_operands = False
 
-    def plan_key(self, var: str) -> str:
-        return f"{var}.shape, {var}.stride(), {var}.dtype, {var}.device, {var}.is_neg()"
+    def plan_key(self, var: str) -> tuple[str, ...]:
+        return (f"{var}.shape", f"{var}.stride()", f"{var}.dtype", f"{var}.device", f"{var}.is_neg()")
 
     def plan_pointer(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
         return f"{var}.data_ptr()"
