@@ -14,7 +14,10 @@ entry(x, ..., *, y=None, <axes>=None, stream=None)          generated per layout
   has the layout's own binding names. It finds the guard of its first
   array's type (``add_guard``) and returns what the guard returns; a call no guard answers (None) goes to
   ``Layout.full``, which decides everything and raises the one-line errors,
-  makes the guard of that type and keeps the plan its launch becomes.
+  makes the guard of that type and keeps the plan its launch becomes. The
+  guards are ``entry.guards``; a guard's parameters after the arrays default
+  to None, so a public function over the entry (``aotc.tropical.matmul``)
+  may ask the guard itself, by keyword, a call level less.
 - A **guard** (``direct_guard`` here; ``_torch_guard.guard`` for tensors)
   checks that every array is of its type, builds the plan key in
   straight-line code from the kinds' texts (``_keys.plan_key_text``: the
@@ -45,7 +48,7 @@ if TYPE_CHECKING:
 
     from aotc.kernels._binding import Layout
 
-__all__ = ["add_guard", "direct_guard", "entry_for", "guard_parameters", "has_guard", "results_text"]
+__all__ = ["add_guard", "direct_guard", "entry_for", "guard_parameters", "guard_signature", "has_guard", "results_text"]
 
 
 def _generatable(layout: Layout) -> bool:
@@ -57,6 +60,13 @@ def _generatable(layout: Layout) -> bool:
 def guard_parameters(layout: Layout) -> tuple[str, ...]:
     """A guard's parameters: the entry's, less ``**axes``."""
     return (*layout.positional, *layout.outs, *layout.open_axes, *layout.lengths, "stream")
+
+
+def guard_signature(layout: Layout) -> str:
+    """A guard's ``def`` line: the entry passes every parameter in order; a
+    public function over the entry (``aotc.tropical``) names those it sets."""
+    optional = guard_parameters(layout)[len(layout.positional) :]
+    return f"def _aotc_guard({', '.join((*layout.positional, *(f'{name}=None' for name in optional)))}):"
 
 
 def entry_for(layout: Layout) -> Any:
@@ -88,14 +98,14 @@ def entry_for(layout: Layout) -> Any:
     # The guards by array type: made by the full path at a type's first call (add_guard).
     namespace: dict[str, Any] = {"_aotc_guards": {}, "_aotc_layout": layout, "_aotc_refusals": (ArgumentError, ArgumentTypeError), "_aotc_called": called}
     entry = compiled("\n".join(lines), layout.name, f"entry {layout.library.name}.{layout.name}", namespace)
-    entry.layout = layout
+    entry.layout, entry.guards = layout, namespace["_aotc_guards"]
     entry.__doc__ = f"{layout!r}: generated from its declared signature (aotc.kernels._entry)."
     return entry
 
 
 def has_guard(layout: Layout, array_type: type) -> bool:
     """Whether ``layout``'s entry has a guard for arrays of ``array_type``."""
-    return id(array_type) in layout.entry.__globals__["_aotc_guards"]
+    return id(array_type) in layout.entry.guards
 
 
 def add_guard(layout: Layout, array_type: type, guard: Any) -> None:
@@ -104,7 +114,7 @@ def add_guard(layout: Layout, array_type: type, guard: Any) -> None:
     every new plan (``torch.compile`` guards on what a trace reads). Keyed by
     the type's id (the guard keeps the type, so the id is not reused): dynamo
     guards a dict's keys, and cannot where a key is a class."""
-    layout.entry.__globals__["_aotc_guards"][id(array_type)] = guard
+    layout.entry.guards[id(array_type)] = guard
 
 
 def results_text(layout: Layout, got: str) -> str:
@@ -120,7 +130,6 @@ def direct_guard(layout: Layout, kind: Any, guard: type) -> Any:
     variables = {name: f"_aotc_o_{name}" for name in (*given, *outs)} if operands else {}
     tag = "_aotc_tag"
     key = plan_key_text(layout, kind, tag, variables)
-    parameters = ", ".join(guard_parameters(layout))
     body = []
     if operands:  # each read here by its own kind (the key holds each one's), and handed to the plan read
         body += ["try:"]
@@ -134,15 +143,13 @@ def direct_guard(layout: Layout, kind: Any, guard: type) -> Any:
     body += ["_aotc_stream = stream if stream is None or type(stream) is int else _aotc_handle(stream)"]
     body += [
         "try:",
-        f"    _aotc_plan = _aotc_plans.get({key})",
-        "except TypeError:  # an unhashable axis value or size: the full path names it",
-        "    return None",
-        "if _aotc_plan is None:",
+        f"    _aotc_plan = _aotc_plans[{key}]  # a subscript: a method call would cost more than the lookup",
+        "except (KeyError, TypeError):  # no plan yet, or an unhashable axis value or size: the full path names it",
         "    return None",
         f"_aotc_result = _aotc_plan({', '.join(variables.get(name, name) for name in (*given, *outs))}{''.join(f', {name}' for name in layout.arguments)})",
         f"return None if _aotc_result is None else {results_text(layout, '_aotc_result')}",
     ]
-    source = "\n".join([f"def _aotc_guard({parameters}):", *(f"    {line}" for line in body), ""])
+    source = "\n".join([guard_signature(layout), *(f"    {line}" for line in body), ""])
     factory = GENERATED.plans.get(generated_key("direct guard", source))
     if factory is None:
         wrapped = "def _aotc_factory(_aotc_type, _aotc_tag, _aotc_plans, _aotc_read, _aotc_handle, _aotc_refused):\n"

@@ -9,11 +9,13 @@ each key starts with what it keys, so they never meet:
 - ``plan_key``: a call plan (``_replay``), under its route's tag (a kind's
   name; the array type where the guard reads Operands), each array's facts
   (its kind's ``plan_key``: shape, strides, dtype, and device where it has
-  one), each out array's (None where not given), the open axes' values, the
-  sizes the caller gives, and the stream handle it named (None: the current
-  one). It is written once as an expression over the binding's own names
-  (``plan_key_text``), which the generated guards inline, and compiled as a
-  function that the full path stores with: store and lookup read one text;
+  one), each out array's (a None for each fact where not given), the open
+  axes' values, the sizes the caller gives, and the stream handle it named
+  (None: the current one), in one flat tuple (a nested one costs a hash and
+  a comparison of its own). It is written once as an expression over the
+  binding's own names (``plan_key_text``), which the generated guards
+  inline, and compiled as a function that the full path stores with: store
+  and lookup read one text;
 - ``backward_key``: a recorded call's gradient step, by the gradients' strides;
 - the JAX route's callbacks, vjps and built-in launcher calls (``jax_key``);
 - ``steps_key``: a kernel's gradient steps (``_gradients``);
@@ -68,10 +70,11 @@ def plan_key_text(layout: Layout, kind: Any, tag: str, variables: dict[str, str]
     by their own names."""
     variables = variables or {}
     parts = [tag]
-    parts += [kind.plan_key(variables.get(name, name)) for name in layout.given]
-    for name in layout.outs:
+    for name in layout.given:
+        parts += kind.plan_key(variables.get(name, name))
+    for name in layout.outs:  # each fact, or None: flat, as a nested tuple costs its own hash and compare
         var = variables.get(name, name)
-        parts.append(f"None if {var} is None else ({kind.plan_key(var)},)")
+        parts += [f"None if {var} is None else {fact}" for fact in kind.plan_key(var)]
     parts += [*layout.open_axes, *layout.sizes, "_aotc_stream"]
     return f"({', '.join(parts)},)"
 

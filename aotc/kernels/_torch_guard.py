@@ -43,7 +43,7 @@ def guard(layout: Layout, kind: Any, tensor: type) -> Any:
     Traced, or under a mode or a transform, the op, through the dispatcher.
     Anything else (None) takes ``Layout.full``."""
     from aotc.arrays.eager_checks import EAGER_TEXT
-    from aotc.kernels._entry import guard_parameters, results_text
+    from aotc.kernels._entry import guard_signature, results_text
     from aotc.kernels._keys import plan_key_text
 
     given, outs, scalars = layout.given, layout.outs, tuple(layout.arguments)
@@ -64,7 +64,9 @@ def guard(layout: Layout, kind: Any, tensor: type) -> Any:
         "        if _aotc_stream is not None:",
         "            return None  # the full path refuses it",
         "        try:",
-        f"            _aotc_recording = _aotc_plans.get({plan_key_text(layout, kind, repr('recorded'))})",
+        f"            _aotc_recording = _aotc_plans[{plan_key_text(layout, kind, repr('recorded'))}]",
+        "        except KeyError:",
+        "            _aotc_recording = None",
         "        except TypeError:",
         "            return None",
         f"        if _aotc_recording is not None and not ({plain}):",
@@ -77,7 +79,9 @@ def guard(layout: Layout, kind: Any, tensor: type) -> Any:
         f"    if {' or '.join(f'type({name}) is not _aotc_type' for name in outs) or 'False'}:",
         "        return None",
         "try:",
-        f"    _aotc_plan = _aotc_plans.get({plan_key_text(layout, kind, repr('torch'))})",
+        f"    _aotc_plan = _aotc_plans[{plan_key_text(layout, kind, repr('torch'))}]  # a subscript, as the direct guard's",
+        "except KeyError:",
+        "    _aotc_plan = None",
         "except TypeError:",
         "    return None",
         "if _aotc_plan is not None:",
@@ -88,7 +92,7 @@ def guard(layout: Layout, kind: Any, tensor: type) -> Any:
         f"    return _aotc_tensors(_aotc_layout, ({positional},), {{{chosen}}}, True)",
         "return None",
     ]
-    source = "\n".join([f"def _aotc_guard({', '.join(guard_parameters(layout))}):", *(f"    {line}" for line in body), ""])
+    source = "\n".join([guard_signature(layout), *(f"    {line}" for line in body), ""])
     from aotc._generated import compiled
     from aotc.kernels._keys import generated_key
     from aotc.kernels._plans import GENERATED

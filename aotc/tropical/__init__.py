@@ -178,10 +178,17 @@ def preload(semirings: Any = None, dtypes: Any = None, *, device: Any = None) ->
 def matmul(a: Any, b: Any, semiring: str = "maxplus", *, out: Any = None, stream: Any = None) -> Any:
     """``C = A (x) B`` under ``semiring``; see the module docstring."""
     api = _shared["api"] or _api()
-    # A plain semiring's product is its forward kernels' call (their plans
-    # first); anything else takes Tropical.matmul, which checks and packs.
+    # A plain semiring's product is its forward kernels' call: the guard of
+    # a's type (the plan a full call left; aotc.kernels._entry), asked here a
+    # call level less, else the entry. Anything else takes Tropical.matmul,
+    # which checks and packs.
     if type(semiring) is str and semiring in api._plain:  # noqa: SLF001 - the handle's own table
         try:
+            guard = api._forward_guards.get(id(type(a)))  # noqa: SLF001
+            if guard is not None:
+                result = guard(a, b, out=out, semiring=semiring, stream=stream)
+                if result is not None:
+                    return result
             return api._forward.entry(a, b, out=out, semiring=semiring, stream=stream)  # noqa: SLF001
         except REFUSALS as exc:
             exc.function = "tropical.matmul"
@@ -197,6 +204,11 @@ def matmul_argmax(
     api = _shared["api"] or _api()
     if type(semiring) is str and semiring in api._plain_argmax:  # noqa: SLF001 - as matmul's
         try:
+            guard = api._argmax_guards.get(id(type(a)))  # noqa: SLF001
+            if guard is not None:
+                result = guard(a, b, out=out, k_out=k_out, semiring=semiring, stream=stream)
+                if result is not None:
+                    return result
             return api._argmax.entry(a, b, out=out, k_out=k_out, semiring=semiring, stream=stream)  # noqa: SLF001
         except REFUSALS as exc:
             exc.function = "tropical.matmul_argmax"

@@ -73,6 +73,9 @@ class Tropical:
         argmax = self._argmax
         chosen = argmax is not None and argmax.entry is not None and "semiring" in argmax.open_axes
         self._plain_argmax = frozenset(argmax.axes["semiring"]) if chosen else frozenset()
+        # Their entries' guards by array type, which the module's functions ask first (aotc.kernels._entry).
+        self._forward_guards = forward.entry.guards if self._plain else {}
+        self._argmax_guards = argmax.entry.guards if chosen else {}
 
     def __repr__(self) -> str:
         return f"<aotc.tropical.Tropical over library {self.library.name!r}>"

@@ -9,6 +9,7 @@ and their results are checked against the reference.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from arrays.arrays_support import DLPackOnly
 from tropical import emulated_cupy
 
 from aotc import reference, tropical
+from aotc.errors import AotcError
 from aotc.runtime.emulator import arrays
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
@@ -59,6 +61,47 @@ def test_an_empty_call_is_planned_too_and_launches_nothing(api: Any, full_path: 
         c, k = api.matmul_argmax(np.ones((0, 5), np.float32), np.ones((5, 3), np.float32))
         assert c.shape == k.shape == (0, 3) and c.dtype == np.float32 and k.dtype == np.int32
     assert full_path == ["gemm_argmax"]
+
+
+# --- the frames of a repeat call -----------------------------------------------------
+
+
+def _generated_frames(call: Any) -> list[str]:
+    """What aotc's generated code ``call()`` runs, in order: each frame's kind
+    ("entry", "guard", "plan": the word its linecache name opens with)."""
+    seen: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        name = frame.f_code.co_filename
+        if event == "call" and name.startswith("<aotc "):
+            seen.append(name.split()[1])
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+@pytest.mark.parametrize("route", ["numpy out=", "numpy", "tensors", "tensors out=", "argmax"])
+def test_a_repeat_module_call_runs_the_guard_and_the_plan_alone(api: Any, tropical_on_emulator: None, route: str) -> None:
+    """``tropical.matmul`` asks the forward entry's guard of its first array's
+    type itself (the entry's ``guards``): a repeat call runs that guard and
+    the plan, no entry frame between them; a refusal still names the function."""
+    a, b = _operands(0)
+    if route.startswith("tensors"):
+        a, b = torch.from_numpy(a), torch.from_numpy(b)
+    out = None if not route.endswith("out=") else (np.empty((6, 4), np.float32) if route.startswith("numpy") else torch.empty(6, 4))
+    call = (lambda: tropical.matmul_argmax(a, b)) if route == "argmax" else (lambda: tropical.matmul(a, b, out=out))
+    call()
+    assert _generated_frames(call) == ["guard", "plan"]
+    got = call()[0] if route == "argmax" else call()
+    np.testing.assert_array_equal(np.asarray(got), _product(a, b))
+    bad = b[:, :3].T if route.startswith("tensors") else b.T  # K of 4 or 3 against a's 5
+    with pytest.raises(AotcError, match=r"^tropical\.matmul(_argmax)?: b: ") as refused:
+        tropical.matmul_argmax(a, bad) if route == "argmax" else tropical.matmul(a, bad, out=out)
+    assert "\n" not in str(refused.value)
 
 
 # --- a stream named ----------------------------------------------------------------

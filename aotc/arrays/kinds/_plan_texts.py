@@ -31,11 +31,12 @@ class PlanTexts:
         """The type a plan's guard holds arrays of this kind to; None: no plan."""
         return type(obj) if self.per_type else None
 
-    def plan_key(self, var: str) -> str:
-        """The facts of ``var`` a call's decision (and its plan) depends on, as a
-        tuple's items: here the Operand's, its kind first (arrays of several such
+    def plan_key(self, var: str) -> tuple[str, ...]:
+        """The facts of ``var`` a call's decision (and its plan) depends on, each
+        an expression, the first never None (an out array not given is a None
+        for each): here the Operand's, its kind first (arrays of several such
         kinds meet in one call: a DLPack array and the CUDA array it writes to)."""
-        return f"{var}.kind, {var}.shape, {var}.strides, {var}.dtype, {var}.device"
+        return (f"{var}.kind", f"{var}.shape", f"{var}.strides", f"{var}.dtype", f"{var}.device")
 
     def plan_pointer(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
         return f"{var}.pointer"

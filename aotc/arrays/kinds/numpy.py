@@ -79,8 +79,8 @@ class NumpyKind(ArrayKind):
     # Call plans: on the arrays themselves (see ArrayKind).
     plan_operands = False
 
-    def plan_key(self, var: str) -> str:
-        return f"{var}.shape, {var}.strides, {var}.dtype"
+    def plan_key(self, var: str) -> tuple[str, ...]:
+        return (f"{var}.shape", f"{var}.strides", f"{var}.dtype")
 
     def plan_pointer(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
         if sys.maxsize > 2**32 and direct_pointer():

@@ -144,8 +144,8 @@ class TorchKind(ArrayKind):
     # is_neg(): a negative view's memory is not what it shows (read resolves it).
     plan_operands = False
 
-    def plan_key(self, var: str) -> str:
-        return f"{var}.shape, {var}.stride(), {var}.dtype, {var}.device, {var}.is_neg()"
+    def plan_key(self, var: str) -> tuple[str, ...]:
+        return (f"{var}.shape", f"{var}.stride()", f"{var}.dtype", f"{var}.device", f"{var}.is_neg()")
 
     def plan_pointer(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
         return f"{var}.data_ptr()"
@@ -166,7 +166,14 @@ class TorchKind(ArrayKind):
             return f"{prefix}allocate({stream})"
         names["_aotc_torch_empty"], names["_aotc_torch_full"] = torch.empty, torch.full
         names[f"{prefix}shape"], names[f"{prefix}dtype"], names[f"{prefix}device"] = shape, dtype, device
-        if fill is None:
+        if fill is None and shape:
+            # The extents as ints, each a name: PyTorch parses them far faster
+            # than a size tuple (callgrind, a 16x16 f32 torch.empty with dtype
+            # and device: 10,000 instructions against 13,500).
+            names.update({f"{prefix}d{i}": extent for i, extent in enumerate(shape)})
+            extents = "".join(f"{prefix}d{i}, " for i in range(len(shape)))
+            return f"_aotc_torch_empty({extents}dtype={prefix}dtype, device={prefix}device)"
+        if fill is None:  # a 0-d result: empty() takes no extents
             return f"_aotc_torch_empty({prefix}shape, dtype={prefix}dtype, device={prefix}device)"
         names[f"{prefix}fill"] = fill
         return f"_aotc_torch_full({prefix}shape, {prefix}fill, dtype={prefix}dtype, device={prefix}device)"
