@@ -19,7 +19,7 @@ sealing every entry again, was most of a one-kernel edit's wait. The memo
 The memo is tagged with aotc's version and the bytes of the modules that make
 what it keeps; another tag, or a memo that does not parse, is an empty memo.
 A memo is only ever a shortcut to bytes the step would write anyway: the
-index is the same with or without one (tests/build/test_index_memo.py).
+index is the same with or without one (tests/build/test_tool.py).
 """
 
 from __future__ import annotations
