@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["DTYPES", "SCALAR_TYPES", "DType", "bf16_bits", "by_dlpack", "by_numpy", "by_typestr", "numpy_dtype"]
+__all__ = ["DTYPES", "SCALAR_TYPES", "DType", "bf16_bits", "by_dlpack", "by_numpy", "by_typestr", "numpy_dtype", "zero_bits"]
 
 
 class DType(Record):
@@ -143,6 +143,16 @@ def bf16_bits(value: float) -> int:
     if rounded & 0x7FFF == 0x7F80 and bits & 0x7FFFFFFF != 0x7F800000:
         raise ArgumentError(msg)
     return rounded
+
+
+def zero_bits(value: object) -> bool:
+    """Whether a fill ``value`` is stored as all-zero bits, as a library's ``zeros``
+    writes them (cheaper than its ``full``): 0 or False, but not -0.0 (its sign bit)."""
+    if type(value) is float and value == 0:
+        import math
+
+        return math.copysign(1.0, value) > 0
+    return value == 0
 
 
 # NumPy's dtypes that a package adds: (the module, the name it is installed by).

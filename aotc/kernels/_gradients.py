@@ -88,7 +88,7 @@ def saved_names(kernel: IndexKernel) -> tuple[str, ...]:
 
 def gradients(
     kernels: Any, kernel: IndexKernel, saved: dict[str, Any], grads: dict[str, Any], arguments: dict[str, Any],
-    inputs: dict[str, tuple[tuple[int, ...], str]], framework: Framework, memo: dict[int, Any] | None = None,
+    inputs: dict[str, tuple[tuple[int, ...], str]], framework: Framework, memo: dict[int | str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The gradients of ``kernel``'s in arrays, by manifest name, from:
     ``saved`` (the forward arrays its gradient kernels keep, by manifest name),
@@ -99,7 +99,12 @@ def gradients(
     keeps, for calls alike in their arrays' shapes and dtypes (a recorded
     call's ``_torch_recorded.Recording``), what each step does to its gradients."""
     found: dict[str, Any] = {}
-    for index, step in enumerate(made(_steps(kernels, kernel))):
+    steps = memo.get(_STEPS) if memo is not None else None
+    if steps is None:  # a memo keeps the steps too: finding them in MADE costs a key's formatting
+        steps = made(_steps(kernels, kernel))
+        if memo is not None:
+            memo[_STEPS] = steps
+    for index, step in enumerate(steps):
         layout = step.layout
         values: dict[str, Any] = {}
         for arg, source, name in step.sources:
@@ -129,6 +134,9 @@ def gradients(
             found[step.wanted_of[arg]] = kind_of(result, arg).summed(result, shape) if how == _SUMMED_AFTER else result
     return found
 
+
+# Where a memo keeps the steps themselves, beside each step's fits (by index).
+_STEPS = "steps"
 
 # How a gradient kernel's result gets its input's shape: as it is, summed
 # by the kernel into a zeroed array of that shape, or summed afterwards.

@@ -99,7 +99,7 @@ class Recording:
         self.route_given = tuple(layout.given.index(name) for name in route.given)
         self.plan: Any = None  # the route's tensor plan, once its first call made one
         self.none = (None,) * len(route.outs)
-        self.memo: dict[int, Any] = {}  # what the backward's steps do, once worked out (_gradients)
+        self.memo: dict[int | str, Any] = {}  # what the backward's steps do, once worked out (_gradients)
         self.framework = _Direct(self)  # how they run, with the plans they found
         self.arguments = tuple((p.name, p.arg) for p in signature if p.scalar and not p.dim)
         self.manifest = {p.arg: p.name for p in signature if not p.scalar}

@@ -163,3 +163,24 @@ def test_an_infinite_fill_is_an_integer_types_end(tmp_path: Path) -> None:
     assert y.tolist() == [[-(2**31)] * 3] * 2 and counts.tolist() == [2**31 - 1] * 4
     message = refused(pick(tmp_path / "bool", "counts: {array: i32, role: out, shape: [bins], fill: 0,", "counts: {array: bool, role: out, shape: [bins], fill: -inf,"))
     assert "families.pick.signature.counts.fill: at dtype=f32, '-inf', which a bool array cannot hold" in message, message
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_a_negative_zero_fill_keeps_its_sign(tmp_path: Path, framework: str) -> None:
+    """``fill: -0.0`` equals 0 but is not the all-zero bits a library's ``zeros``
+    writes: the allocation keeps the sign bit, on the first call and the plan's."""
+    import numpy as np
+
+    import aotc
+    import aotc.kernels
+
+    path = pick(tmp_path, ("dtype: [f32, i32]", "      - {when: {dtype: i32}, low: -2147483648}\n", "fill: low}"), ("dtype: [f32]", "", "fill: -0.0}"))
+    ops = aotc.kernels.over(aotc.load(declared_library(tmp_path, path), backend="emulator"))
+    values = np.zeros((2, 5), np.float32)
+    if framework == "torch":
+        torch = pytest.importorskip("torch")
+        values = torch.from_numpy(values)
+    for _ in range(3):  # the full path, then the plan it left
+        y, _ = ops.pick(values, 3, 4, 0.0)
+        y = np.asarray(y)
+        assert y.tolist() == [[0.0] * 3] * 2 and np.signbit(y).all(), y

@@ -17,7 +17,7 @@ import sys
 
 from aotc.arrays.kinds._base import ArrayKind
 from aotc.arrays.operands import Operand
-from aotc.dtypes import DTYPES, by_typestr, numpy_dtype
+from aotc.dtypes import DTYPES, by_typestr, numpy_dtype, zero_bits
 from aotc.errors import ArgumentError, echo
 
 TYPE_CHECKING = False
@@ -98,7 +98,7 @@ class CupyKind(CudaArrayKind):
         with cupy.cuda.Device(like.obj.device.id), _CupyStream(cupy, like.obj.device.id, stream):
             if fill is None:
                 return cupy.empty(shape, numpy_name)
-            return cupy.zeros(shape, numpy_name) if fill == 0 else cupy.full(shape, fill, numpy_name)
+            return cupy.zeros(shape, numpy_name) if zero_bits(fill) else cupy.full(shape, fill, numpy_name)
 
     def current_stream(self, op: Operand) -> int:
         return cupy_current_stream(sys.modules["cupy"], op.obj.device.id)
@@ -114,7 +114,7 @@ class GpuArrayKind(CudaArrayKind):
         numpy_name = numpy_dtype(DTYPES[dtype], name)
         if fill is None:
             return gpuarray.empty(shape, numpy_name)
-        if fill == 0:
+        if zero_bits(fill):
             return gpuarray.zeros(shape, numpy_name)
         array = gpuarray.empty(shape, numpy_name)
         array.fill(fill)

@@ -8,7 +8,7 @@ import numpy as np
 
 from aotc.arrays.kinds._base import ArrayKind
 from aotc.arrays.operands import Operand, data_pointers, direct_pointer, numpy_pointer
-from aotc.dtypes import DTYPES, by_numpy, numpy_dtype
+from aotc.dtypes import DTYPES, by_numpy, numpy_dtype, zero_bits
 from aotc.errors import ArgumentError
 
 TYPE_CHECKING = False
@@ -60,7 +60,7 @@ class NumpyKind(ArrayKind):
         kind = numpy_dtype(DTYPES[dtype], name)
         if fill is None:
             return np.empty(shape, kind)
-        return np.zeros(shape, kind) if fill == 0 else np.full(shape, fill, kind)
+        return np.zeros(shape, kind) if zero_bits(fill) else np.full(shape, fill, kind)
 
     def writable(self, op: Operand) -> bool:
         return bool(op.obj.flags.writeable)
