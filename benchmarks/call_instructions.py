@@ -39,6 +39,8 @@ CASES = {
     "mm_sum_step": "torch.mm(ga, gb).sum().backward()",
     "sum_step": "tropical.matmul(ga, gb).sum().backward()",
     "numpy_out": "tropical.matmul(na, nb, out=nc)",
+    "backward": "tropical.matmul_backward(grad, k, a, b)",
+    "numpy_backward": "tropical.matmul_backward(ngrad, nk, na, nb)",
     "numpy_stream": "tropical.matmul(na, nb, out=nc, stream=0)",
     "cupy": "tropical.matmul(ca, cb)",
     "cupy_stream": "tropical.matmul(ca, cb, stream=side)",
@@ -63,6 +65,8 @@ def _child(library: str, case: str, calls: int) -> None:
     launcher = tropical.over(tropical._library()).library.kernel("gemm_maxplus_f32_forward")  # noqa: SLF001 - the module's library
     pa, pb, pc = (x.ctypes.data for x in (na, nb, nc))
     names = {"torch": torch, "tropical": tropical, "a": a, "b": b, "c": c, "ga": ga, "gb": gb, "grad": grad, "na": na, "nb": nb, "nc": nc}
+    # The explicit backward's inputs: the argmax of each product, and a gradient of ones.
+    names.update(k=tropical.matmul_argmax(a, b)[1], nk=tropical.matmul_argmax(na, nb)[1], ngrad=np.ones((64, 64), np.float32))
     # Its split offsets (a library with grids launched in parts declares one), each 0: one launch.
     offsets = (0,) * (len(launcher.signature.params) - 9)
     names.update(launcher=launcher, pa=pa, pb=pb, pc=pc, offsets=offsets)

@@ -21,9 +21,12 @@ kernel is checked, when a call first chooses it (``admit``). ``decide``
 from __future__ import annotations
 
 from aotc.arrays.kinds import kind_of
+from aotc.arrays.placement import stream_handle
 from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, called, echo
+from aotc.kernels import _torch_guard, _torch_route  # torch-free: they find torch in sys.modules
 from aotc.kernels._entry import add_guard, direct_guard, entry_for, has_guard
+from aotc.kernels._gradients import Direct, call_gradients
 from aotc.kernels._keys import choice_key, plan_key
 from aotc.kernels._launch import launch
 from aotc.kernels._plans import PlanStore
@@ -175,8 +178,6 @@ class Layout:
 
             return _jax.call(self, values, axes, stream)
         if route == "torch":
-            from aotc.kernels import _torch_guard, _torch_route
-
             _torch_guard.give_guard(self, kinds[self.given[0]], values[self.given[0]])
             if _torch_route.to_op(self, values, stream):
                 return _torch_route.call_op(self, values, axes)
@@ -217,8 +218,6 @@ class Layout:
             arrays = {name: None if array is None else kinds[name].read(array, name) for name, array in arrays.items()}
         elif any(array is not None and type(array) is not guard for array in arrays.values()):
             return None, arrays
-        from aotc.arrays.placement import stream_handle
-
         handle = None if stream is None else stream_handle(stream, None)
         try:
             key = plan_key(self, kind, guard if kind.plan_operands else kind.name, arrays, {**values, **axes}, handle)
@@ -231,8 +230,6 @@ class Layout:
         """The gradients of this layout's in arrays, by binding name, for a call
         with ``values`` (its in arrays, and the results its gradient kernels keep)
         and ``grads`` (its results' gradients), by binding name (``_gradients``)."""
-        from aotc.kernels._gradients import Direct, call_gradients
-
         try:
             framework: Any = Direct(stream)
             if kind_of(values[self.given[0]], self.given[0]).route == "jax":  # immutable arrays: the gradients are its route's results

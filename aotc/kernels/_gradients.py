@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from aotc.arrays.kinds import kind_of
 from aotc.errors import ArgumentError, called, echo
+from aotc.kernels._decision import decide, decided
+from aotc.kernels._keys import made_key
 from aotc.kernels._traced import MADE, constant_when_traced, keep, made
 
 TYPE_CHECKING = False
@@ -191,8 +193,6 @@ class _Step:
 @constant_when_traced  # fills a table: worked out where torch.compile traces a first call, not traced (_traced)
 def _steps(kernels: Any, kernel: IndexKernel) -> str:
     """``kernel``'s gradient kernels as steps, worked out once (the key of them in ``_traced.MADE``)."""
-    from aotc.kernels._keys import made_key
-
     key = made_key("steps", kernels.serial, kernel.name)
     if not hasattr(MADE, key):
         backward = kernel.backward
@@ -211,16 +211,13 @@ def _natural_shapes(layout: Any, values: dict[str, Any], axes: dict[str, Any]) -
     extents = tuple(values.get(name) for name in layout.sizes)
     if all(type(e) is int for shape in shapes for e in shape):
         return dict(_natural(layout, shapes, dtypes, tuple(axes.items()), extents))
-    from aotc.kernels._decision import decide  # symbolic sizes: decided on them, kept nowhere
-
+    # Symbolic sizes: decided on them, kept nowhere.
     return decide(layout, dict(zip(layout.given, shapes)), dict(zip(layout.given, dtypes)), axes, dict(zip(layout.sizes, extents)), {}).out_shapes
 
 
 @constant_when_traced  # decides (filling the store): where torch.compile traces a call, run, not traced (_traced)
 def _natural(layout: Any, shapes: tuple[Any, ...], dtypes: tuple[str, ...], axes: tuple[Any, ...], extents: tuple[Any, ...]) -> tuple[Any, ...]:
     """``_natural_shapes`` of concrete sizes, as (binding name, shape) pairs: the layout's decision."""
-    from aotc.kernels._decision import decided
-
     decision = decided(layout, dict(zip(layout.given, shapes)), dict(zip(layout.given, dtypes)), dict(axes), dict(zip(layout.sizes, extents)), {})
     return tuple(decision.out_shapes.items())
 
@@ -303,8 +300,6 @@ def _backward_route(layout: Any, dtypes: tuple[str, ...], ranks: tuple[int, ...]
     axes is differentiated: (the kernel whose gradient kernels run, its arrays'
     manifest names by binding name, the arrays they save, its scalars as
     (binding name, manifest name)), kept in ``_traced.MADE`` under the key returned."""
-    from aotc.kernels._keys import made_key
-
     key = made_key("backward", layout.family.bindings.serial, layout.name, *dtypes, *ranks, *(v for _, v in axes))
     if not hasattr(MADE, key):
         kernel = layout.choose(dict(zip(layout.given, dtypes)), dict(axes), {name: (0,) * rank for name, rank in zip(layout.given, ranks)})

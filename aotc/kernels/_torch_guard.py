@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from aotc.kernels._entry import add_guard, has_guard
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -27,8 +29,6 @@ def give_guard(layout: Layout, kind: Any, first: Any) -> None:
     what its trace read."""
     if layout.entry is None or sys.modules["torch"].compiler.is_compiling():
         return
-    from aotc.kernels._entry import add_guard, has_guard
-
     tensor = type(first)
     if not has_guard(layout, tensor):
         add_guard(layout, tensor, guard(layout, kind, tensor))

@@ -76,6 +76,12 @@ class NumpyKind(ArrayKind):
     def row_major(self, op: Operand) -> bool:
         return super().row_major(op) and op.obj.flags.c_contiguous
 
+    def shape_of(self, obj: Any) -> tuple[int, ...]:  # the gradient operations' facts: no read, no copy
+        return obj.shape
+
+    def dtype_of(self, obj: Any) -> str:
+        return dtype_name(obj.dtype if obj.dtype.isnative else obj.dtype.newbyteorder("="))
+
     # Call plans: on the arrays themselves (see ArrayKind).
     plan_operands = False
 
