@@ -102,7 +102,7 @@ def gradients(
     call's ``_torch_recorded.Recording``), what each step does to its gradients."""
     found: dict[str, Any] = {}
     steps = memo.get(_STEPS) if memo is not None else None
-    if steps is None:  # a memo keeps the steps too: finding them in MADE costs a key's formatting
+    if steps is None:  # a memo keeps the steps too: finding them in MADE formats a key each time
         steps = made(_steps(kernels, kernel))
         if memo is not None:
             memo[_STEPS] = steps

@@ -170,7 +170,7 @@ class TorchKind(ArrayKind):
             # The extents as ints, each a name: PyTorch parses them far faster
             # than a size tuple (callgrind, a 16x16 f32 tensor with dtype and
             # device: torch.empty 10,000 instructions against 13,500; a zeroed
-            # one, torch.zeros 11,600 against torch.full's 15,300).
+            # one, torch.zeros 11,600 against torch.full's 14,300).
             names.update({f"{prefix}d{i}": extent for i, extent in enumerate(shape)})
             extents = "".join(f"{prefix}d{i}, " for i in range(len(shape)))
             allocate = "_aotc_torch_empty" if fill is None else "_aotc_torch_zeros"
