@@ -149,9 +149,7 @@ def zero_bits(value: object) -> bool:
     """Whether a fill ``value`` is stored as all-zero bits, as a library's ``zeros``
     writes them (cheaper than its ``full``): 0 or False, but not -0.0 (its sign bit)."""
     if type(value) is float and value == 0:
-        import math
-
-        return math.copysign(1.0, value) > 0
+        return not str(value).startswith("-")  # no math.copysign: an import statement here would run per call
     return value == 0
 
 

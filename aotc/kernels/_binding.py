@@ -24,9 +24,7 @@ from aotc.arrays.kinds import kind_of
 from aotc.arrays.placement import stream_handle
 from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, called, echo
-from aotc.kernels import _torch_guard, _torch_route  # torch-free: they find torch in sys.modules
 from aotc.kernels._entry import add_guard, direct_guard, entry_for, has_guard
-from aotc.kernels._gradients import Direct, call_gradients
 from aotc.kernels._keys import choice_key, plan_key
 from aotc.kernels._launch import launch
 from aotc.kernels._plans import PlanStore
@@ -178,6 +176,9 @@ class Layout:
 
             return _jax.call(self, values, axes, stream)
         if route == "torch":
+            # Here, not at the top: a NumPy user's first call would load them too (start-up).
+            from aotc.kernels import _torch_guard, _torch_route
+
             _torch_guard.give_guard(self, kinds[self.given[0]], values[self.given[0]])
             if _torch_route.to_op(self, values, stream):
                 return _torch_route.call_op(self, values, axes)
@@ -230,13 +231,17 @@ class Layout:
         """The gradients of this layout's in arrays, by binding name, for a call
         with ``values`` (its in arrays, and the results its gradient kernels keep)
         and ``grads`` (its results' gradients), by binding name (``_gradients``)."""
+        # Here, not at the top: every first call would load it (start-up); a
+        # package's submodule costs the least an import statement can.
+        from aotc.kernels import _gradients
+
         try:
-            framework: Any = Direct(stream)
+            framework: Any = _gradients.Direct(stream)
             if kind_of(values[self.given[0]], self.given[0]).route == "jax":  # immutable arrays: the gradients are its route's results
                 from aotc.kernels._jax import JAX_GRADIENTS
 
                 framework = JAX_GRADIENTS
-            return call_gradients(self, values, grads, axes, framework)
+            return _gradients.call_gradients(self, values, grads, axes, framework)
         except (ArgumentError, ArgumentTypeError) as exc:
             called(exc, self.name)
             raise
