@@ -34,6 +34,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from aotc.build._files import write_if_changed
+
 __all__ = [
     "ENV_FLAGS",
     "Toolkit",
@@ -42,7 +44,6 @@ __all__ = [
     "nvcc_fingerprint",
     "nvrtc_fingerprint",
     "toolkit_of",
-    "write_if_changed",
 ]
 
 # Environment variables nvcc itself reads: each can change every fatbin.
@@ -133,7 +134,7 @@ class _Digests:
 
     def save(self) -> None:
         if self.memo is not None:
-            write_if_changed(self.memo, json.dumps(self.known, indent=0, sort_keys=True) + "\n")
+            write_if_changed(self.memo, (json.dumps(self.known, indent=0, sort_keys=True) + "\n").encode())
 
 
 def nvcc_fingerprint(nvcc: str, memo: Path | None = None) -> tuple[str, Toolkit | None]:
@@ -211,19 +212,7 @@ def headers_digest(nvcc: str, arch: str, memo_dir: Path | None) -> str | None:
     if memo is not None:
         try:
             memo_dir.mkdir(parents=True, exist_ok=True)
-            write_if_changed(memo, digest + "\n")
+            write_if_changed(memo, (digest + "\n").encode())
         except OSError:
             pass
     return digest
-
-
-def write_if_changed(path: Path, text: str) -> None:
-    """Write ``text`` atomically, leaving the file (and its mtime, for ninja) alone if it already holds it."""
-    try:
-        if path.read_text() == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(text)
-    os.replace(temp, path)

@@ -185,7 +185,8 @@ def _write_fingerprint(toolchain: Toolchain, out: str) -> str:
     PATH may be a wrapper script beside wrapper scripts, and sccache-dist
     cannot package a script as a toolchain.
     """
-    from aotc.build.compiler_fingerprint import nvcc_fingerprint, nvrtc_fingerprint, write_if_changed
+    from aotc.build._files import write_if_changed
+    from aotc.build.compiler_fingerprint import nvcc_fingerprint, nvrtc_fingerprint
 
     memo = Path(out).parent / "digests.json"
     if toolchain.kind == "nvcc":
@@ -193,7 +194,7 @@ def _write_fingerprint(toolchain: Toolchain, out: str) -> str:
         bin_dir = toolkit.bin_dir if toolkit else ""
     else:
         text, bin_dir = nvrtc_fingerprint(toolchain.cuda, memo), ""
-    write_if_changed(Path(out), text)
+    write_if_changed(Path(out), text.encode())
     return bin_dir
 
 
