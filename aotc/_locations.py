@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 
-from aotc.errors import LibraryNotFoundError, echo
+from aotc.errors import LibraryNotFoundError, echo, listing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -83,12 +83,6 @@ def find_library(name: str) -> str:
         )
         raise LibraryNotFoundError(msg)
     return found
-
-
-def listing(names: list[str], sep: str = ", ", limit: int = 160) -> str:
-    """``names`` for an error line, cut to stay one short line ("none" for none)."""
-    text = sep.join(names) or "none"
-    return text if len(text) <= limit else f"{text[:limit].rpartition(sep)[0] or text[:limit]}{sep}... ({len(names)} in all)"
 
 
 def installed_libraries() -> list[str]:

@@ -15,6 +15,10 @@ package and fails on any raise of a class not defined here.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 __all__ = [
     "ECHO_LIMIT",
     "AotcError",
@@ -42,6 +46,7 @@ __all__ = [
     "YamlError",
     "called",
     "echo",
+    "listing",
     "one_line",
 ]
 
@@ -60,6 +65,13 @@ def echo(value: object, limit: int = ECHO_LIMIT) -> str:
     """``repr(value)`` fit for an error line: control characters escaped, cut to ``limit``."""
     text = one_line(repr(value))
     return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
+
+
+def listing(names: Iterable[str], sep: str = ", ", limit: int = 100) -> str:
+    """``names`` for an error line's "(known: ...)", cut to stay one short line ("none" for none)."""
+    names = list(names)
+    text = sep.join(names) or "none"
+    return text if len(text) <= limit else f"{text[:limit].rpartition(sep)[0] or text[:limit]}{sep}... ({len(names)} in all)"
 
 
 def called(error: AotcError, function: str) -> AotcError:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
 from aotc.build._yaml import LineDict, LineList, key_text
-from aotc.errors import ManifestError, echo
+from aotc.errors import ManifestError, echo, listing
 
 __all__ = [
     "LIMITS", "MAX_DIMS", "MAX_EXPRESSION_CHARS", "MAX_EXPRESSION_DEPTH", "MAX_INT", "MAX_INT32", "MAX_NAME", "MAX_PARAMS",
@@ -64,8 +64,6 @@ MAX_EXPRESSION_DEPTH = 12
 MAX_PARAMS = 64
 MAX_DIMS = 8
 MAX_INT32 = 2**31 - 1
-# The longest "(known: ...)" list an error line shows.
-_LISTING_CHARS = 100
 
 # Names become C and C++ identifiers (kernel symbols, parameters): none may be
 # a keyword of either, a name CUDA predefines, or one C and C++ reserve (__x,
@@ -198,15 +196,6 @@ def describe(value: Any) -> str:
     if value is None:
         return "nothing"
     return {LineDict: "a mapping", LineList: "a list"}.get(type(value), f"{type(value).__name__} {echo(value)}")
-
-
-def listing(names: Iterable[str]) -> str:
-    """``names`` comma-separated for a "(known: ...)" note, cut to stay one short line."""
-    text = ", ".join(names)
-    if len(text) <= _LISTING_CHARS:
-        return text
-    cut = text[: _LISTING_CHARS - 5]
-    return f"{cut.rpartition(', ')[0] or cut}, ..."
 
 
 def join(*keys: str) -> str:

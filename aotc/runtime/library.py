@@ -109,7 +109,7 @@ class Library:
     ) -> None:
         self.folder = os.fspath(directory)
         if not os.path.isfile(os.path.join(self.folder, INDEX_NAME)):
-            from aotc._locations import listing
+            from aotc.errors import listing
 
             known = listing(installed_libraries())
             msg = f"no kernel library at {self.folder} ({INDEX_NAME} not found; installed libraries: {known})"
