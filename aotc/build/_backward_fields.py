@@ -216,11 +216,8 @@ def _check_convention(check: Checker, entry: BackwardEntry, at: str, forward: An
         if isinstance(param, ScalarParam):
             if not param.dim and arguments.get(param.name) != param.type:
                 if any(isinstance(p, ScalarParam) and p.dim and p.name == param.name for p in mine.params):
-                    check.fail(
-                        line, key,
-                        f"{at}, {where} is an argument (it sizes only out arrays) but a dimension of {forward.name}, which no caller passes: "
-                        f"bind it from an in array (saves:)",
-                    )  # fmt: skip
+                    # Short: the line also holds the manifest's path and the key (a fuzzed case ran past 300 characters).
+                    check.fail(line, key, f"{at}, {where} sizes only out arrays, yet is a dimension here: save an in array it sizes (saves:)")
                 else:
                     check.fail(line, key, f"{at}, {where} ({param.type}) is an argument {forward.name} does not take")
             continue

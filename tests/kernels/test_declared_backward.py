@@ -112,7 +112,7 @@ def test_a_mapping_names_another_familys_kernel_at_the_same_axes(tmp_path: Path)
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, family: nope, saves: [Kstar, B]}\n", "backward[0].family: 'nope' is not a declared family of this manifest (declared: mm)"),
         (GRAD_A_B, GRAD_A_B + "        scale: f32\n", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter scale (f32) is an argument mm_f32_argmax does not take"),
         # K sizes only grad_A once B is gone: the forward's dimension, which no caller passes.
-        (GRAD_A_B, "", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter K is an argument (it sizes only out arrays) but a dimension of mm_f32_argmax, which no caller passes"),
+        (GRAD_A_B, "", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter K sizes only out arrays, yet is a dimension here: save an in array it sizes (saves:)"),
     ],
 )
 def test_each_misuse_is_one_line_naming_the_entry(tmp_path: Path, old: str, new: str, expected: str) -> None:
