@@ -196,7 +196,9 @@ def _tree(fail: Any, raw: str, what: str) -> ast.expr:
         fail(f"{len(raw)} characters, over the limit of {MAX_EXPRESSION_CHARS} for {what}")
     tree, depth = _parsed(raw.strip())
     if tree is None:
-        fail(f"{echo(raw)} is not an expression")
+        # `grid: [cdiv(n, 256)]` unquoted reaches here as 'cdiv(n' and '256)': YAML's [...] split it.
+        split = "; a YAML [...] list splits at commas: quote an expression that has one" if raw.count("(") != raw.count(")") else ""
+        fail(f"{echo(raw)} is not an expression{split}")
     if depth > MAX_EXPRESSION_DEPTH:
         fail(f"{echo(raw)} nests {depth} operations deep, over the limit of {MAX_EXPRESSION_DEPTH}")
     return tree

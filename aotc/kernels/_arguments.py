@@ -4,6 +4,7 @@ launcher launches (``_launch``, jaxlib's for JAX); each refusal one line."""
 from __future__ import annotations
 
 import struct
+import sys
 
 from aotc.dtypes import bf16_bits
 from aotc.errors import ArgumentError, ArgumentTypeError, echo
@@ -13,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["CONVERTED", "F32_FINITE_PAST", "scalar_argument"]
+__all__ = ["CONVERTED", "F32_FINITE_PAST", "INT_PAST_F64", "scalar_argument"]
 
 # The scalar kinds a caller's number is packed as only through scalar_argument:
 # bf16 travels as its bits, and a finite f16 past 65504 is refused here. The
@@ -25,6 +26,9 @@ CONVERTED = frozenset({"f16", "bf16"})
 F32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 # ``F32_FINITE_PAST.format(name)``: whether the number ``name`` is finite and past f32's range.
 F32_FINITE_PAST = "(not -{F32_MAX!r} <= {{0}} <= {F32_MAX!r} and {{0}} - {{0}} == 0)".format(F32_MAX=F32_MAX)
+# ``INT_PAST_F64.format(name)``: whether the int ``name`` is past every f64 (10**400),
+# which the launchers' struct would refuse in its own words ("required argument is not a float").
+INT_PAST_F64 = "not -{F64_MAX} <= {{0}} <= {F64_MAX}".format(F64_MAX=int(sys.float_info.max))
 # The float kinds whose range struct checks in standard order (an f64 takes any float).
 _PACKED_FLOATS = {"f16": "<e", "f32": "<f"}
 
@@ -44,7 +48,11 @@ def scalar_argument(value: Any, name: str, kind: str) -> Any:
             msg = f"{name}: {number} does not fit {kind}"
             raise ArgumentError(msg)
         return number
-    number = float(value)
+    try:
+        number = float(value)  # an int past every float (10**400) overflows here: it fits no float kind
+    except OverflowError:
+        msg = f"{name}: {echo(value)} does not fit {kind}"
+        raise ArgumentError(msg) from None
     try:
         if kind == "bf16":
             return bf16_bits(number)

@@ -38,6 +38,7 @@ from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
 from aotc.kernels._gradients import gradients, no_gradient, saved_names
+from aotc.kernels._arguments import scalar_argument
 from aotc.kernels._decision import decide
 from aotc.kernels._keys import jax_key
 
@@ -67,6 +68,11 @@ def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
     given = tuple(as_jax(values[name], name) for name in layout.given)
     decision = _decide(layout, given, axes, scalars)
     kernel = decision.kernel
+    for p in kernel.signature or ():
+        # Checked by the chosen kernel's types now: from inside XLA's callback a
+        # refusal would come back as XLA's internal error, with its traceback.
+        if p.scalar and not p.extent and p.arg in layout.arguments:
+            scalar_argument(scalars[p.arg], p.arg, p.dtype)
     if kernel.backward is not None and not layout.inouts:
         function = _differentiable(layout, kernel, axes, scalars)
     else:

@@ -14,7 +14,7 @@ from aotc.arrays.operands import meets, span
 from aotc.arrays.streams import wait_for_producers
 from aotc.dtypes import DTYPES
 from aotc.errors import AotcError
-from aotc.kernels._arguments import CONVERTED, F32_FINITE_PAST, scalar_argument
+from aotc.kernels._arguments import CONVERTED, F32_FINITE_PAST, INT_PAST_F64, scalar_argument
 from aotc.kernels._decision import INT_RANGES
 
 TYPE_CHECKING = False
@@ -132,6 +132,9 @@ class Recipe:
             if kind in INT_RANGES:
                 low, high = INT_RANGES[kind]
                 lines += [f"if type({name}) is not int or not {low} <= {name} <= {high}:", "    return None"]
+                continue
+            if kind == "f64":  # an int no f64 holds (10**400) is left to the full path, which refuses it; a float pays nothing
+                lines += [f"if type({name}) is not float and (type({name}) is not int or {INT_PAST_F64.format(name)}):", "    return None"]
                 continue
             lines += [f"if type({name}) is not float and type({name}) is not int:", "    return None"]
             if kind in CONVERTED:

@@ -80,6 +80,7 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         ('["cdiv(rows * n, threads)"]', '["cols"]', "'cols' is not an integer scalar of the signature or an integer axis"),
         ('["cdiv(rows * n, threads)"]', '["rows ** 2"]', "is not allowed"),
         ('["cdiv(rows * n, threads)"]', '["rows("]', "is not an expression"),
+        ('["cdiv(rows * n, threads)"]', "[cdiv(rows * n, threads)]", "grid[0]: 'cdiv(rows * n' is not an expression; a YAML [...] list splits at commas: quote"),
         ("block: [threads]", "block: [rows]", "launch.block[0]: 'rows' is not an integer axis or constant (sizes are known only at a call)"),
         ("block: [threads]", "block: [2048]", "launch.block: [2048, 1, 1] at dtype=f32, threads=64 is not a block CUDA launches"),
         ("block: [threads]", "block: [threads]\n      shared: 65536", "launch.shared: 65536 bytes"),

@@ -13,6 +13,7 @@ integer results are exact.
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -62,7 +63,7 @@ families:
       block: [64]
   scale:
     template: scale.cu.j2
-    axes: {dtype: [f16, f32, bf16]}
+    axes: {dtype: [f16, f32, bf16, f64]}
     name: "scale_{dtype}"
     signature:
       x: {array: dtype, role: in, shape: [n]}
@@ -412,6 +413,27 @@ def test_a_dtype_typed_scalar_under_jax_jit_every_call(halflib: Any, dtype: str)
         np.testing.assert_allclose(np.asarray(jitted(x)).astype(np.float32), want, rtol=ULP["bf16"])
 
 
+@pytest.mark.parametrize(
+    ("alpha", "error", "message"),
+    [
+        (1e39, ArgumentError, "scale: alpha: 1e+39 does not fit f32"),
+        ("1", ArgumentTypeError, "scale: alpha: expected a number (f32), got '1'"),
+    ],
+)
+def test_a_scalar_that_does_not_fit_is_refused_while_jax_traces(halflib: Any, alpha: Any, error: type, message: str) -> None:
+    """Under jit the kernel runs in XLA's callback, where a refusal would come
+    back as XLA's internal error and its traceback: the scalar is checked by
+    the chosen kernel's type while the call is traced, as the arrays are."""
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.ones(3, jnp.float32)
+    for call in (lambda a: halflib.scale(a, alpha=alpha), jax.jit(lambda a: halflib.scale(a, alpha=alpha))):
+        with pytest.raises(error) as info:
+            call(x)
+        assert str(info.value) == message
+
+
 def test_an_f32_scalar_past_its_range_is_refused_not_passed_as_inf(halflib: Any) -> None:
     import torch
 
@@ -422,6 +444,21 @@ def test_an_f32_scalar_past_its_range_is_refused_not_passed_as_inf(halflib: Any)
                 halflib.scale(x, alpha=1e300)
             assert str(info.value) == "scale: alpha: 1e+300 does not fit f32"
     assert np.isinf(halflib.scale(np.ones(3, np.float32), alpha=float("inf"))).all()  # infinity itself is a value
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "f32", "f64"])
+def test_an_integer_past_every_float_is_refused_in_one_line(halflib: Any, dtype: str) -> None:
+    """float() overflows on 10**400: that is the scalar not fitting, on the full
+    path and on the plan a valid call left (which for f64 took any int)."""
+    import torch
+
+    numpy = NUMPY_TYPES.get(dtype, np.dtype(dtype.replace("f", "float")))
+    for x in (np.ones(3, numpy), torch.ones(3, dtype=getattr(torch, DTYPES[dtype].numpy))):
+        halflib.scale(x, alpha=2.0)
+        for _ in range(2):
+            with pytest.raises(ArgumentError) as info:
+                halflib.scale(x, alpha=10**400)
+            assert re.fullmatch(rf"scale: alpha: 10+\.\.\.00 does not fit {dtype}", str(info.value)), str(info.value)
 
 
 @pytest.mark.parametrize("given", ["np.float32", "np.dtype('float32')", "'float32'", "torch.bfloat16", "ml_dtypes.bfloat16"])
