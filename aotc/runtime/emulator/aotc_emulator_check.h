@@ -871,10 +871,30 @@ AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsign
   stop_thread();
 }
 
+// A thread that spins on an atomic, waiting for another thread of its block
+// (a flag, a lock), is right on a GPU, whose warps all make progress; fibers
+// switch only at barriers and collectives, so it would wait for ever here if
+// the thread it waits for had not run yet. Every kSpinAtomics atomics, the
+// running fiber lets the others run (runtime.h, yield_fiber), and comes back
+// once each has waited, returned or yielded in turn.
+constexpr unsigned kSpinAtomics = 1024;
+static unsigned atomics_since_yield;
+
+AOTC_EMU_UNCHECKED static void spin_point() {
+  if (++atomics_since_yield < kSpinAtomics) return;
+  atomics_since_yield = 0;
+  void* const pc = access_pc;  // other fibers' accesses set these
+  const int kind = atomic_kind;
+  detail::yield_fiber();
+  access_pc = pc;
+  atomic_kind = kind;
+}
+
 // An atomic of a CUDA thread (the hooks perform it): false if it must not
 // happen, and the hook then leaves memory alone.
 AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsigned long long size, bool write, int kind) {
   if (detail::current_fiber == nullptr) return true;
+  spin_point();
   if (diversion_count > 0) settle();
   last_hook_wrote = false;
   ++event_serial;

@@ -260,6 +260,10 @@ AOTC_EMU_RUNTIME inline bool fiber_stacks_intact(int count) {
   return true;
 }
 
+#if AOTC_EMU_CHECKS
+AOTC_EMU_RUNTIME inline void yield_fiber();  // below, once fibers can suspend
+#endif
+
 }  // namespace detail
 }  // namespace aotc_emu
 
@@ -362,6 +366,12 @@ AOTC_EMU_RUNTIME inline void suspend_fiber(Fiber& fiber) {
   swapcontext(&fiber.context, &scheduler_context);
 #endif
 }
+
+#if AOTC_EMU_CHECKS
+// A spinning thread lets the others of its worker run (check::spin_point):
+// it stays runnable, and the worker's next pass resumes it.
+AOTC_EMU_RUNTIME inline void yield_fiber() { suspend_fiber(*current_fiber); }
+#endif
 
 }  // namespace aotc_emu::detail
 
@@ -481,10 +491,12 @@ AOTC_EMU_RUNTIME inline void run_as_worker(int worker, int workers) {
     for (int t = first; t < last; ++t) start_fiber(fibers[t], fiber_stacks[t]);
     for (;;) {
       int waiting = 0, waiting_true = 0;
+      bool yielded = false;  // a fiber that spins came back runnable (check::spin_point)
       for (int t = first; t < last; ++t) {  // run every fiber until it waits or returns
         if (fibers[t].state == kRunnable) resume_fiber(fibers[t]);
 #if AOTC_EMU_CHECKS
         check::settle();  // what a bad access of that fiber's last moment diverted
+        yielded = yielded || fibers[t].state == kRunnable;
 #endif
         if (fibers[t].state == kAtBarrier) {
           ++waiting;
@@ -492,10 +504,11 @@ AOTC_EMU_RUNTIME inline void run_as_worker(int worker, int workers) {
         }
       }
       current_fiber = nullptr;
-      if (worker_warp_waiters != 0) {  // none can run on: complete the warp collectives, then again
+      if (worker_warp_waiters != 0) {  // complete the warp collectives of stalled warps, then again
         settle_warps_hook(first, last);
         continue;
       }
+      if (yielded) continue;
       if (waiting == 0) break;
 #if AOTC_EMU_CHECKS
       check::end_phase(fibers + first, last - first);  // one worker: every thread of the block

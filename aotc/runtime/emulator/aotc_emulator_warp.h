@@ -252,9 +252,15 @@ AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline unsigned settle_warp(int warp) {
   return released;
 }
 
-// Fibers: every fiber of this worker waits somewhere; settle its warps.
+// Fibers: settle the warps of this worker whose fibers all wait somewhere
+// (one that spins, check::spin_point, is still running).
 AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void settle_warps(int first, int last) {
   for (int warp = first / kWarpSize; warp * kWarpSize < last; ++warp) {
+    bool running = false;
+    for (unsigned rest = lanes_present(warp); rest != 0 && !running; rest &= rest - 1) {
+      running = fibers[kWarpSize * warp + __builtin_ctz(rest)].state == kRunnable;
+    }
+    if (running) continue;
     worker_warp_waiters -= __builtin_popcount(settle_warp(warp));
   }
 }
