@@ -34,7 +34,8 @@ from jax.custom_batching import custom_vmap
 from jax.experimental.buffer_callback import buffer_callback
 
 from aotc.arrays.jax_buffers import as_jax, eagerly, host_view, refuse_given, reporting, require_device, xla_stream
-from aotc.dtypes import DTYPES, by_numpy
+from aotc.arrays.kinds.numpy import dtype_name  # JAX's dtypes are NumPy's
+from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
 from aotc.kernels._gradients import gradients, no_gradient, saved_names
@@ -82,12 +83,12 @@ def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
 
 
 def _dtype(array: Any, name: str, layout: Any = None) -> str:
-    found = by_numpy(str(array.dtype))
-    if found is None:
+    found = dtype_name(array.dtype)  # NumPy's dtype object, looked up by itself: str() of one runs Python
+    if found not in DTYPES:
         of = f" of {layout.name}" if layout is not None else ""
         msg = f"{name}: dtype {array.dtype} has no kernel{of} ({', '.join(d.numpy for d in DTYPES.values())})"
         raise ArgumentTypeError(msg)
-    return found.name
+    return found
 
 
 def _decide(layout: Any, given: tuple[Any, ...], axes: dict[str, Any], scalars: dict[str, Any]) -> Any:

@@ -9,7 +9,8 @@ are JAX's own (``jax.numpy``): a gradient on JAX's route is a traced value.
 from __future__ import annotations
 
 from aotc.arrays.kinds.dlpack import DlpackKind
-from aotc.dtypes import DTYPES, by_numpy
+from aotc.arrays.kinds.numpy import dtype_name  # JAX's dtypes are NumPy's (JAX imports NumPy)
+from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentTypeError
 
 TYPE_CHECKING = False
@@ -27,11 +28,11 @@ class JaxKind(DlpackKind):
         return tuple(obj.shape)
 
     def dtype_of(self, obj: Any) -> str:
-        found = by_numpy(str(obj.dtype))
-        if found is None:
+        name = dtype_name(obj.dtype)
+        if name not in DTYPES:
             msg = f"gradient: dtype {obj.dtype} has no kernel ({', '.join(d.numpy for d in DTYPES.values())})"
             raise ArgumentTypeError(msg)
-        return found.name
+        return name
 
     def zeros(self, like: Any, shape: tuple[int, ...], dtype: str, stream: Any) -> Any:
         import jax
