@@ -328,6 +328,15 @@ static inline float __fdividef(float x, float y) { return x / y; }
 static inline float fdividef(float x, float y) { return x / y; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+// The standard normal distribution's CDF, and 1 / |(a, b, c)|: computed in
+// double, then rounded to float: within the GPU's error bounds. Any infinite
+// coordinate gives +0, even beside a NaN, as CUDA documents.
+static inline float normcdff(float x) { return static_cast<float>(0.5 * erfc(-static_cast<double>(x) * M_SQRT1_2)); }
+static inline float rnorm3df(float a, float b, float c) {
+  if (isinf(a) || isinf(b) || isinf(c)) return 0.0f;
+  const double x = a, y = b, z = c;
+  return static_cast<float>(1.0 / sqrt(x * x + y * y + z * z));
+}
 static inline float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }
 // Only round-to-nearest arithmetic: the host's default rounding mode.
 static inline float __fadd_rn(float a, float b) { return a + b; }
@@ -429,6 +438,114 @@ static inline int __mul24(int a, int b) {
 static inline unsigned int __umul24(unsigned int a, unsigned int b) {
   return (a & 0xFFFFFFu) * (b & 0xFFFFFFu);
 }
+// Byte i of the result is byte (s >> 4i) & 7 of y:x; the rest of s is ignored.
+static inline unsigned int __byte_perm(unsigned int x, unsigned int y, unsigned int s) {
+  const unsigned long long source = (static_cast<unsigned long long>(y) << 32) | x;
+  unsigned int result = 0;
+  for (int i = 0; i < 4; ++i) result |= static_cast<unsigned int>((source >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
+  return result;
+}
+// Funnel shifts of hi:lo: the plain forms shift by shift & 31, the _lc/_rc
+// forms by min(shift, 32).
+static inline unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int shift) {
+  return static_cast<unsigned int>(((static_cast<unsigned long long>(hi) << 32 | lo) << (shift & 31u)) >> 32);
+}
+static inline unsigned int __funnelshift_lc(unsigned int lo, unsigned int hi, unsigned int shift) {
+  return static_cast<unsigned int>(((static_cast<unsigned long long>(hi) << 32 | lo) << (shift < 32u ? shift : 32u)) >> 32);
+}
+static inline unsigned int __funnelshift_r(unsigned int lo, unsigned int hi, unsigned int shift) {
+  return static_cast<unsigned int>((static_cast<unsigned long long>(hi) << 32 | lo) >> (shift & 31u));
+}
+static inline unsigned int __funnelshift_rc(unsigned int lo, unsigned int hi, unsigned int shift) {
+  return static_cast<unsigned int>((static_cast<unsigned long long>(hi) << 32 | lo) >> (shift < 32u ? shift : 32u));
+}
+// |x - y| + z, exact in 64 bits, then kept to 32.
+static inline unsigned int __sad(int x, int y, unsigned int z) {
+  const long long d = static_cast<long long>(x) - y;
+  return static_cast<unsigned int>(d < 0 ? -d : d) + z;
+}
+static inline unsigned int __usad(unsigned int x, unsigned int y, unsigned int z) { return (x > y ? x - y : y - x) + z; }
+// Averages, (x + y) >> 1 and (x + y + 1) >> 1, of the exact sums: they never
+// overflow. The int __hadd is an exact match for int arguments, so it sits
+// beside the half-precision __hadd overloads of cuda_fp16.h and cuda_bf16.h.
+static inline int __hadd(int x, int y) { return static_cast<int>((static_cast<long long>(x) + y) >> 1); }
+static inline int __rhadd(int x, int y) { return static_cast<int>((static_cast<long long>(x) + y + 1) >> 1); }
+static inline unsigned int __uhadd(unsigned int x, unsigned int y) {
+  return static_cast<unsigned int>((static_cast<unsigned long long>(x) + y) >> 1);
+}
+static inline unsigned int __urhadd(unsigned int x, unsigned int y) {
+  return static_cast<unsigned int>((static_cast<unsigned long long>(x) + y + 1) >> 1);
+}
+// PTX's fns: the |offset|-th set bit of mask from bit base on (base itself
+// counts), toward the top for offset > 0 and the bottom for offset < 0; for
+// offset 0, base if its bit is set. 0xFFFFFFFF when there is none. (A base
+// past 31 is undefined in CUDA; here it finds nothing.)
+static inline unsigned int __fns(unsigned int mask, unsigned int base, int offset) {
+  if (base > 31u) return 0xFFFFFFFFu;
+  if (offset == 0) return (mask >> base) & 1u ? base : 0xFFFFFFFFu;
+  unsigned int count = offset > 0 ? static_cast<unsigned int>(offset) : 0u - static_cast<unsigned int>(offset);
+  if (offset > 0) {
+    for (unsigned int rest = mask & (~0u << base); rest != 0; rest &= rest - 1) {
+      if (--count == 0) return static_cast<unsigned int>(__builtin_ctz(rest));
+    }
+  } else {
+    for (unsigned int rest = mask & (0xFFFFFFFFu >> (31u - base)); rest != 0; rest &= ~(0x80000000u >> __builtin_clz(rest))) {
+      if (--count == 0) return static_cast<unsigned int>(31 - __builtin_clz(rest));
+    }
+  }
+  return 0xFFFFFFFFu;
+}
+// Dot products of packed integers with a 32-bit accumulator that wraps:
+// __dp4a of four 8-bit pairs, __dp2a_lo/_hi of two 16-bit parts of a with
+// bytes 0-1 or 2-3 of b; signed for the int forms, unsigned for the unsigned.
+namespace aotc_emu::detail {
+template <class Part, class Bits>
+inline Part part(Bits word, int index) {
+  return static_cast<Part>(word >> (8 * sizeof(Part) * index));
+}
+template <class Wide, class Narrow, class Byte, class Bits>
+inline Bits dot2(Bits a, Bits b, Bits c, int first_byte) {
+  const Bits sum = static_cast<Bits>(static_cast<Wide>(part<Narrow>(a, 0)) * part<Byte>(b, first_byte) +
+                                     static_cast<Wide>(part<Narrow>(a, 1)) * part<Byte>(b, first_byte + 1));
+  return static_cast<Bits>(static_cast<unsigned int>(sum) + static_cast<unsigned int>(c));
+}
+}  // namespace aotc_emu::detail
+static inline int __dp4a(int a, int b, int c) {
+  unsigned int sum = static_cast<unsigned int>(c);
+  for (int i = 0; i < 4; ++i) {
+    sum += static_cast<unsigned int>(::aotc_emu::detail::part<signed char>(a, i) * ::aotc_emu::detail::part<signed char>(b, i));
+  }
+  return static_cast<int>(sum);
+}
+static inline unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
+  for (int i = 0; i < 4; ++i) {
+    c += static_cast<unsigned int>(::aotc_emu::detail::part<unsigned char>(a, i)) * ::aotc_emu::detail::part<unsigned char>(b, i);
+  }
+  return c;
+}
+static inline int __dp4a(char4 a, char4 b, int c) {
+  return __dp4a(::aotc_emu::detail::bit_cast<int>(a), ::aotc_emu::detail::bit_cast<int>(b), c);
+}
+static inline unsigned int __dp4a(uchar4 a, uchar4 b, unsigned int c) {
+  return __dp4a(::aotc_emu::detail::bit_cast<unsigned int>(a), ::aotc_emu::detail::bit_cast<unsigned int>(b), c);
+}
+#define AOTC_EMU_DP2A(NAME, FIRST_BYTE)                                                                          \
+  static inline int NAME(int a, int b, int c) {                                                                  \
+    return ::aotc_emu::detail::dot2<int, short, signed char>(a, b, c, FIRST_BYTE);                               \
+  }                                                                                                              \
+  static inline unsigned int NAME(unsigned int a, unsigned int b, unsigned int c) {                              \
+    return ::aotc_emu::detail::dot2<unsigned int, unsigned short, unsigned char>(a, b, c, FIRST_BYTE);           \
+  }                                                                                                              \
+  static inline int NAME(short2 a, char4 b, int c) {                                                             \
+    return NAME(::aotc_emu::detail::bit_cast<int>(a), ::aotc_emu::detail::bit_cast<int>(b), c);                  \
+  }                                                                                                              \
+  static inline unsigned int NAME(ushort2 a, uchar4 b, unsigned int c) {                                         \
+    return NAME(::aotc_emu::detail::bit_cast<unsigned int>(a), ::aotc_emu::detail::bit_cast<unsigned int>(b), c); \
+  }
+AOTC_EMU_DP2A(__dp2a_lo, 0)
+AOTC_EMU_DP2A(__dp2a_hi, 2)
+#undef AOTC_EMU_DP2A
+#include "aotc_emulator_simd.h"
 
 // Cache-hinted loads and stores are plain accesses on the host.
 template <class T> static inline T __ldg(const T* p) { return *p; }

@@ -426,6 +426,27 @@ static inline unsigned __activemask(AOTC_EMU_SITE) {
           .result);
 }
 
+// PTX's %lanemask_eq/_lt/_le/_gt/_ge registers of the calling lane. CUDA has
+// no functions of these names (a kernel reads the registers with inline PTX,
+// which the emulator refuses; HIP spells them so). Templates, so that a
+// kernel's own function of one of these names is preferred where it has one.
+namespace aotc_emu::detail {
+AOTC_EMU_RUNTIME inline unsigned lane_bit() {
+  const Fiber* const lane = current_fiber != nullptr ? current_fiber : os_lane;
+  return 1u << (static_cast<unsigned>(lane - fibers) % kWarpSize);
+}
+}  // namespace aotc_emu::detail
+template <class = void>
+static inline unsigned __lanemask_eq() { return ::aotc_emu::detail::lane_bit(); }
+template <class = void>
+static inline unsigned __lanemask_lt() { return ::aotc_emu::detail::lane_bit() - 1u; }
+template <class = void>
+static inline unsigned __lanemask_le() { return (::aotc_emu::detail::lane_bit() << 1) - 1u; }
+template <class = void>
+static inline unsigned __lanemask_gt() { return ~((::aotc_emu::detail::lane_bit() << 1) - 1u); }
+template <class = void>
+static inline unsigned __lanemask_ge() { return ~(::aotc_emu::detail::lane_bit() - 1u); }
+
 template <class = void>
 static inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, AOTC_EMU_SITE) {
   ::aotc_emu::detail::warp_collective(::aotc_emu::detail::kSyncwarp, mask, 0, 0, 0, "__syncwarp", file, line);
