@@ -88,6 +88,28 @@ def test_the_references_give_cudas_documented_examples() -> None:
     assert byte_perm(0x33221100, 0x77665544, 0x7531) == 0x77553311
 
 
+def _vavgs_as_nvcc_emits_it(a: int, b: int, bits: int) -> int:
+    """``__vavgs2``/``__vavgs4`` as the PTX nvcc 13.0 writes for them (``nvcc -ptx``
+    of a kernel calling them: the sequence, transcribed): CUDA's documentation
+    says only "signed rounded average", so this fixes the rounding."""
+    mask, low, high, sign = (0xFFFEFFFE, 0x00010001, 0x80008000, 15) if bits == 16 else (0xFEFEFEFE, 0x01010101, 0x80808080, 7)
+    u, v, s, t = (a & mask) >> 1, (b & mask) >> 1, a ^ b, a & b
+    carry, s, t = s & low, s & high, t & low
+    r = ((u + v + t) & 0xFFFFFFFF) ^ s
+    return (r + (~(r >> sign) & 0xFFFFFFFF & carry)) & 0xFFFFFFFF
+
+
+def test_the_signed_average_rounds_as_nvccs_code_does() -> None:
+    """The reference's half-away-from-zero against nvcc's own sequence."""
+    parts = [0, 1, 2, 0x7E, 0x7F, 0x80, 0x81, 0xFE, 0xFF, 0x7FFF, 0x8000, 0x8001, 0xFFFE, 0xFFFF]
+    for bits, x, y in itertools.product((16, 8), parts, parts):
+        a, b = (sum((part & ((1 << bits) - 1)) << (bits * i) for i in range(32 // bits)) for part in (x, y))
+        assert simd("__vavgs", bits, a, b) == _vavgs_as_nvcc_emits_it(a, b, bits), (bits, hex(a), hex(b))
+    rng = np.random.default_rng(0)
+    for a, b in rng.integers(0, 2**32, (2000, 2), dtype=np.uint64).tolist():
+        for bits in (16, 8):
+            assert simd("__vavgs", bits, a, b) == _vavgs_as_nvcc_emits_it(a, b, bits), (bits, hex(a), hex(b))
+
 def test_integer_intrinsics_match_their_definitions(run: tuple[dict, dict]) -> None:
     inputs, got = run
     names = ("byte_perm funnelshift_l funnelshift_lc funnelshift_r funnelshift_rc sad usad hadd rhadd uhadd urhadd "

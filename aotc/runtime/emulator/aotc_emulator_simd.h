@@ -36,7 +36,8 @@ inline unsigned int sum_of_absolute_differences(unsigned int a, unsigned int b) 
   }
   return sum;
 }
-// Signed rounded average: half away from zero (the sum's sign decides).
+// Signed rounded average: half away from zero (the sum's sign decides), as the PTX nvcc
+// writes for __vavgs2/__vavgs4 does (test_emulator_intrinsics.py holds that sequence).
 inline int rounded_average(int x, int y) {
   const int s = x + y;
   return s >= 0 ? (s + 1) >> 1 : s >> 1;
