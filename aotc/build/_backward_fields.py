@@ -226,13 +226,13 @@ def _check_convention(check: Checker, entry: BackwardEntry, at: str, forward: An
         if param.role == "out":
             if not param.name.startswith("grad_") or target not in arrays or arrays[target].role != "in":
                 ins = [f"grad_{n}" for n, p in arrays.items() if p.role == "in"]
-                check.fail(line, key, f"{at}, {where} is an out array, so it must be the gradient of an in array of {forward.name} ({listing(ins)})")
+                check.fail(line, key, f"{at}, {where} is an out array, so it must be the gradient of an in array ({listing(ins)})")
             gradients.append(param.name)
         elif param.name in entry.saves:
             continue
         elif not param.name.startswith("grad_") or target not in arrays or arrays[target].role == "in":
             results = [f"grad_{n}" for n, p in arrays.items() if p.role != "in"]
-            check.fail(line, key, f"{at}, {where} is neither the gradient of a result of {forward.name} ({listing(results)}) nor a saved array (saves: {listing(entry.saves) or 'none'})")
+            check.fail(line, key, f"{at}, {where} is neither the gradient of a result ({listing(results)}) nor a saved array (saves: {listing(entry.saves)})")
     if not gradients:
         check.fail(line, key, f"{at}, {backward.name} has no out array grad_<in array>: it computes no gradient")
     return gradients

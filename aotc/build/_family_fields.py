@@ -168,7 +168,7 @@ def kernel_name(check: Checker, pattern: Any, family: str, point: Point, constan
         check.fail(line, key, f"{echo(pattern)} is not a name pattern: {exc}")
     for field in fields:
         if field not in values:
-            check.fail(line, key, f"{echo(pattern)} names {{{field}}}, which is not an axis or a constant here (known: {listing(values)})")
+            check.fail(line, key, f"{echo(pattern)} names {{{echo(field, 24)[1:-1]}}}, which is not an axis or a constant here (known: {listing(values)})")
     name = pattern.format(**values)
     check.identifier(name, key, line)
     return name

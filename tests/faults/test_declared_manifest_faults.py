@@ -110,6 +110,7 @@ FAULTS: list[tuple[str, str, int, str, str]] = [
     ("name-pattern-conversion", edit('"fam_{dtype}"', '"fam_{dtype!r}"'), 8, "families.fam.name", "is not a C identifier"),
     ("name-pattern-padding", edit('"fam_{dtype}"', '"fam_{dtype:>60}"'), 8, "families.fam.name", "is not a C identifier"),
     ("name-pattern-positional", edit('"fam_{dtype}"', '"fam_{0}"'), 8, "families.fam.name", "names {0}, which is not an axis or a constant"),
+    ("name-pattern-long-field", edit('"fam_{dtype}"', '"fam_{' + "s" * 5000 + '}"'), 8, "families.fam.name", "names {" + "s" * 18 + "...s}, which is not an axis or a constant"),
     ("name-pattern-unbalanced", edit('"fam_{dtype}"', '"fam_{dtype"'), 8, "families.fam.name", "is not a name pattern"),
     ("name-pattern-too-long", edit('"fam_{dtype}"', '"' + "f" * 60 + '_{dtype}"'), 8, "families.fam.name", "is longer than 40 characters"),
     # Launch expressions that are code, or not sizes.

@@ -144,9 +144,9 @@ PAIRING = "    backward: {family: softmax_backward, saves: [y]}\n"
     [
         (PAIRING, "    backward: {family: gemm}\n", "softmax.backward.family: 'gemm' is not a declared family of this manifest (declared: softmax, softmax_backward, scan, histogram, scale_shift, scale_shift_grad_x, scale_shift_grad_params)"),
         (PAIRING, "    backward: {family: softmax_backward, saves: [z]}\n", "softmax.backward.saves: 'z' is not an array of softmax_f32 (arrays: x, y)"),
-        (PAIRING, "    backward: {family: softmax_backward}\n", "softmax.backward: at softmax_f32, softmax_backward_f32's parameter y is neither the gradient of a result of softmax_f32 (grad_y) nor a saved array (saves: none)"),
-        ("      grad_x: {array: dtype, role: out", "      grad_z: {array: dtype, role: out", "softmax_backward_f32's parameter grad_z is an out array, so it must be the gradient of an in array of softmax_f32 (grad_x)"),
-        (PAIRING, "    backward: {family: scan}\n", "scan_f32's parameter x is neither the gradient of a result of softmax_f32 (grad_y) nor a saved array"),
+        (PAIRING, "    backward: {family: softmax_backward}\n", "softmax.backward: at softmax_f32, softmax_backward_f32's parameter y is neither the gradient of a result (grad_y) nor a saved array (saves: none)"),
+        ("      grad_x: {array: dtype, role: out", "      grad_z: {array: dtype, role: out", "softmax_backward_f32's parameter grad_z is an out array, so it must be the gradient of an in array (grad_x)"),
+        (PAIRING, "    backward: {family: scan}\n", "at softmax_f32, scan_f32's parameter x is neither the gradient of a result (grad_y) nor a saved array"),
         (PAIRING, "    backward: [softmax_backward]\n", "softmax.backward[0]: expected a mapping, got str 'softmax_backward'"),
         (PAIRING, "    backward: {saves: [y]}\n", "softmax.backward: at softmax_f32, names the kernel itself (its own axes)"),
         (PAIRING, "    backward: {family: softmax_backward, axes: {dtype: f16}}\n", "softmax.backward: at softmax_f32, names no kernel of softmax_backward (dtype=f16)"),
