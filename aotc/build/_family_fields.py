@@ -168,7 +168,7 @@ def kernel_name(check: Checker, pattern: Any, family: str, point: Point, constan
         check.fail(line, key, f"{echo(pattern)} is not a name pattern: {exc}")
     for field in fields:
         if field not in values:
-            check.fail(line, key, f"{echo(pattern)} names {{{echo(field, 24)[1:-1]}}}, which is not an axis or a constant here (known: {listing(values)})")
+            check.fail(line, key, f"names {{{echo(field, 24)[1:-1]}}}, which is not an axis or a constant here (known: {listing(values)})")
     name = pattern.format(**values)
     check.identifier(name, key, line)
     return name
@@ -281,7 +281,7 @@ def _optional(check: Checker, fields: LineDict, key: str, shape: tuple[Any, ...]
             check.fail(at_line, at, f"expected dimension names, got {describe(name)}: a fixed extent cannot be left out")
     if names != shape[: len(names)] or len(names) >= len(shape):
         lead = [e for e in shape[:-1] if isinstance(e, str)]
-        check.fail(at_line, at, f"{listing(map(echo, names))} must be the shape's leading dimensions, in order, before at least one other (shape: {list(shape)}; leading names: {listing(lead) or 'none'})")
+        check.fail(at_line, at, f"{listing(map(echo, names))} must be the shape's leading dimensions, in order, before at least one other (shape: {echo(list(shape))}; leading names: {listing(lead)})")
     return names
 
 

@@ -132,6 +132,7 @@ FAULTS: list[tuple[str, str, int, str, str]] = [
     ("unknown-dtype", edit("dtype: [f32, f64]", "dtype: [f8]"), 10, "families.fam.signature.x.array", "'f8', which is not a dtype"),
     ("unknown-role", edit("role: in, shape", "role: both, shape"), 10, "families.fam.signature.x.role", "expected one of in, out, inout"),
     ("unknown-scalar-type", edit(PARAMS, "      n: u8\n"), 13, "families.fam.signature.n", "unknown scalar type 'u8'"),
+    ("optional-beside-a-long-shape", edit("x: {array: dtype, role: in, shape: [rows, n]}", "x: {array: dtype, role: in, shape: [[" + "a" * 3000 + "], rows, n], optional: [batch]}"), 10, "families.fam.signature.x.optional", "(shape: [['aaaa"),
     ("optional-not-leading", edit("x: {array: dtype, role: in, shape: [rows, n]}", "x: {array: dtype, role: in, shape: [rows, n], optional: [n]}"), 10, "families.fam.signature.x.optional", "must be the shape's leading dimensions"),
     ("zero-extent", edit("x: {array: dtype, role: in, shape: [rows, n]}", "x: {array: dtype, role: in, shape: [rows, 0]}"), 10, "families.fam.signature.x.shape", "nor a positive number"),
     ("parameter-named-like-an-axis", edit(PARAMS, PARAMS + "      threads: i32\n"), 14, "families.fam.signature.threads", "threads is also an axis"),
