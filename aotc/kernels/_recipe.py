@@ -106,10 +106,15 @@ class Recipe:
                 hold = kind.plan_hold(ops[name], name, "_aotc_s", self.prefixes[name], names)
                 if hold is not None:
                     body.append(hold)
-        body += self._launches()
         if launched.host_used:
+            # Waited for on the way out too: a KeyboardInterrupt after a launch must not
+            # leave a kernel queued to write host memory the caller's unwinding frees.
             names["_aotc_wait"] = launched.backend.stream_synchronize
-            body.append("_aotc_wait(_aotc_s)  # host memory: the results are read once this returns")
+            body += ["try:", *(f"    {line}" for line in self._launches())]
+            body += ["    _aotc_wait(_aotc_s)  # host memory: the results are read once this returns"]
+            body += ["except BaseException:", "    _aotc_wait(_aotc_s)", "    raise"]
+        else:
+            body += self._launches()
         for name in written:
             wrote = kind.plan_wrote(ops[name], name, self.prefixes[name], names)
             if wrote is not None:

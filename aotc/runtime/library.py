@@ -144,6 +144,13 @@ class Library:
     def __repr__(self) -> str:
         return f"<aotc.Library {self.name!r} at {self.folder}: {len(self)} kernels, {len(self.loaded)} loaded>"
 
+    def __reduce__(self) -> Any:
+        """Refused in one line: a library holds its loaded modules, device contexts and
+        locks, which no other process can use. ``aotc.kernels.over`` and
+        ``tropical.over`` handles hold one, so they are refused here too."""
+        msg = f"an aotc library ({self.name!r} at {self.folder}) cannot be pickled: load it in the worker, aotc.load({self.folder!r})"
+        raise TypeError(msg)
+
     @property
     def directory(self) -> Path:
         """The library folder."""

@@ -191,3 +191,46 @@ def test_threads_waiting_at_once_keep_each_streams_order() -> None:
     for thread in threads:
         thread.join(timeout=60)
     assert results == {i: [4.0, 9.0, 14.0, 19.0] for i in range(4)}
+
+
+def _statements_before_the_cleanup(function: Any) -> list[int]:
+    """The line numbers of ``function``'s statements up to its ``finally:`` (where a cleanup starts)."""
+    import dis
+    import inspect
+
+    lines, first = inspect.getsourcelines(function)
+    cleanup = first + next(i for i, line in enumerate(lines) if line.strip() == "finally:")
+    return sorted({line for _, line in dis.findlinestarts(function.__code__) if line is not None and first < line < cleanup})
+
+
+def test_a_keyboard_interrupt_at_any_statement_of_a_wait_leaves_the_queues_runnable() -> None:
+    """Ctrl-C lands between any two statements of a wait (as a signal handler's
+    exception does): the operation the waiting thread had claimed is given back,
+    so the next wait runs the rest, neither hanging nor finding it running forever."""
+    import sys
+
+    interrupted, kept = 0, []  # kept: a free waits for the whole device, running the next fill early
+    for line in _statements_before_the_cleanup(streams._run_until):  # noqa: SLF001 - the wait itself
+        array = _filled(float(line), 0)
+        kept.append(array)
+
+        def interrupt(frame: Any, event: str, arg: Any, line: int = line) -> Any:
+            if frame.f_code is not streams._run_until.__code__:  # noqa: SLF001
+                return None
+            if event == "line" and frame.f_lineno == line:
+                sys.settrace(None)
+                frame.f_trace = None  # one interrupt: not another where the cleanup reports this line
+                raise KeyboardInterrupt
+            return interrupt
+
+        sys.settrace(interrupt)
+        try:
+            arrays.backend_for(0).stream_synchronize(0)
+        except KeyboardInterrupt:
+            interrupted += 1
+        finally:
+            sys.settrace(None)
+        assert streams._running == 0, f"interrupted at line {line}: an operation is left running"  # noqa: SLF001
+        arrays.backend_for(0).stream_synchronize(0)
+        np.testing.assert_array_equal(array.host_view(), np.full(4, float(line)))
+    assert interrupted > 5

@@ -467,3 +467,17 @@ def test_an_index_replaced_after_load_is_refused_at_first_use(lib_dir: Path) -> 
     rewrite_index(lib_dir, lambda index: index.update(aotc_version="0.0.0+reinstalled"))
     with pytest.raises(IndexFormatError, match=rf"^{re.escape(str(lib_dir))}/index\.json: changed since it was loaded; load the library again$"):
         lib.kernel(FORWARD)  # its line is read now: from the file that was loaded, or not at all
+
+
+def test_pickling_a_library_or_a_handle_over_it_is_refused_in_one_line(emulated_tropical: Any) -> None:
+    """A DataLoader worker that is handed a library (or a bindings or tropical
+    handle over one) is told in one line to load it there, not a deep TypeError."""
+    import pickle
+
+    import aotc.kernels
+
+    for handle in (emulated_tropical, aotc.kernels.over(emulated_tropical), tropical.over(emulated_tropical)):
+        with pytest.raises(TypeError) as refused:
+            pickle.dumps(handle)
+        text = str(refused.value)
+        assert "\n" not in text and text.startswith("an aotc library ('tropical' at ") and f"aotc.load({emulated_tropical.folder!r})" in text

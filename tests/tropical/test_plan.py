@@ -146,3 +146,42 @@ def test_one_result_given_leaves_a_plan_of_its_own() -> None:
         np.testing.assert_array_equal(c, reference.matmul(a, b, "maxplus"))
         assert k.dtype == np.int32 and k.shape == (3, 2)
     assert len(_argmax_plans()) == before + 1
+
+
+def test_a_keyboard_interrupt_after_a_planned_launch_leaves_no_kernel_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C that lands between a plan's launch and its wait (a signal handler's
+    exception): the plan waits on the way out, so no kernel stays queued to write
+    the result the unwinding frees; the next call is right."""
+    import sys
+
+    from aotc.runtime.emulator import streams
+
+    monkeypatch.setenv("AOTC_EMULATOR_STREAMS", "async")  # the launch is queued, as a GPU's
+    a, b = np.full((6, 4), 2.0, np.float32), np.full((4, 5), 3.0, np.float32)
+    tropical.matmul(a, b)  # the plan
+
+    def interrupt(frame: object, event: str, arg: object) -> object:
+        code = frame.f_code  # type: ignore[attr-defined]
+        if not code.co_filename.startswith("<aotc plan"):
+            return None
+        if event == "line" and _line(frame).startswith("_aotc_wait("):  # launched, not yet waited for
+            sys.settrace(None)
+            frame.f_trace = None  # type: ignore[attr-defined]
+            raise KeyboardInterrupt
+        return interrupt
+
+    sys.settrace(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tropical.matmul(a, b)
+    finally:
+        sys.settrace(None)
+    assert not any(s.queue for s in streams._legacy.values()), "a kernel is still queued"  # noqa: SLF001 - the emulator's queues
+    np.testing.assert_array_equal(tropical.matmul(a, b), np.full((6, 5), 5.0, np.float32))
+
+
+def _line(frame: object) -> str:
+    """The source line ``frame`` is at (the generated sources are in linecache)."""
+    import linecache
+
+    return linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()  # type: ignore[attr-defined]

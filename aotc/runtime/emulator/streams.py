@@ -92,7 +92,7 @@ _retired: list[Stream] = []  # destroyed streams whose queued work has not run y
 class Operation:
     """One piece of queued work: it runs after its stream's earlier work and after ``after``."""
 
-    __slots__ = ("after", "done", "run", "running", "sequence", "stream", "what")
+    __slots__ = ("after", "done", "run", "running", "sequence", "started", "stream", "what")
 
     def __init__(self, stream: Stream, run: Callable[[], None] | None, after: list[Operation], what: str) -> None:
         self.stream = stream
@@ -101,6 +101,7 @@ class Operation:
         self.what = what
         self.done = False
         self.running = False  # it stays its stream's head until done: the next waits
+        self.started = False  # claimed and begun: an interrupt after this leaves it done
         self.sequence = next(_sequence)
 
     def ready(self) -> bool:
@@ -289,42 +290,56 @@ def _run_until(target: Operation, *, raise_now: bool) -> None:
         needed = _needed(target) if lazy else None
     global _running  # noqa: PLW0603 - one count for the process, under _lock
     while True:
-        with _lock:
-            if target.done:
-                return
-            if needed is not None:
-                heads = [s.queue[0] for s, upto in needed.items() if s.queue and s.queue[0].sequence <= upto]
-            else:
-                heads = [s.queue[0] for s in (*_streams.values(), *_legacy.values(), *_draining()) if s.queue]
-            ready = [o for o in heads if not o.running and o.ready()]
-            if not ready:
-                if _running:  # another thread runs what we wait for
-                    _progress.wait()
-                    continue
-                msg = f"emulator: {target.what} can never run: its stream waits for work that was never enqueued"
-                raise BackendError(msg)
-            chosen = chooser(ready)
-            chosen.running = True
-            _running += 1
+        claimed: Operation | None = None
         failure: BaseException | None = None
+        # A KeyboardInterrupt may land at any statement: what this thread claimed
+        # is released in the finally (done once begun, else back at its stream's
+        # head, unrun), or every later wait would find it running forever.
         try:
-            if chosen.run is not None:
-                chosen.run()
-        except (BackendError, ValueError, RuntimeError) as exc:
-            failure = exc
-        finally:
             with _lock:
-                chosen.stream.queue.popleft()
-                chosen.done, chosen.running = True, False
-                _running -= 1
-                if failure is not None and not raise_now:
-                    # A check's fault names its kernel, block and thread already, and
-                    # callers catch it by its class: it is reported as raised.
-                    reported = failure if isinstance(failure, KernelFaultError) else BackendError(f"{chosen.what} failed: {failure}")
-                    _faults.setdefault(chosen.stream.device, reported)
-                _progress.notify_all()
+                if target.done:
+                    return
+                if needed is not None:
+                    heads = [s.queue[0] for s, upto in needed.items() if s.queue and s.queue[0].sequence <= upto]
+                else:
+                    heads = [s.queue[0] for s in (*_streams.values(), *_legacy.values(), *_draining()) if s.queue]
+                ready = [o for o in heads if not o.running and o.ready()]
+                if not ready:
+                    if _running:  # another thread runs what we wait for
+                        _progress.wait()
+                        continue
+                    msg = f"emulator: {target.what} can never run: its stream waits for work that was never enqueued"
+                    raise BackendError(msg)
+                chosen = chooser(ready)
+                chosen.running, _running, claimed = True, _running + 1, chosen  # one statement: nothing lands between
+            failure = _run(claimed)
+        finally:
+            if claimed is not None:
+                with _lock:
+                    if claimed.started:
+                        claimed.stream.queue.popleft()
+                        claimed.done = True
+                    claimed.running = False
+                    _running -= 1
+                    if failure is not None and not raise_now:
+                        # A check's fault names its kernel, block and thread already, and
+                        # callers catch it by its class: it is reported as raised.
+                        reported = failure if isinstance(failure, KernelFaultError) else BackendError(f"{claimed.what} failed: {failure}")
+                        _faults.setdefault(claimed.stream.device, reported)
+                    _progress.notify_all()
         if failure is not None and raise_now:
             raise failure
+
+
+def _run(operation: Operation) -> BaseException | None:
+    """Run ``operation``; the failure a wait reports, or None."""
+    operation.started = True
+    try:
+        if operation.run is not None:
+            operation.run()
+    except (BackendError, ValueError, RuntimeError) as exc:
+        return exc
+    return None
 
 
 def _needed(target: Operation) -> dict[Stream, int]:
