@@ -36,6 +36,9 @@ from aotc.runtime.select import JitPolicy, Platform, explain_selection
 
 __all__ = ["device_capability", "for_call", "in_use", "unlaunchable"]
 
+# A store lookup's "no entry": a kept None means the launcher cannot launch that call.
+_UNKEPT = object()
+
 _decided: dict[str, Any] = {}  # once a process: whether the launcher is in use, and the device's capability
 
 
@@ -103,8 +106,10 @@ def _opaque(layout: Any, decision: Any, scalars: dict[str, Any], shapes: dict[st
     """The launcher's call for this decision and these scalars, made once; None where it cannot launch it."""
     kernel = decision.kernel
     key = jax_key("builtin", kernel.name, tuple(decision.dims.items()), tuple(shapes.items()), capability, axes={}, scalars=scalars)
-    if key in layout.plans.plans:
-        return layout.plans.plans[key]
+    # One read, not `in` then a subscript: another thread may clear the store (at its bound) between the two.
+    kept = layout.plans.plans.get(key, _UNKEPT)
+    if kept is not _UNKEPT:
+        return kept
     opaque = None
     choice = explain_selection(kernel_images(layout.library.index, kernel.name), Platform(capability, (99, 0)), JitPolicy.OFF)
     if unlaunchable(layout, kernel) is None and choice.available:
