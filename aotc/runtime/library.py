@@ -28,7 +28,7 @@ import os
 from _thread import allocate_lock  # threading.Lock itself, without importing threading
 
 from aotc._locations import find_library
-from aotc.errors import ArgumentError, DriverTooOldError, LibraryNotFoundError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, DriverTooOldError, LibraryNotFoundError, echo
 from aotc.index import INDEX_NAME
 from aotc.index.library_index import LibraryIndex
 from aotc.runtime.backends import get_backend
@@ -149,7 +149,7 @@ class Library:
         locks, which no other process can use. ``aotc.kernels.over`` and
         ``tropical.over`` handles hold one, so they are refused here too."""
         msg = f"an aotc library ({self.name!r} at {self.folder}) cannot be pickled: load it in the worker, aotc.load({self.folder!r})"
-        raise TypeError(msg)
+        raise ArgumentTypeError(msg)  # a TypeError, as pickle's own refusals are
 
     @property
     def directory(self) -> Path:
