@@ -110,28 +110,30 @@ def test_the_signed_average_rounds_as_nvccs_code_does() -> None:
         for bits in (16, 8):
             assert simd("__vavgs", bits, a, b) == _vavgs_as_nvcc_emits_it(a, b, bits), (bits, hex(a), hex(b))
 
+def _mismatches(names: list[str], rows: list[tuple[int, ...]], wanted: list[list[int]], got: list[int]) -> list[str]:
+    """The first ten results of ``got`` (each row's, in ``names`` order) that differ from ``wanted``."""
+    wrong = []
+    for i, (row, want_row) in enumerate(zip(rows, wanted)):
+        for name, want, have in zip(names, want_row, got[len(names) * i : len(names) * (i + 1)]):
+            if want != have:
+                wrong.append(f"{name}{tuple(map(hex, row))}: {have:#x}, not {want:#x}")
+    return wrong[:10]
+
+
 def test_integer_intrinsics_match_their_definitions(run: tuple[dict, dict]) -> None:
     inputs, got = run
     names = ("byte_perm funnelshift_l funnelshift_lc funnelshift_r funnelshift_rc sad usad hadd rhadd uhadd urhadd "
              "fns dp4a(int) dp4a(unsigned) dp4a(char4) dp4a(uchar4) dp2a_lo(int) dp2a_lo(unsigned) dp2a_lo(short2) "
              "dp2a_lo(ushort2) dp2a_hi(int) dp2a_hi(unsigned) dp2a_hi(short2) dp2a_hi(ushort2)").split()  # fmt: skip
-    wrong = []
-    for i, xyz in enumerate(zip(inputs["a"], inputs["b"], inputs["c"])):
-        for name, want, have in zip(names, integer_results(*xyz), got["integer"][24 * i : 24 * i + 24]):
-            if want != have:
-                wrong.append(f"{name}{tuple(map(hex, xyz))}: {have:#x}, not {want:#x}")
-    assert wrong[:10] == []
+    rows = list(zip(inputs["a"], inputs["b"], inputs["c"]))
+    assert _mismatches(names, rows, [integer_results(*xyz) for xyz in rows], got["integer"]) == []
 
 
 def test_simd_intrinsics_match_their_definitions(run: tuple[dict, dict]) -> None:
     inputs, got = run
     names = [f"{name}{form}" for name in SIMD for form in (2, 4)]
-    wrong = []
-    for i, ab in enumerate(zip(inputs["simd_a"], inputs["simd_b"])):
-        for name, want, have in zip(names, simd_results(*ab), got["simd"][82 * i : 82 * i + 82]):
-            if want != have:
-                wrong.append(f"{name}{tuple(map(hex, ab))}: {have:#x}, not {want:#x}")
-    assert wrong[:10] == []
+    rows = list(zip(inputs["simd_a"], inputs["simd_b"]))
+    assert _mismatches(names, rows, [simd_results(*ab) for ab in rows], got["simd"]) == []
 
 
 def test_lane_masks_read_the_linear_lane(run: tuple[dict, dict]) -> None:
