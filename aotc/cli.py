@@ -26,12 +26,6 @@ def _table(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
 
 
-def _size(n: int) -> str:
-    if n >= 1024**3:
-        return f"{n / 1024**3:.2f} GiB"
-    return f"{n / 1024:.1f} KiB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.2f} MiB"
-
-
 def _cmd_list(args: argparse.Namespace) -> int:
     from aotc.build.manifest import load_manifest
 
@@ -64,6 +58,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from aotc.inspect import inspect_target
+    from aotc.runtime.doctor import byte_size
 
     failed = False
     for report in inspect_target(args.target):
@@ -80,17 +75,17 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
                 kinds = [kind for kind, present in (("SASS", arch in k.sass), ("PTX", arch in k.ptx)) if present]
                 cells.append("+".join(kinds) or "missing")
             usage = ["-" if v is None else str(v) for v in (k.max_registers, k.spill_stores)]
-            rows.append((k.name, *cells, *usage, _size(k.size), "FAILED" if k.problems else "ok"))
+            rows.append((k.name, *cells, *usage, byte_size(k.size), "FAILED" if k.problems else "ok"))
         print(_table(rows))
         total = sum(k.size for k in report.kernels)
         for problem in report.problems:
             print(f"aotc: error: {problem}", file=sys.stderr)
         if report.problems:
             failed = True
-            print(f"{len(report.kernels)} kernels, {_size(total)}; {len(report.problems)} problems")
+            print(f"{len(report.kernels)} kernels, {byte_size(total)}; {len(report.problems)} problems")
         else:
             print(
-                f"{len(report.kernels)} kernels, {_size(total)}; the index's checksums hold "
+                f"{len(report.kernels)} kernels, {byte_size(total)}; the index's checksums hold "
                 "and every fatbin and source matches its sha256"
             )
     return 1 if failed else 0
@@ -178,6 +173,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     import warnings
 
     from aotc.errors import CacheWarning
+    from aotc.runtime.doctor import byte_size
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CacheWarning)  # info prints the state and its reason itself
@@ -195,7 +191,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
             info = cache.info()
             print(f"directory: {info.directory}")
             print(f"state:     {info.state}" + (f" ({info.reason})" if info.reason else ""))
-            print(f"entries:   {info.entries}, {_size(info.total_bytes)} of {_size(info.max_bytes)} ({cap_setting})")
+            print(f"entries:   {info.entries}, {byte_size(info.total_bytes)} of {byte_size(info.max_bytes)} ({cap_setting})")
         elif args.action == "clear":
             removed = cache.clear()
             extra = ""
@@ -215,7 +211,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         else:
             removed = cache.prune(args.max_bytes)
             info = cache.info()
-            print(f"{cache.directory}: removed {removed} entries; {info.entries} entries, {_size(info.total_bytes)} remain")
+            print(f"{cache.directory}: removed {removed} entries; {info.entries} entries, {byte_size(info.total_bytes)} remain")
     return 0
 
 

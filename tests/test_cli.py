@@ -163,8 +163,8 @@ def test_inspect_a_library_folder(run_aotc: RunAotc, tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == f"fake: {library} (aotc {__version__}, nvcc 13.0.88, driver >= 13000)"
     assert re.split(r"\s{2,}", lines[1]) == ["kernel", "sm_80", "sm_90", "regs", "spill", "size", "check"]
-    assert re.split(r"\s{2,}", lines[2]) == ["k1", "SASS", "PTX", "40", "0", "0.0 KiB", "ok"]
-    assert lines[-1] == "2 kernels, 0.0 KiB; the index's checksums hold and every fatbin and source matches its sha256"
+    assert re.split(r"\s{2,}", lines[2]) == ["k1", "SASS", "PTX", "40", "0", "10 B", "ok"]
+    assert lines[-1] == "2 kernels, 21 B; the index's checksums hold and every fatbin and source matches its sha256"
 
 
 def test_inspect_refuses_an_edited_launch_geometry_in_one_line(run_aotc: RunAotc, tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_inspect_a_tampered_fatbin_fails_with_exit_1(run_aotc: RunAotc, tmp_path
     assert result.returncode == 1
     assert one_line_error(result.stderr).startswith(f"{library}/k2.fatbin: sha256 ")
     assert re.split(r"\s{2,}", result.stdout.splitlines()[3])[-1] == "FAILED"
-    assert result.stdout.splitlines()[-1] == "2 kernels, 0.0 KiB; 1 problems"
+    assert result.stdout.splitlines()[-1] == "2 kernels, 10 B; 1 problems"
 
 
 def test_inspect_of_nothing_is_one_line_exit_1(run_aotc: RunAotc, tmp_path: Path) -> None:
@@ -229,4 +229,4 @@ def test_inspect_a_wheel_checks_its_members_and_its_index(run_aotc: RunAotc, tmp
     result = run_aotc("inspect", str(wheel))
     assert result.returncode == 1
     assert one_line_error(result.stderr).startswith(f"{wheel}!fake/_lib/fake/k2.fatbin: sha256 ")
-    assert result.stdout.splitlines()[-1] == "2 kernels, 0.0 KiB; 1 problems"
+    assert result.stdout.splitlines()[-1] == "2 kernels, 10 B; 1 problems"

@@ -29,7 +29,7 @@ from aotc.runtime.driver import Toolkit, check_driver, cuda_text, toolkit_of
 from aotc.runtime.library import installed_libraries, kernel_images, resolve_library
 from aotc.runtime.select import ImageChoice, ImageKind, JitPolicy, Platform, explain_selection, jit_policy_from_env
 
-__all__ = ["Diagnosis", "diagnose"]
+__all__ = ["Diagnosis", "byte_size", "diagnose"]
 
 # cuDriverGetVersion's answer and where it came from (the backend's name, or "--driver")
 DriverVersion = tuple[int, str]
@@ -192,7 +192,7 @@ def _cache(report: Diagnosis, cache: DiskCache | None) -> DiskCache | None:
     state = info.state + (f" ({info.reason})" if info.reason else "")
     report.add(
         f"cache: {info.directory}: {state}; {info.entries} entries, "
-        f"{_size(info.total_bytes)} of {_size(info.max_bytes)}"
+        f"{byte_size(info.total_bytes)} of {byte_size(info.max_bytes)}"
     )
     return cache
 
@@ -301,8 +301,12 @@ def _table(rows: list[tuple[str, ...]]) -> Iterator[str]:
         yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
 
 
-def _size(n: int) -> str:
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
+def byte_size(n: int) -> str:
+    """``n`` bytes for a person: bytes under a KiB, else KiB to one decimal, MiB and GiB to two."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024**2:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024**2:.2f} MiB" if n < 1024**3 else f"{n / 1024**3:.2f} GiB"
+
+

@@ -26,7 +26,7 @@ def test_info_on_a_fresh_directory(run_aotc: RunAotc, tmp_path: Path) -> None:
     assert result.stdout.splitlines() == [
         f"directory: {tmp_path / 'cache'}",
         "state:     ok",
-        "entries:   0, 0.0 KiB of 2.00 GiB (AOTC_CACHE_MAX_BYTES)",
+        "entries:   0, 0 B of 2.00 GiB (AOTC_CACHE_MAX_BYTES)",
     ]
 
 
