@@ -2,7 +2,10 @@
 
 A library is found by name in one of two places, in this order:
 
-- ``aotc/_lib/<name>``: the libraries installed with aotc itself (tropical);
+- ``aotc/_lib/<name>``: the libraries installed with aotc itself (tropical),
+  in any folder of the ``aotc`` package's path. An installed aotc has one;
+  an editable install (``pip install -e .``) has two, the source tree and the
+  folder in site-packages where its build installed the libraries;
 - a package's entry point in the group ``aotc.libraries``, whose value names
   the package folder that holds the library's ``index.json``
   (``rowops = "rowops._kernels"`` in the package's ``pyproject.toml``, under
@@ -49,11 +52,28 @@ def cmake_dir() -> Path:
     return Path(_PACKAGE_DIR, "build", "cmake")
 
 
+def _library_roots() -> list[str]:
+    """The ``_lib`` folders of aotc's package path, in import order: an editable
+    install's build installs the libraries into site-packages, not the source
+    tree this module is imported from (scikit-build-core's import redirect puts
+    both folders on ``aotc.__path__``)."""
+    import aotc  # this module's own package: imported already
+
+    roots = []
+    for folder in (*getattr(aotc, "__path__", ()), _PACKAGE_DIR):
+        root = os.path.join(os.path.realpath(folder), "_lib")
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
 def libraries_root() -> Path:
-    """The folder that kernel libraries are installed under (``aotc/_lib``)."""
+    """The folder that kernel libraries are installed under (``aotc/_lib``):
+    the first of the package's path that holds one."""
     from pathlib import Path
 
-    return Path(_PACKAGE_DIR, "_lib")
+    roots = _library_roots()
+    return Path(next((root for root in roots if os.path.isdir(root)), roots[0]))
 
 
 def library_dir(name: str) -> Path:
@@ -64,8 +84,13 @@ def library_dir(name: str) -> Path:
 
 
 def library_folder(name: str) -> str:
-    """``library_dir(name)`` as a string, for the loader."""
-    return os.path.join(_PACKAGE_DIR, "_lib", name)
+    """``library_dir(name)`` as a string, for the loader: the first folder of the
+    package's path holding the library's index (else the path's first)."""
+    roots = _library_roots()
+    for root in roots:
+        if os.path.isfile(os.path.join(root, name, INDEX_NAME)):
+            return os.path.join(root, name)
+    return os.path.join(roots[0], name)
 
 
 def find_library(name: str) -> str:
@@ -87,8 +112,7 @@ def find_library(name: str) -> str:
 
 def installed_libraries() -> list[str]:
     """The names of aotc's own libraries (``aotc/_lib``) and of those packages declare."""
-    root = os.path.join(_PACKAGE_DIR, "_lib")
-    own = [n for n in os.listdir(root) if os.path.isfile(os.path.join(root, n, INDEX_NAME))] if os.path.isdir(root) else []
+    own = [n for root in _library_roots() if os.path.isdir(root) for n in os.listdir(root) if os.path.isfile(os.path.join(root, n, INDEX_NAME))]
     return sorted({*own, *declared_libraries()})
 
 

@@ -166,3 +166,19 @@ for doc in README.md examples/rowops/README.md examples/warpnorm/README.md; do
     { tail -60 "$log"; fail "the code blocks of $doc"; }
   say "$(tail -1 "$log")"
 done
+
+# 9. A contributor's install: `pip install -e .` in a fresh venv imports the source
+#    tree, while the build installs the libraries into site-packages; aotc finds
+#    them on its package path, by name.
+git clone --quiet "$repo" "$work/editable"
+python3 -m venv "$work/venv-editable"
+( cd "$work/editable" && AOTC_ARCHS=$archs "$work/venv-editable/bin/python" -m pip install -e . numpy >"$work/editable.log" 2>&1 ) ||
+  { tail -40 "$work/editable.log"; fail "pip install -e . in a fresh venv"; }
+( cd "$work" && AOTC_BACKEND=emulator AOTC_CACHE_DIR="$work/cache" "$work/venv-editable/bin/python" -c "
+import aotc, numpy as np
+from aotc import reference, tropical
+assert aotc.__file__.startswith('$work/editable/'), aotc.__file__
+a, b = np.random.rand(5, 3).astype(np.float32), np.random.rand(3, 4).astype(np.float32)
+assert np.allclose(tropical.matmul(a, b), reference.matmul(a, b, 'maxplus'))
+print(aotc.library_dir('tropical'))" >"$work/editable-run.log" 2>&1 ) || { cat "$work/editable-run.log"; fail "tropical.matmul after pip install -e ."; }
+say "editable install: aotc imported from the clone, tropical found at $(tail -1 "$work/editable-run.log")"

@@ -239,3 +239,20 @@ def test_a_name_is_a_name_beside_a_source_folder_of_that_name(built: Path, tmp_p
     result = run_cli("inspect", "nothing", site=site, tmp_path=tmp_path)
     assert result.returncode == 1
     assert result.stderr.startswith("aotc: error: nothing: a folder with no index.json, and no kernel library named 'nothing'")
+
+
+def test_aotcs_own_library_is_found_in_an_editable_installs_site_folder(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pip install -e .`` of aotc imports the source tree, while its build installs
+    ``aotc/_lib/tropical`` into site-packages; the import redirect puts both on
+    ``aotc.__path__``. Before, the source tree's ``_lib`` alone was read, and
+    ``tropical.matmul`` said no library named 'tropical' was installed."""
+    site_package = tmp_path / "site-packages" / "aotc"
+    shutil.copytree(built, site_package / "_lib" / "rt")
+    monkeypatch.setattr(aotc, "__path__", [str(site_package), *aotc.__path__])
+    assert aotc.library_dir("rt") == site_package.resolve() / "_lib" / "rt"
+    assert aotc.libraries_root() == site_package.resolve() / "_lib"
+    lib = aotc.load("rt", backend=RecordingBackend())
+    assert lib.folder == str((site_package / "_lib" / "rt").resolve())
+    from aotc._locations import installed_libraries
+
+    assert "rt" in installed_libraries()
