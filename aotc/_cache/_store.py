@@ -239,6 +239,12 @@ class DiskCache:
                         f"(fix its permissions or set {self.setting} to a private directory)"
                     )
                     warnings.warn(msg, CacheWarning, stacklevel=4)
+                elif self._state == STATE_READ_ONLY and not self.directory.is_dir():
+                    # A read-only directory is a choice (a shared, pre-filled
+                    # cache) and serves hits; one that cannot be made serves
+                    # nothing, and every process would compile again unseen.
+                    msg = f"aotc: not caching: {self._reason}; nothing is kept between processes (set {self.setting} to a writable directory)"
+                    warnings.warn(msg, CacheWarning, stacklevel=4)
             return self._state
 
     def _require_writable(self, action: str) -> None:
