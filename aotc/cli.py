@@ -119,9 +119,12 @@ def _jobs(text: str) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
+    from aotc.errors import CacheWarning
     from aotc.runtime.doctor import diagnose
 
-    report = diagnose(arch=args.arch, driver=args.driver, libraries=args.library)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWarning)  # the report states the cache and its reason itself
+        report = diagnose(arch=args.arch, driver=args.driver, libraries=args.library)
     print("\n".join(report.lines))
     if report.no_device and args.arch is None:
         # Asked about this machine, which has no GPU: the way out is the last line, and a failure.

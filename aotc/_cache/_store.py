@@ -239,7 +239,7 @@ class DiskCache:
                         f"(fix its permissions or set {self.setting} to a private directory)"
                     )
                     warnings.warn(msg, CacheWarning, stacklevel=4)
-                elif self._state == STATE_READ_ONLY and not self.directory.is_dir():
+                elif self._state == STATE_READ_ONLY and not self.directory.is_dir() and _first_unmade(self.directory):
                     # A read-only directory is a choice (a shared, pre-filled
                     # cache) and serves hits; one that cannot be made serves
                     # nothing, and every process would compile again unseen.
@@ -379,6 +379,19 @@ def _inspect_directory(directory: Path) -> tuple[str, str]:
     if not os.access(directory, os.W_OK | os.X_OK):
         return STATE_READ_ONLY, f"{directory} is not writable"
     return STATE_OK, ""
+
+
+# The cache folders that could not be made, warned about once a process: a
+# cache inside another (NVRTC's answers in the runtime's) warns for the outer.
+_UNMADE: set[Path] = set()
+
+
+def _first_unmade(directory: Path) -> bool:
+    """Whether ``directory`` is the first unmade one of its line: neither it nor a folder above it was warned about."""
+    if _UNMADE.intersection((directory, *directory.parents)):
+        return False
+    _UNMADE.add(directory)
+    return True
 
 
 def _check_key(key: object) -> CacheKey:

@@ -547,7 +547,8 @@ def _check_read_only(result: dict[str, object], hit: CacheKey) -> None:
 def test_a_directory_that_cannot_be_made_is_one_warning_and_runs_uncached(tmp_path: Path) -> None:
     """A cache folder under a file (a typo, or a HOME that is not writable, as in
     many containers) serves nothing: it warns once, where before every process
-    compiled again without a word. A read-only folder that exists stays quiet."""
+    compiled again without a word; a cache inside it adds no second warning.
+    A read-only folder that exists stays quiet."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     with warnings.catch_warnings(record=True) as caught:
@@ -556,6 +557,8 @@ def test_a_directory_that_cannot_be_made_is_one_warning_and_runs_uncached(tmp_pa
         build = CountingBuild(b"built in memory")
         results = [cache.get_or_create(make_key(), build) for _ in range(2)]
         cache.save(make_key(target="sm_90"), b"x")
+        inner = DiskCache(blocker / "cache" / "nvrtc-answers")  # a cache inside it: no second warning for one cause
+        assert inner.load(make_key()) is None
     assert (cache.info().state, results, build.calls) == ("read-only", [b"built in memory"] * 2, 2)
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1, messages
