@@ -221,7 +221,7 @@ class Layout:
             return None, arrays
         handle = None if stream is None else stream_handle(stream, None)
         try:
-            key = plan_key(self, kind, guard if kind.plan_operands else kind.name, arrays, {**values, **axes}, handle)
+            key = plan_key(self, kind, guard if kind.plan_operands else kind.name, {**values, **arrays}, axes, handle)
             hash(key)
         except TypeError:  # an unhashable axis value or size: the launch names it
             return None, arrays
