@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aotc.errors import ArgumentError
-from declared_support import reference, rowops  # noqa: F401 - fixtures
+from declared_support import partial, reference, rowops  # noqa: F401 - fixtures
 
 RNG = np.random.default_rng(43)
 
@@ -167,3 +167,22 @@ class TestJax:
         np.testing.assert_array_equal(np.asarray(got), reference.histogram(np.asarray(x), 6, -1.0, 1.0))
         with pytest.raises(TypeError, match=r"^histogram: bins: a traced value; a family's scalar arguments are Python numbers \(under jax.jit, mark bins static\)\n"):
             jax.jit(rowops.histogram, static_argnums=(2, 3))(x, 6, -1.0, 1.0)
+
+
+def test_a_gradient_the_backward_does_not_compute_is_refused_in_one_line(partial: Any) -> None:  # noqa: F811
+    """mulw's backward computes grad_x only. A gradient asked of w is refused when
+    the backward runs, on the recorded route, the op's and torch.func's, where
+    PyTorch would leave w.grad None without a word; x's alone still works."""
+    torch = pytest.importorskip("torch")
+    x, w = torch.from_numpy(RNG.normal(size=5)), torch.from_numpy(RNG.normal(size=5))
+    message = r"^mulw: w: has no gradient: the backward its manifest declares computes the gradients of x only$"
+    for call in (partial.mulw, partial.torch_ops().mulw):
+        xg = x.clone().requires_grad_(True)
+        call(xg, w).sum().backward()
+        torch.testing.assert_close(xg.grad, w)
+        for wanted in ((x, w.clone().requires_grad_(True)), (x.clone().requires_grad_(True), w.clone().requires_grad_(True))):
+            with pytest.raises(ArgumentError, match=message):
+                call(*wanted).sum().backward()
+    torch.testing.assert_close(torch.func.grad(lambda a: partial.mulw(a, w).sum())(x), w)
+    with pytest.raises(ArgumentError, match=message):
+        torch.func.grad(lambda b: partial.mulw(x, b).sum())(w)
