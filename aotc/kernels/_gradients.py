@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         def call(self, layout: Any, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]: ...
 
 
-__all__ = ["Direct", "call_gradients", "differentiable", "gradients", "inputs_of", "no_gradient", "refuse_uncomputed", "through"]
+__all__ = ["Direct", "call_gradients", "computed_by", "differentiable", "gradients", "inputs_of", "no_gradient", "refuse_uncomputed", "through"]
 
 
 def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
@@ -65,6 +65,15 @@ def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
     where = ", ".join(f"{a}={v}" for a, v in chosen.items() if a in layout.open_axes) if have else ""
     text = f"its kernel for {where} declares no backward" if where else "declares no backward"
     return called(ArgumentError(f"{text}: in its manifest, so it cannot be differentiated"), layout.name)
+
+
+def computed_by(kernels: Any, kernel: IndexKernel) -> dict[str, None]:
+    """The in arrays (manifest names) whose gradients ``kernel``'s gradient kernels
+    compute: each one's out arrays ``grad_<in>``."""
+    found: dict[str, None] = {}
+    for name, _ in kernel.backward.kernels if kernel.backward is not None else ():
+        found.update((p.name.removeprefix("grad_"), None) for p in kernels.kernel(name).signature or () if not p.scalar and p.role == "out")
+    return found
 
 
 def refuse_uncomputed(layout: Any, kernel: IndexKernel, found: dict[str, Any], wanted: dict[str, bool]) -> None:
