@@ -201,10 +201,10 @@ def test_jax_refuses_a_gradient_the_backward_does_not_compute(partial: Any) -> N
     in one line while traced (it was zeros); x's gradient, and w's passed along
     without one asked, still work, eagerly and under jax.jit."""
     jax = pytest.importorskip("jax", reason="JAX is not installed (tox installs the CPU build)")
-    jax.config.update("jax_enable_x64", True)
-    x, w = jax.numpy.asarray(RNG.normal(size=5)), jax.numpy.asarray(RNG.normal(size=5))
-    for wrap in (lambda f: f, jax.jit):
-        np.testing.assert_allclose(wrap(jax.grad(lambda a, b: partial.mulw(a, b).sum()))(x, w), w)
-        with pytest.raises(ArgumentError) as info:  # its match would read the note JAX adds on its traceback too
-            wrap(jax.grad(lambda a, b: partial.mulw(a, b).sum(), argnums=1))(x, w)
-        assert str(info.value) == "mulw: w: has no gradient: the backward its manifest declares computes the gradients of x only"
+    with jax.enable_x64(True):  # mulw is f64; set for this test only, as later tests expect f32 defaults
+        x, w = jax.numpy.asarray(RNG.normal(size=5)), jax.numpy.asarray(RNG.normal(size=5))
+        for wrap in (lambda f: f, jax.jit):
+            np.testing.assert_allclose(wrap(jax.grad(lambda a, b: partial.mulw(a, b).sum()))(x, w), w)
+            with pytest.raises(ArgumentError) as info:  # its match would read the note JAX adds on its traceback too
+                wrap(jax.grad(lambda a, b: partial.mulw(a, b).sum(), argnums=1))(x, w)
+            assert str(info.value) == "mulw: w: has no gradient: the backward its manifest declares computes the gradients of x only"
