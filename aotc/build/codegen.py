@@ -71,6 +71,10 @@ class _Environment(jinja2.Environment):
     def getattr(self, obj: object, attribute: str) -> object:
         if isinstance(obj, _ByName) and attribute in obj:
             return obj[attribute]
+        if isinstance(obj, _ByName) and not hasattr(dict, attribute):
+            # A misspelt parameter: Jinja would name the table's Python class.
+            hint = f"ctype.{attribute}: the signature has no parameter {attribute!r} (its parameters: {', '.join(obj)})"
+            return self.undefined(obj=obj, name=attribute, hint=hint)
         return super().getattr(obj, attribute)
 
 

@@ -140,6 +140,9 @@ def _run_nvcc(args: argparse.Namespace, sass: list[str], ptx: list[str]) -> int:
 
 
 _SIGNATURE_MISMATCH = re.compile(r'static assertion failed with "aotc: (family [^"\n]*)"')
+# The signature check's decltype(&::<kernel>) where the template named its
+# kernel otherwise: every parameter check after it fails too, saying nothing true.
+_NO_KERNEL = re.compile(r'error: the global scope has no "(?P<symbol>\w+)"')
 
 
 def show_report(report: bytes, source: str, *, failed: bool) -> None:
@@ -157,6 +160,10 @@ def show_report(report: bytes, source: str, *, failed: bool) -> None:
     # A kernel whose parameters are not its declared signature fails the
     # static_asserts codegen appends (aotc.build.signature.parameter_check):
     # the last line of the log says so in one line, whatever the compiler printed around it.
+    missing = next((m["symbol"] for m in _NO_KERNEL.finditer(text) if m["symbol"] == Path(source).stem), None)
+    if missing is not None:
+        print(f"aotc: error: {source}: the template defines no kernel named {missing}: declare it extern \"C\" __global__ void {{{{ kernel_name }}}}(...)", file=sys.stderr)
+        return
     mismatches = [match.group(1) for match in _SIGNATURE_MISMATCH.finditer(text)]
     for mismatch in mismatches:
         print(f"aotc: error: {source}: {mismatch}", file=sys.stderr)

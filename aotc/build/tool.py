@@ -20,7 +20,7 @@ from pathlib import Path
 from aotc.archs import MIN_ARCH, MIN_ARCH_CUDA12, parse_arch_list
 from aotc.errors import ArchError
 from aotc.build._files import write_if_changed
-from aotc.errors import AotcError, ManifestError
+from aotc.errors import AotcError, BuildError, ManifestError
 from aotc.build._index_memo import IndexMemo
 from aotc.build.index_writer import build_index, dumps, entry_of
 from aotc.index.schema import CHECKSUM_KEY, INDEX_NAME, SOURCE_DIR
@@ -139,7 +139,10 @@ def _index(args: argparse.Namespace) -> None:
         fatbin = memo.file_digest(fatbin_path, f"{fatbin_path}: no compiled fatbin for kernel {kernel.name}")
         source_path = os.path.join(args.gen_dir, f"{kernel.name}.cu")  # codegen.source_name
         source = memo.file_digest(source_path, f"{source_path}: no generated source for kernel {kernel.name}")
-        resources = memo.resources(os.path.join(args.gen_dir, f"{kernel.name}.resources.txt"), kernel.symbol)
+        try:
+            resources = memo.resources(os.path.join(args.gen_dir, f"{kernel.name}.resources.txt"), kernel.symbol)
+        except BuildError as exc:  # the template's declaration is at fault: name it
+            raise BuildError(f"{manifest.templates_dir / kernel.template}: {exc}") from None
         entry = entry_of(kernel, manifest, fatbin, source, resources)
         old = sealed.get(kernel.name)
         if isinstance(old, dict) and CHECKSUM_KEY in old and {k: v for k, v in old.items() if k != CHECKSUM_KEY} == entry:

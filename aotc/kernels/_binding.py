@@ -221,7 +221,7 @@ class Layout:
             return None, arrays
         handle = None if stream is None else stream_handle(stream, None)
         try:
-            key = plan_key(self, kind, guard if kind.plan_operands else kind.name, arrays, {**values, **axes}, handle)
+            key = plan_key(self, kind, guard if kind.plan_operands else kind.name, {**values, **arrays}, axes, handle)
             hash(key)
         except TypeError:  # an unhashable axis value or size: the launch names it
             return None, arrays
@@ -355,7 +355,7 @@ class Layout:
     def _dtype_refusal(self, name: str, dtype: str, matches: list[KernelForm], seen: dict[str, str], axes: dict[str, Any]) -> str:
         """The one line for an array of a dtype no kernel left takes there."""
         have = sorted({self._form_bound[f.index][name].dtype for f in matches})
-        like = next((other for other, got in seen.items() if have == [got]), None)
+        like = next((other for other, got in seen.items() if have == [got] and self._tied(name, other)), None)
         if like is not None:  # the kernels take this array in the dtype an earlier one has
             return f"{name}: dtype {dtype} does not match {like}'s {seen[like]}"
         # The axes that chose these kernels, less those of dtypes (the arrays' dtypes say those).
@@ -363,6 +363,13 @@ class Layout:
         where = f" for {chosen}" if chosen and len(matches) < len(self.forms) else ""
         listed = ", ".join(have[:-1]) + " or " + have[-1] if len(have) > 1 else have[0]
         return f"{name}: dtype {dtype}, but its kernels{where} take {listed} there"
+
+    def _tied(self, name: str, other: str) -> bool:
+        """Whether arrays ``name`` and ``other`` take one dtype at every kernel of this
+        layout, and more than one over them (a dtype axis ties them): only then is
+        one refused for not matching the other, never two arrays of one fixed dtype."""
+        pairs = {(bound[name].dtype, bound[other].dtype) for bound in self._form_bound.values()}
+        return len(pairs) > 1 and all(mine == theirs for mine, theirs in pairs)
 
     def _refuse_rank(self, forms: list[KernelForm], shapes: dict[str, Any]) -> None:
         """The one line for an array of a rank no kernel takes: the ranks the ``forms`` left take there."""

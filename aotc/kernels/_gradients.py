@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         def call(self, layout: Any, values: dict[str, Any], axes: dict[str, Any]) -> dict[str, Any]: ...
 
 
-__all__ = ["Direct", "call_gradients", "differentiable", "gradients", "inputs_of", "no_gradient", "through"]
+__all__ = ["Direct", "call_gradients", "computed_by", "differentiable", "gradients", "inputs_of", "no_gradient", "refuse_uncomputed", "through"]
 
 
 def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
@@ -65,6 +65,28 @@ def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
     where = ", ".join(f"{a}={v}" for a, v in chosen.items() if a in layout.open_axes) if have else ""
     text = f"its kernel for {where} declares no backward" if where else "declares no backward"
     return called(ArgumentError(f"{text}: in its manifest, so it cannot be differentiated"), layout.name)
+
+
+def computed_by(kernels: Any, kernel: IndexKernel) -> dict[str, None]:
+    """The in arrays (manifest names) whose gradients ``kernel``'s gradient kernels
+    compute: each one's out arrays ``grad_<in>``."""
+    found: dict[str, None] = {}
+    for name, _ in kernel.backward.kernels if kernel.backward is not None else ():
+        found.update((p.name.removeprefix("grad_"), None) for p in kernels.kernel(name).signature or () if not p.scalar and p.role == "out")
+    return found
+
+
+def refuse_uncomputed(layout: Any, kernel: IndexKernel, found: dict[str, Any], wanted: dict[str, bool]) -> None:
+    """Refuse, in one line, a gradient asked of an in array (``wanted``, by binding
+    name) that ``kernel``'s gradient kernels do not compute (``found``, by manifest
+    name): a backward may cover some inputs only (an embedding bag's table and not
+    its weights), and PyTorch would leave that input's gradient None without a word."""
+    for param in kernel.signature or ():
+        if not param.scalar and param.role == "in" and wanted.get(param.arg) and param.name not in found:
+            args = {p.name: p.arg for p in kernel.signature or () if not p.scalar}
+            computed = ", ".join(args.get(name, name) for name in found) or "none"
+            msg = f"{param.arg}: has no gradient: the backward its manifest declares computes the gradients of {computed} only"
+            raise called(ArgumentError(msg), layout.name)
 
 
 def differentiable(kernel: IndexKernel) -> bool:

@@ -31,6 +31,7 @@ from typing import Any
 
 import jax
 from jax.custom_batching import custom_vmap
+from jax.custom_derivatives import SymbolicZero
 from jax.experimental.buffer_callback import buffer_callback
 
 from aotc.arrays.jax_buffers import as_jax, eagerly, host_view, refuse_given, reporting, require_device, xla_stream
@@ -38,7 +39,7 @@ from aotc.arrays.kinds.numpy import dtype_name  # JAX's dtypes are NumPy's
 from aotc.dtypes import DTYPES
 from aotc.errors import ArgumentError, ArgumentTypeError
 from aotc.kernels import _jax_builtin
-from aotc.kernels._gradients import gradients, no_gradient, saved_names
+from aotc.kernels._gradients import computed_by, gradients, no_gradient, refuse_uncomputed, saved_names
 from aotc.kernels._arguments import scalar_argument
 from aotc.kernels._decision import decide
 from aotc.kernels._keys import jax_key
@@ -202,6 +203,19 @@ def _launch_once(layout: Any, decision: Any, axes: dict[str, Any], scalars: dict
     return tuple(jax.lax.platform_dependent(*given, cuda=builtin, default=lambda *arrays: tuple(run(*arrays))))
 
 
+def _instantiated(grad: Any) -> Any:
+    """A result's gradient as an array: JAX's symbolic zero (of a result nothing
+    used, or an integer one's float0) as the zeros it stands for."""
+    if not isinstance(grad, SymbolicZero):
+        return grad
+    aval = grad.aval
+    if aval.dtype == jax.dtypes.float0:
+        import numpy as np
+
+        return np.zeros(aval.shape, aval.dtype)
+    return jax.numpy.zeros(aval.shape, aval.dtype)
+
+
 class _Jax:
     """How ``_gradients`` runs on JAX arrays: each layout through this route (the
     arrays' own operations are their kind's, ``aotc.arrays.kinds.jax``)."""
@@ -255,7 +269,13 @@ def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dic
     def refuse(primals: Any, tangents: Any) -> Any:
         raise _second_derivative(bindings, route)
 
-    def forward(*given: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    computed = computed_by(bindings, route)
+
+    def forward(*primals: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        # symbolic_zeros: each primal says whether a gradient is asked of it, so
+        # one the gradient kernels do not compute is refused, never given as zeros.
+        refuse_uncomputed(layout, route, computed, {name: p.perturbed for name, p in zip(layout.given, primals)})
+        given = tuple(p.value for p in primals)
         outputs = kept(*given)
         by_arg = dict(zip(layout.given, given))
         by_arg.update(zip(route_layout.results, outputs))
@@ -266,11 +286,11 @@ def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dic
     def backward(residuals: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
         saved, given = residuals
         manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
-        results = {manifest[name]: grad for name, grad in zip(layout.results, grads)}
+        results = {manifest[name]: _instantiated(grad) for name, grad in zip(layout.results, grads)}
         inputs = {manifest[name]: (tuple(x.shape), _dtype(x, name), False) for name, x in zip(layout.given, given)}  # immutable: summed after
         found = gradients(bindings, route, dict(zip(names, saved)), results, arguments, inputs, _Jax)
         return tuple(found.get(manifest[name], jax.numpy.zeros_like(x)) for name, x in zip(layout.given, given))
 
     differentiable = jax.custom_vjp(primal)
-    differentiable.defvjp(forward, backward)
+    differentiable.defvjp(forward, backward, symbolic_zeros=True)
     return layout.plans.keep(key, differentiable)

@@ -79,11 +79,13 @@ def plan_key_text(layout: Layout, kind: Any, tag: str, variables: dict[str, str]
     return f"({', '.join(parts)},)"
 
 
-def plan_key(layout: Layout, kind: Any, tag: Any, arrays: dict[str, Any], options: dict[str, Any], stream: Any) -> tuple[Any, ...]:
-    """The key ``plan_key_text`` builds, for ``arrays`` (each given and out array,
+def plan_key(layout: Layout, kind: Any, tag: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> tuple[Any, ...]:
+    """The key ``plan_key_text`` builds, for ``values`` (each given and out array,
     None where an out array is not given: objects, or Operands where the kind's
-    guard reads them), ``options`` (the open axes and sizes, by name; missing:
-    None) and the stream handle named (None: none)."""
+    guard reads them; and the sizes the caller gives, by name), ``axes`` (the
+    open axes, by name; missing: None) and the stream handle named (None: none).
+    The sizes come with the arrays, as a call's values hold them, so that no
+    route keys a plan without them (a result sized by the caller's extent)."""
     function = layout.plans.plans.get(("key function", kind.name, kind.plan_operands))
     if function is None:
         from aotc._generated import compiled
@@ -96,7 +98,8 @@ def plan_key(layout: Layout, kind: Any, tag: Any, arrays: dict[str, Any], option
             source = f"def _aotc_key(_aotc_tag, {', '.join(names)}, _aotc_stream):\n    return {text}\n"
             function = GENERATED.keep(("key function", names, text), compiled(source, "_aotc_key", f"key {layout.name}", {}))
         layout.plans.keep(("key function", kind.name, kind.plan_operands), function)
-    return function(tag, *[arrays.get(name) for name in (*layout.given, *layout.outs)], *[options.get(name) for name in (*layout.open_axes, *layout.sizes)], stream)
+    arrays = [values.get(name) for name in (*layout.given, *layout.outs)]
+    return function(tag, *arrays, *[axes.get(name) for name in layout.open_axes], *[values.get(name) for name in layout.sizes], stream)
 
 
 def backward_key(recording: Any, layout: Any, axes: dict[str, Any], tensors: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -24,7 +24,7 @@ import torch
 
 from aotc.arrays.kinds.torch import dtype_name, torch_dtype
 from aotc.errors import ArgumentError
-from aotc.kernels._gradients import gradients, no_gradient, saved_names
+from aotc.kernels._gradients import gradients, no_gradient, refuse_uncomputed, saved_names
 from aotc.kernels._torch_decision import fake_decision
 from aotc.kernels._torch_registry import op_of
 
@@ -122,6 +122,7 @@ class _Formula:
             saved = dict(zip(ctx.saved, ctx.saved_tensors))
         found = gradients(bindings, kernel, saved, by_result, ctx.arguments, ctx.inputs, _Torch)
         wanted = ctx.needs_input_grad[2:]  # after the formula and the keywords
+        refuse_uncomputed(layout, kernel, found, dict(zip(layout.positional, wanted)))
         return tuple(found.get(ctx.input_names[name]) if name in ctx.input_names and wanted[i] else None for i, name in enumerate(layout.positional))
 
 

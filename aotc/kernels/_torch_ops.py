@@ -137,7 +137,10 @@ def _kernel(layout: Layout) -> Callable[..., Any]:
     def kernel(*args: Any, **kwargs: Any) -> Any:
         values = dict(zip(positional, args))
         values.update((name, kwargs[name]) for name in layout.lengths if kwargs.get(name) is not None)
-        key = plan_key(layout, TORCH, "torch", values, kwargs, None)  # the entry's guard's key
+        try:
+            key = plan_key(layout, TORCH, "torch", values, kwargs, None)  # the entry's guard's key
+        except RuntimeError:  # a tensor without sizes (a nested one): the launch's reading names it
+            key = None
         plan = plans.get(key)
         found = None if plan is None else plan(*[values[name] for name in given], *none, *[values[name] for name in scalars])
         if found is None:  # no plan, or one that cannot vouch for this call

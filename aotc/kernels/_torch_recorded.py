@@ -23,7 +23,7 @@ import torch
 
 from aotc.arrays.kinds.torch import TORCH, dtype_name
 from aotc.dtypes import DTYPES
-from aotc.kernels._gradients import gradients, saved_names
+from aotc.kernels._gradients import gradients, refuse_uncomputed, saved_names
 from aotc.kernels._keys import backward_key, plan_key
 from aotc.kernels._torch_autograd import _Torch
 from aotc.kernels._torch_registry import kernel_of, out_kernel_of
@@ -154,6 +154,7 @@ class Recorded(torch.autograd.Function):
         saved = dict(zip(recording.saved, ctx.saved_tensors))
         arguments = {name: ctx.scalars[arg] for name, arg in recording.arguments}
         found = gradients(layout.family.bindings, recording.kernel, saved, by_result, arguments, recording.inputs, recording.framework, recording.memo)
+        refuse_uncomputed(layout, recording.kernel, found, dict(zip(layout.given, ctx.needs_input_grad[2:])))
         return (None, None, *(found.get(manifest[name]) for name in layout.given))
 
 

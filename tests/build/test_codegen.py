@@ -194,6 +194,23 @@ def test_ctype_names_every_parameter(tmp_path: Path) -> None:
         assert line in source, source
 
 
+def test_a_misspelt_ctype_names_the_parameter_not_the_table(tmp_path: Path) -> None:
+    """``{{ ctype.xx }}`` for a parameter the signature lacks is one line naming
+    the template's line, ``ctype.xx`` and the parameters there are; Jinja's own
+    text named the table's Python class (``'aotc.build.codegen._ByName object'
+    has no attribute 'xx'``)."""
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "manifest.yaml").write_text(NAMED_LIKE_A_DICT)
+    (tmp_path / "templates" / "pick.cu.j2").write_text('// a kernel\ntypedef {{ ctype.valeus }} V;\nextern "C" __global__ void {{ kernel_name }}({{ params }}) {}\n')
+    manifest = load_manifest(tmp_path / "manifest.yaml")
+    with pytest.raises(BuildError) as info:
+        render_kernel(manifest, manifest.kernels[0])
+    names = ", ".join(p.name for p in manifest.kernels[0].signature.params)
+    want = f"pick.cu.j2:2: rendering {manifest.kernels[0].name}: ctype.valeus: the signature has no parameter 'valeus' (its parameters: {names})"
+    assert str(info.value).endswith(want), str(info.value)
+    assert "_ByName" not in str(info.value) and "\n" not in str(info.value)
+
+
 def test_ctype_keeps_a_dicts_methods_where_no_parameter_takes_their_name(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     text = NAMED_LIKE_A_DICT

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import pytest
+
 from aotc.build.resources import parse_resource_report
+from aotc.errors import BuildError
 
 REPORT = """\
 ptxas info    : 0 bytes gmem
@@ -25,4 +28,17 @@ def test_report_is_split_by_architecture_and_symbol() -> None:
         "75": {"stack_bytes": 8, "spill_stores": 4, "spill_loads": 12, "registers": 128, "shared_bytes": 8192},
     }
     assert parse_resource_report(REPORT, "other")["90"]["spill_stores"] == 8
-    assert parse_resource_report(REPORT, "missing") == {}
+    assert parse_resource_report("", "missing") == {}  # no report (none asked for): nothing to hold it to
+
+
+def test_a_kernel_compiled_under_a_mangled_name_is_refused() -> None:
+    """A template that leaves out ``extern "C"`` builds, and runs on the emulator
+    (which compiles it as C++), but its entry function is C++'s mangled name,
+    which no GPU finds by the kernel's: the build refuses it, naming the fix."""
+    mangled = REPORT.replace("k_argmax", "_Z8k_argmaxPKfPfi")
+    with pytest.raises(BuildError) as info:
+        parse_resource_report(mangled, "k_argmax")
+    assert str(info.value) == (
+        "kernel k_argmax: its compiled entry function is '_Z8k_argmaxPKfPfi', not 'k_argmax': "
+        'declare it extern "C" (a C++ name is mangled, and a GPU finds a kernel by its name)'
+    )

@@ -74,6 +74,50 @@ extern "C" __global__ void __launch_bounds__({{ threads }}) {{ kernel_name }}({{
 }
 
 
+# A backward that covers one input of two: y = x * w, whose gradient kernel
+# computes grad_x only (as an embedding bag may differentiate its table and not
+# its per-sample weights).
+PARTIAL = {
+    "manifest.yaml": """\
+library: partial
+templates: templates
+archs: {sass: [80], ptx: [80]}
+families:
+  mulw:
+    template: mulw.cu.j2
+    axes: {dtype: [f64]}
+    signature:
+      x: {array: dtype, role: in, shape: [n]}
+      w: {array: dtype, role: in, shape: [n]}
+      y: {array: dtype, role: out, shape: [n]}
+      n: i32
+    launch: {grid: ["cdiv(n, 128)"], block: [128]}
+    backward: {family: mulw_grad_x, saves: [w]}
+  mulw_grad_x:
+    template: mulw.cu.j2
+    axes: {dtype: [f64]}
+    signature:
+      grad_y: {array: dtype, role: in, shape: [n]}
+      w: {array: dtype, role: in, shape: [n]}
+      grad_x: {array: dtype, role: out, shape: [n]}
+      n: i32
+    launch: {grid: ["cdiv(n, 128)"], block: [128]}
+""",
+    "templates/mulw.cu.j2": """\
+// {{ kernel_name }}: the first array times the second, elementwise (y = x * w; grad_x = grad_y * w).
+extern "C" __global__ void __launch_bounds__(128) {{ kernel_name }}({{ params }})
+{
+    long long i = (long long)blockIdx.x * 128 + threadIdx.x;
+{% if family == "mulw" %}
+    if (i < n) y[i] = x[i] * w[i];
+{% else %}
+    if (i < n) grad_x[i] = grad_y[i] * w[i];
+{% endif %}
+}
+""",
+}
+
+
 # Arrays read where they lie: y[b, r, c] = x[b, r, c] + bias[b, c], with declared strides.
 # x takes any strides; bias must be dense along c; either may leave out the batch (broadcast).
 BADD = {
@@ -211,6 +255,12 @@ def ragged(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def badd(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The strided BADD family's library on the emulator; one per session (its torch ops are named badd)."""
     return _emulated_once("badd", tmp_path_factory, BADD)
+
+
+@pytest.fixture(scope="session")
+def partial(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A family whose backward computes the gradient of one input of two; one per session (its torch ops are named partial)."""
+    return _emulated_once("partial", tmp_path_factory, PARTIAL)
 
 
 @pytest.fixture(scope="session")

@@ -54,6 +54,18 @@ def test_an_extent_is_an_argument_of_its_own_in_the_plans_key(rowops: Any) -> No
     assert sorted(key[-2] for key in layout.plans.tagged("numpy")) == [4, 9]  # the extent, before the stream named (None)
 
 
+def test_a_tensor_call_keys_its_plan_by_the_extent_too(rowops: Any) -> None:  # noqa: F811
+    """The op's plans are keyed by the caller's extent, as the NumPy route's are:
+    a repeat call with other bins is sized by them, not by the plan an earlier
+    call left (which once returned the first call's width for every later one)."""
+    torch = pytest.importorskip("torch")
+    x = RNG.normal(size=(3, 50))
+    for bins in (4, 9, 0, 4):
+        for call in (rowops.histogram, rowops.torch_ops().histogram):  # the binding, and the op itself
+            counts = call(torch.from_numpy(x), bins, -1.0, 1.0)
+            np.testing.assert_array_equal(counts.numpy(), reference.histogram(x, bins, -1.0, 1.0))
+
+
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [

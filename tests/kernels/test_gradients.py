@@ -6,13 +6,14 @@ where a call cannot be differentiated."""
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import numpy as np
 import pytest
 
 from aotc.errors import ArgumentError
-from declared_support import reference, rowops  # noqa: F401 - fixtures
+from declared_support import partial, reference, rowops  # noqa: F401 - fixtures
 
 RNG = np.random.default_rng(43)
 
@@ -131,6 +132,13 @@ class TestTorch:
         x = torch.randn(2, 5, dtype=torch.float64)
         with pytest.raises(ArgumentError, match=r"^softmax: x: a sparse_coo tensor; the kernels read dense \(strided\) tensors, pass x.to_dense\(\)$"):
             rowops.softmax(x.to_sparse())
+        with warnings.catch_warnings():  # that nested tensors of the strided layout are a prototype
+            warnings.simplefilter("ignore", UserWarning)
+            nested = torch.nested.nested_tensor([x, x[:1]])  # strided, but of no one shape: PyTorch's sizes() raised "Internal error"
+        for _ in range(2):  # the first call, then a repeat one past a plan for plain tensors
+            rowops.softmax(x)
+            with pytest.raises(ArgumentError, match=r"^softmax: x: a nested tensor; the kernels read tensors of one shape, pass x.to_padded_tensor\(0\) or its tensors one by one$"):
+                rowops.softmax(nested)
         with pytest.raises(ArgumentError, match=r"^softmax: y: on meta, but x is on cpu$"):
             rowops.softmax(x, y=torch.empty(2, 5, dtype=torch.float64, device="meta"))
         with pytest.raises(ArgumentError, match=r"^scale_shift: g: on meta(:0)?, but x is on cpu$"):
@@ -167,3 +175,36 @@ class TestJax:
         np.testing.assert_array_equal(np.asarray(got), reference.histogram(np.asarray(x), 6, -1.0, 1.0))
         with pytest.raises(TypeError, match=r"^histogram: bins: a traced value; a family's scalar arguments are Python numbers \(under jax.jit, mark bins static\)\n"):
             jax.jit(rowops.histogram, static_argnums=(2, 3))(x, 6, -1.0, 1.0)
+
+
+def test_a_gradient_the_backward_does_not_compute_is_refused_in_one_line(partial: Any) -> None:  # noqa: F811
+    """mulw's backward computes grad_x only. A gradient asked of w is refused when
+    the backward runs, on the recorded route, the op's and torch.func's, where
+    PyTorch would leave w.grad None without a word; x's alone still works."""
+    torch = pytest.importorskip("torch")
+    x, w = torch.from_numpy(RNG.normal(size=5)), torch.from_numpy(RNG.normal(size=5))
+    message = r"^mulw: w: has no gradient: the backward its manifest declares computes the gradients of x only$"
+    for call in (partial.mulw, partial.torch_ops().mulw):
+        xg = x.clone().requires_grad_(True)
+        call(xg, w).sum().backward()
+        torch.testing.assert_close(xg.grad, w)
+        for wanted in ((x, w.clone().requires_grad_(True)), (x.clone().requires_grad_(True), w.clone().requires_grad_(True))):
+            with pytest.raises(ArgumentError, match=message):
+                call(*wanted).sum().backward()
+    torch.testing.assert_close(torch.func.grad(lambda a: partial.mulw(a, w).sum())(x), w)
+    with pytest.raises(ArgumentError, match=message):
+        torch.func.grad(lambda b: partial.mulw(x, b).sum())(w)
+
+
+def test_jax_refuses_a_gradient_the_backward_does_not_compute(partial: Any) -> None:  # noqa: F811
+    """jax.grad of w, whose gradient mulw's backward does not compute, is refused
+    in one line while traced (it was zeros); x's gradient, and w's passed along
+    without one asked, still work, eagerly and under jax.jit."""
+    jax = pytest.importorskip("jax", reason="JAX is not installed (tox installs the CPU build)")
+    with jax.enable_x64(True):  # mulw is f64; set for this test only, as later tests expect f32 defaults
+        x, w = jax.numpy.asarray(RNG.normal(size=5)), jax.numpy.asarray(RNG.normal(size=5))
+        for wrap in (lambda f: f, jax.jit):
+            np.testing.assert_allclose(wrap(jax.grad(lambda a, b: partial.mulw(a, b).sum()))(x, w), w)
+            with pytest.raises(ArgumentError) as info:  # its match would read the note JAX adds on its traceback too
+                wrap(jax.grad(lambda a, b: partial.mulw(a, b).sum(), argnums=1))(x, w)
+            assert str(info.value) == "mulw: w: has no gradient: the backward its manifest declares computes the gradients of x only"

@@ -54,6 +54,8 @@ REFUSALS = [
     ("spmv", (INDPTR, INDICES, DATA, X[:3]), (3, 4), "spmv: x: shape (3,) gives n=3, but cols is 4, which it must equal"),
     ("spmv", (INDPTR, INDICES, DATA, np.ones(5)), (3, 4), "spmv: x: shape (5,) gives n=5, but cols is 4, which it must equal"),
     ("spmv", (INDPTR, INDICES[:-1], DATA, X), (3, 4), f"spmv: data: shape ({len(DATA)},) gives nnz={len(DATA)}, but indices gave nnz={len(DATA) - 1}"),
+    # Two arrays of one fixed dtype (i32): the second is refused for its own, never for "not matching" the first.
+    ("spmv", (INDPTR, INDICES.astype(np.int64), DATA, X), (3, 4), "spmv: indices: dtype i64, but its kernels take i32 there"),
     ("segment_sum", (np.ones((5, 2)), np.zeros(3, np.int32)), (3,), "segment_sum: offsets: shape (3,), but it needs segments + 1 = 4 (segments=3) where it has 3"),
 ]
 IDS = [f"{case[0]}-{i}" for i, case in enumerate(REFUSALS)]

@@ -67,3 +67,23 @@ def test_a_kernel_that_matches_compiles_on_the_emulator(tmp_path: Path) -> None:
                 compile_library(str(root / "k.cu"), [kernel.symbol], str(root / "k.so"))
         else:
             compile_library(str(root / "k.cu"), [kernel.symbol], str(root / "k.so"))
+
+
+def test_a_template_that_names_its_kernel_otherwise_is_told_so_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """A kernel not named ``{{ kernel_name }}`` fails the check's decltype, and then
+    every parameter's static_assert: nvcc's report of that, as it prints it. The
+    build says the one thing that is wrong, not that each parameter has the wrong type."""
+    from aotc.build.compile import show_report
+
+    source = "aotc/bagkit/gen/topk_f32.cu"
+    report = "".join(
+        f'{source}({33 + i}): error: {text}\n  line\n  ^\n\n'
+        for i, text in enumerate([
+            'the global scope has no "topk_f32"',
+            'incomplete type "aotc_signature_check::arity<aotc_signature_check::kernel_type>" is not allowed',
+            'static assertion failed with "aotc: family topk: parameter x (1 of 6) must be const float*, as its signature declares"',
+        ])
+    )  # fmt: skip
+    show_report(report.encode(), source, failed=True)
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("aotc: error:")]
+    assert errors == [f'aotc: error: {source}: the template defines no kernel named topk_f32: declare it extern "C" __global__ void {{{{ kernel_name }}}}(...)']

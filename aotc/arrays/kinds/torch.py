@@ -72,6 +72,9 @@ class TorchKind(ArrayKind):
         if obj.layout is not torch.strided:
             msg = f"{name}: a {str(obj.layout).removeprefix('torch.')} tensor; the kernels read dense (strided) tensors, pass {name}.to_dense()"
             raise ArgumentError(msg)
+        if obj.is_nested:  # strided, but with no one shape: PyTorch's own error would say "Internal error"
+            msg = f"{name}: a nested tensor; the kernels read tensors of one shape, pass {name}.to_padded_tensor(0) or its tensors one by one"
+            raise ArgumentError(msg)
         if obj.is_neg() or obj.is_conj() or obj._is_zerotensor():  # noqa: SLF001 - PyTorch names it so
             obj = _resolved(obj)  # memory that is not what the tensor shows: read a copy that is
         try:

@@ -35,7 +35,7 @@ endif()
 include("${CMAKE_CURRENT_LIST_DIR}/aotcTools.cmake")
 
 # Picks the strongest architecture override and says where it came from.
-function(_aotc_arch_override var arg_value out_value out_source)
+function(_aotc_arch_override var arg_name arg_value out_value out_source)
   if(DEFINED ${var} AND NOT "${${var}}" STREQUAL "")
     set(value "${${var}}")
     set(source "CMake variable ${var}")
@@ -44,7 +44,7 @@ function(_aotc_arch_override var arg_value out_value out_source)
     set(source "environment variable ${var}")
   elseif(NOT "${arg_value}" STREQUAL "")
     set(value "${arg_value}")
-    set(source "aotc_add_kernel_library() argument")
+    set(source "${arg_name}")  # the refusal opens with the function's name already
   else()
     set(value "")
     set(source "manifest")
@@ -154,8 +154,8 @@ endfunction()
 # empty value a single argument through CMake lists.
 function(_aotc_step_args manifest archs_arg ptx_arg out_var)
   aotc_cuda_lane(lane)
-  _aotc_arch_override(AOTC_ARCHS "${archs_arg}" archs archs_source)
-  _aotc_arch_override(AOTC_PTX_ARCHS "${ptx_arg}" ptx ptx_source)
+  _aotc_arch_override(AOTC_ARCHS ARCHS "${archs_arg}" archs archs_source)
+  _aotc_arch_override(AOTC_PTX_ARCHS PTX "${ptx_arg}" ptx ptx_source)
   set(${out_var} "--manifest=${manifest}" "--archs=${archs}" "--archs-source=${archs_source}"
                  "--ptx=${ptx}" "--ptx-source=${ptx_source}" "--cuda=${lane}" PARENT_SCOPE)
 endfunction()

@@ -142,6 +142,16 @@ def test_bad_override_fails_configure_in_one_line(project: Project) -> None:
     assert "aotc_add_kernel_library(mini): CMake variable AOTC_ARCHS='8.6': architecture '8.6' looks like a compute capability; write 86" in " ".join(result.stderr.split())
 
 
+def test_a_bad_archs_argument_is_named_as_the_caller_wrote_it(project: Project) -> None:
+    """The refusal opens with the function's name, then names its ARCHS argument
+    (it said ``aotc_add_kernel_library(mini): aotc_add_kernel_library() argument='8.6'``)."""
+    lists = project.root / "CMakeLists.txt"
+    lists.write_text(lists.read_text().replace("MANIFEST kernels/manifest.yaml", "MANIFEST kernels/manifest.yaml ARCHS 8.6"))
+    result = project.configure()
+    assert result.returncode != 0
+    assert "aotc_add_kernel_library(mini): ARCHS='8.6': architecture '8.6' looks like a compute capability; write 86" in " ".join(result.stderr.split())
+
+
 def test_bad_manifest_fails_configure_naming_the_file(project: Project) -> None:
     project.manifest.write_text(project.manifest.read_text().replace("dtypes: [f32, i32]", "dtypes: [f32, f16]"))
     result = project.configure("-DAOTC_ARCHS=75")
