@@ -122,7 +122,8 @@ class _Formula:
             saved = dict(zip(ctx.saved, ctx.saved_tensors))
         found = gradients(bindings, kernel, saved, by_result, ctx.arguments, ctx.inputs, _Torch)
         wanted = ctx.needs_input_grad[2:]  # after the formula and the keywords
-        refuse_uncomputed(layout, kernel, found, dict(zip(layout.positional, wanted)))
+        if not found.keys() >= ctx.inputs.keys():  # an in array without a gradient: refused if it was asked for
+            refuse_uncomputed(layout, kernel, found, dict(zip(layout.positional, wanted)))
         return tuple(found.get(ctx.input_names[name]) if name in ctx.input_names and wanted[i] else None for i, name in enumerate(layout.positional))
 
 

@@ -154,7 +154,8 @@ class Recorded(torch.autograd.Function):
         saved = dict(zip(recording.saved, ctx.saved_tensors))
         arguments = {name: ctx.scalars[arg] for name, arg in recording.arguments}
         found = gradients(layout.family.bindings, recording.kernel, saved, by_result, arguments, recording.inputs, recording.framework, recording.memo)
-        refuse_uncomputed(layout, recording.kernel, found, dict(zip(layout.given, ctx.needs_input_grad[2:])))
+        if not found.keys() >= recording.inputs.keys():  # an in array without a gradient: refused if it was asked for
+            refuse_uncomputed(layout, recording.kernel, found, dict(zip(layout.given, ctx.needs_input_grad[2:])))
         return (None, None, *(found.get(manifest[name]) for name in layout.given))
 
 
