@@ -1,6 +1,6 @@
 """The race check orders plain accesses by a fence and an atomic
-(emulator_kernels/release_acquire.cu; docs/design.md, "The race check's model
-of atomics"): plain data handed over behind an atomic flag, and plain data
+(emulator_kernels/release_acquire.cu; docs/design.md, "Fences and atomics"):
+plain data handed over behind an atomic flag, and plain data
 guarded by a spin lock, run clean under AOTC_EMULATOR_CHECK=all with the right
 result; the same idioms with the writer's fence, the reader's fence, the wait,
 the end of the critical section or the lock itself missing are each named,
@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import aotc_env, first_fault
 
 from aotc.runtime.emulator.checks import asan_environment
@@ -87,7 +88,9 @@ BUGS = {
 }
 
 
-def run_kernels() -> list[str]:
+@pytest.fixture(scope="module")
+def lines() -> list[str]:
+    """What each launch printed, in order."""
     script = SCRIPT.format(path=str(KERNELS / "release_acquire.cu"),
                            symbols=["handoff", "relay", "locked_buckets", "block_mutex", *BUGS])
     env = aotc_env({**asan_environment(), "AOTC_EMULATOR_CHECK": "all"})
@@ -96,13 +99,19 @@ def run_kernels() -> list[str]:
     return result.stdout.splitlines()
 
 
-def test_release_acquire_orders_plain_data_and_missing_pieces_are_named() -> None:
+def test_fences_and_atomics_order_plain_data(lines: list[str]) -> None:
     """A handoff behind a flag (spun on with atomicAdd, atomicCAS and
     atomicOr), a relay through shared memory over three warps, per-bucket
     locks in global memory taken by the threads of four warps (three blocks),
     by the lanes of one warp and by 1,024 threads, and a static shared mutex
-    guarding a total in the dynamic buffer: clean, with the right result.
-    Then each bug, named."""
-    lines = run_kernels()
+    guarding a total in the dynamic buffer: clean under every check, with the
+    right result."""
     assert lines[: len(IDIOMS)] == [f"{label} right" for label in IDIOMS]
+
+
+def test_what_a_fence_and_atomic_leave_unordered_is_named(lines: list[str]) -> None:
+    """The handoff without the writer's fence, without the reader's, or
+    without the wait; a plain write after the unlock; a thread that writes
+    the guarded data without the lock; and readers a release leaves out:
+    each a race, and each named."""
     assert [first_fault(line) for line in lines[len(IDIOMS) :]] == [f"{name}: {fault}" for name, fault in BUGS.items()]

@@ -330,7 +330,6 @@ AOTC_EMU_UNCHECKED static bool begin_launch(unsigned long long shared_bytes, con
                                             const unsigned long long* pointers, int count,
                                             const unsigned long long* words, int word_count) {
   faulted = noted = false;
-  ordering = false;  // until the launch's first fence
   fault_count = note_count = 0;
   counted_serial = noted_serial = ~0ull;
   dynamic_bytes = shared_bytes;
@@ -681,13 +680,10 @@ AOTC_EMU_UNCHECKED_HOT static void check_bytes_as(Shadow* shadow, Stamps* stamps
 }
 
 // The bytes of a shared access. `stamps`: of the space, for a launch that fences.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED static void check_bytes(Shadow* shadow, Stamps* stamps, int space, unsigned long long offset,
                                            unsigned long long size, bool write, int atomic) {
-  if (ordering) {
-    check_bytes_as<true>(shadow, stamps, space, offset, size, write, atomic);
-  } else {
-    check_bytes_as<false>(shadow, stamps, space, offset, size, write, atomic);
-  }
+  check_bytes_as<kOrdered>(shadow, stamps, space, offset, size, write, atomic);
 }
 
 // The bytes of a global access (the race check), a shadow page at a time.
@@ -788,6 +784,7 @@ AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsi
 
 // Checks one access of a CUDA thread against the shadow of its bytes. False,
 // reported, for one that must not happen. `atomic`: an AtomicKind.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned,
                                             int atomic) {
   const unsigned long long address = reinterpret_cast<unsigned long long>(pointer);
@@ -797,13 +794,11 @@ AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, un
     return space == kStaticShared && !(AOTC_EMU_CHECKS & kMemory);  // unchecked off the objects, as before
   }
   if (space == kStaticShared) {
-    check_bytes(static_shadow, static_stamps, space, offset, size, write, atomic);
+    check_bytes<kOrdered>(static_shadow, static_stamps, space, offset, size, write, atomic);
   } else if (space == kDynamicShared) {
-    if (offset + size <= dynamic_bytes) check_bytes(dynamic_shadow, dynamic_stamps, space, offset, size, write, atomic);
-  } else if ((AOTC_EMU_CHECKS & kRace) && ordering) {
-    check_global<true>(address, size, write, atomic);
+    if (offset + size <= dynamic_bytes) check_bytes<kOrdered>(dynamic_shadow, dynamic_stamps, space, offset, size, write, atomic);
   } else if (AOTC_EMU_CHECKS & kRace) {
-    check_global<false>(address, size, write, atomic);
+    check_global<kOrdered>(address, size, write, atomic);
   }
   return true;
 }
@@ -933,9 +928,10 @@ AOTC_EMU_UNCHECKED static bool copy_landed(void* destination, const void* source
   settle();
   access_pc = nullptr;
   ++event_serial;
-  bool allowed = copied == 0 || check_access(source, copied, false, false, kPlain);
+  const auto check = ordering ? check_access<true> : check_access<false>;
+  bool allowed = copied == 0 || check(source, copied, false, false, kPlain);
   ++event_serial;
-  allowed = check_access(destination, size, true, false, kPlain) && allowed;
+  allowed = check(destination, size, true, false, kPlain) && allowed;
   return allowed;
 }
 
@@ -952,11 +948,12 @@ AOTC_EMU_UNCHECKED_HOT static void learn_words(const volatile void* pointer, uns
 
 // A plain load or store of a CUDA thread: checked, and if bad, diverted (a
 // read finds poison, a write is undone) or its thread stopped there.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned) {
   if (detail::current_fiber == nullptr) return;  // the emulator's own code, outside any CUDA thread
   settle_before(write);
   ++event_serial;
-  if (check_access(pointer, size, write, aligned, kPlain)) {
+  if (check_access<kOrdered>(pointer, size, write, aligned, kPlain)) {
     if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
     return;
   }
@@ -986,21 +983,39 @@ AOTC_EMU_UNCHECKED static void spin_point() {
 
 // An atomic of a CUDA thread (the hooks perform it): false if it must not
 // happen, and the hook then leaves memory alone.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsigned long long size, bool write, int kind) {
   if (detail::current_fiber == nullptr) return true;
   spin_point();
   if (diversion_count > 0) settle();
   last_hook_wrote = false;
   ++event_serial;
-  const bool allowed = check_access(pointer, size, write, true, kind);
+  const bool allowed = check_access<kOrdered>(pointer, size, write, true, kind);
   if (allowed && (AOTC_EMU_CHECKS & kMemory) && !write && size == 8) learn_words(pointer, size);
   return allowed;
 }
+
+// What the hooks call: the forms a launch without fences needs until its
+// first fence, then those that stamp accesses. An indirect call costs what a
+// direct one does, so a kernel without fences pays nothing for the other form.
+static void (*plain_access_now)(const volatile void*, unsigned long long, bool, bool) = plain_access<false>;
+static bool (*atomic_access_now)(const volatile void*, unsigned long long, bool, int) = atomic_access<false>;
 
 // A __threadfence*() of a CUDA thread: the race check orders by it (aotc_emulator_order.h).
 AOTC_EMU_UNCHECKED static void thread_fence() {
   if (!(AOTC_EMU_CHECKS & kRace) || detail::current_fiber == nullptr) return;
   fence(detail::__stop_aotc_shared - detail::__start_aotc_shared, dynamic_bytes);
+  if (ordering) {
+    plain_access_now = plain_access<true>;
+    atomic_access_now = atomic_access<true>;
+  }
+}
+
+// Before a launch: no fence yet.
+AOTC_EMU_UNCHECKED static void unordered_accesses() {
+  ordering = false;
+  plain_access_now = plain_access<false>;
+  atomic_access_now = atomic_access<false>;
 }
 
 // The shim's atomics that accumulate through a compare-and-swap loop (float
@@ -1022,15 +1037,15 @@ AOTC_EMU_HOOK void __tsan_func_entry(void*) {}
 AOTC_EMU_HOOK void __tsan_func_exit() {}
 AOTC_EMU_HOOK void __tsan_vptr_update(void**, void*) {}
 AOTC_EMU_HOOK void __tsan_vptr_read(void**) {}
-AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, n, false, false); }
-AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, n, true, false); }
+AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, false, false); }
+AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, true, false); }
 #define AOTC_EMU_ACCESS_HOOKS(N)                                                                                  \
-  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, true); }             \
-  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, true); }             \
-  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, false); }  \
-  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, false); }  \
-  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, true); }    \
-  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, true); }
+  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, true); }             \
+  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, true); }             \
+  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, false); }  \
+  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, false); }  \
+  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, true); }    \
+  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, true); }
 AOTC_EMU_ACCESS_HOOKS(1)
 AOTC_EMU_ACCESS_HOOKS(2)
 AOTC_EMU_ACCESS_HOOKS(4)
@@ -1049,14 +1064,14 @@ AOTC_EMU_ACCESS_HOOKS(16)
 #define AOTC_EMU_ATOMIC_HOOKS(N, T)                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_load(const volatile T* a, int) {                                            \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), false, ::aotc_emu::check::kCompare)) return static_cast<T>(~static_cast<T>(0));    \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), false, ::aotc_emu::check::kCompare)) return static_cast<T>(~static_cast<T>(0));    \
     const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                        \
     AOTC_EMU_ORDER(a, true, false, false);                                                                       \
     return value;                                                                                                \
   }                                                                                                              \
   AOTC_EMU_HOOK void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                         \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return;           \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return;           \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                    \
     AOTC_EMU_ORDER(a, false, true, true);                                                                        \
   }                                                                                                              \
@@ -1069,21 +1084,21 @@ AOTC_EMU_ACCESS_HOOKS(16)
   AOTC_EMU_ATOMIC_RMW(N, T, fetch_nand, __atomic_fetch_nand)                                                     \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {             \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
     const bool swapped = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
     AOTC_EMU_ORDER(a, true, swapped, false);                                                                     \
     return swapped;                                                                                              \
   }                                                                                                              \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {               \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
     const bool swapped = __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
     AOTC_EMU_ORDER(a, true, swapped, false);                                                                     \
     return swapped;                                                                                              \
   }                                                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                   \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return c;         \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return c;         \
     const bool swapped = __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
     AOTC_EMU_ORDER(a, true, swapped, false);                                                                     \
     return c;                                                                                                    \
@@ -1091,7 +1106,7 @@ AOTC_EMU_ACCESS_HOOKS(16)
 #define AOTC_EMU_ATOMIC_RMW(N, T, NAME, BUILTIN)                                                                 \
   AOTC_EMU_HOOK T __tsan_atomic##N##_##NAME(volatile T* a, T v, int) {                                           \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return static_cast<T>(~static_cast<T>(0));  \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return static_cast<T>(~static_cast<T>(0));  \
     const T old = BUILTIN(a, v, __ATOMIC_SEQ_CST);                                                               \
     AOTC_EMU_ORDER(a, true, true, false);                                                                        \
     return old;                                                                                                  \

@@ -24,7 +24,8 @@
 // race). Barriers start a new epoch, which orders everything before them.
 //
 // Nothing here exists until a launch first fences: until then every thread's
-// clock is 0, nothing is released, and the checks pay one test per access.
+// clock is 0, nothing is released, and the hooks call the checks' forms that
+// know nothing of it (check::plain_access_now, aotc_emulator_check.h).
 #pragma once
 
 namespace aotc_emu::check {
