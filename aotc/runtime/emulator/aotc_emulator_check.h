@@ -669,13 +669,33 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
   }
 }
 
+// A byte of a launch that fences: out of line, so that g++ compiles the
+// stamping form of check_byte once, not in every loop that inlines the other.
+AOTC_EMU_UNCHECKED static void check_ordered_byte(Shadow& s, Stamps* stamps, int space, unsigned long long first,
+                                                  unsigned long long byte, unsigned long long size, bool write, int atomic,
+                                                  const Accessor& me) {
+  check_byte<true>(s, stamps, space, first, byte, size, write, atomic, me);
+}
+
+// One byte, in the form the launch needs.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static void check_any_byte(Shadow& s, Stamps* stamps, int space, unsigned long long first,
+                                              unsigned long long byte, unsigned long long size, bool write, int atomic,
+                                              const Accessor& me) {
+  if (kOrdered) {
+    check_ordered_byte(s, stamps, space, first, byte, size, write, atomic, me);
+  } else {
+    check_byte<false>(s, stamps, space, first, byte, size, write, atomic, me);
+  }
+}
+
 template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static void check_bytes_as(Shadow* shadow, Stamps* stamps, int space, unsigned long long offset,
                                               unsigned long long size, bool write, int atomic) {
   const Accessor me = accessor<kOrdered>();
   for (unsigned long long i = 0; i < size; ++i) {
-    check_byte<kOrdered>(shadow[offset + i], kOrdered ? stamps + offset + i : nullptr, space, offset, offset + i, size, write,
-                         atomic, me);
+    check_any_byte<kOrdered>(shadow[offset + i], kOrdered ? stamps + offset + i : nullptr, space, offset, offset + i, size,
+                             write, atomic, me);
   }
 }
 
@@ -699,8 +719,8 @@ AOTC_EMU_UNCHECKED_HOT static void check_global(unsigned long long address, unsi
       first = i;
     }
     if (shadow != nullptr) {
-      check_byte<kOrdered>(shadow[i - first], kOrdered ? stamps + (address + i) % kPageBytes : nullptr, kGlobal, address,
-                           address + i, size, write, atomic, me);
+      check_any_byte<kOrdered>(shadow[i - first], kOrdered ? stamps + (address + i) % kPageBytes : nullptr, kGlobal,
+                               address, address + i, size, write, atomic, me);
     }
   }
 }
@@ -801,6 +821,19 @@ AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, un
     check_global<kOrdered>(address, size, write, atomic);
   }
   return true;
+}
+
+// check_access for a launch that fences: out of line, so that g++ compiles its
+// stamping form once, where the plain and the atomic hooks inline the other.
+AOTC_EMU_UNCHECKED static bool check_ordered_access(const volatile void* pointer, unsigned long long size, bool write,
+                                                    bool aligned, int atomic) {
+  return check_access<true>(pointer, size, write, aligned, atomic);
+}
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static bool check_any_access(const volatile void* pointer, unsigned long long size, bool write,
+                                                bool aligned, int atomic) {
+  return kOrdered ? check_ordered_access(pointer, size, write, aligned, atomic)
+                  : check_access<false>(pointer, size, write, aligned, atomic);
 }
 
 // The suspect reads still standing when their threads reach a barrier or return.
@@ -928,7 +961,7 @@ AOTC_EMU_UNCHECKED static bool copy_landed(void* destination, const void* source
   settle();
   access_pc = nullptr;
   ++event_serial;
-  const auto check = ordering ? check_access<true> : check_access<false>;
+  const auto check = ordering ? check_ordered_access : check_access<false>;
   bool allowed = copied == 0 || check(source, copied, false, false, kPlain);
   ++event_serial;
   allowed = check(destination, size, true, false, kPlain) && allowed;
@@ -953,7 +986,7 @@ AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsign
   if (detail::current_fiber == nullptr) return;  // the emulator's own code, outside any CUDA thread
   settle_before(write);
   ++event_serial;
-  if (check_access<kOrdered>(pointer, size, write, aligned, kPlain)) {
+  if (check_any_access<kOrdered>(pointer, size, write, aligned, kPlain)) {
     if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
     return;
   }
@@ -990,7 +1023,7 @@ AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsig
   if (diversion_count > 0) settle();
   last_hook_wrote = false;
   ++event_serial;
-  const bool allowed = check_access<kOrdered>(pointer, size, write, true, kind);
+  const bool allowed = check_any_access<kOrdered>(pointer, size, write, true, kind);
   if (allowed && (AOTC_EMU_CHECKS & kMemory) && !write && size == 8) learn_words(pointer, size);
   return allowed;
 }
