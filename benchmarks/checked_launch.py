@@ -1,9 +1,8 @@
 """One checked emulator launch of a kernel without fences, for counting its
 instructions: run it under callgrind at two sizes and take the difference, so
-that the interpreter's start, the imports and the build (a cache hit after a
-first run) cancel out.
+that the interpreter's start, the imports and the build (a g++ child, which
+callgrind does not follow) cancel out.
 
-    python benchmarks/checked_launch.py --library build/dev/aotc/tropical/lib --size 16    # warms the build cache
     valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p \\
         python benchmarks/checked_launch.py --library build/dev/aotc/tropical/lib --size 128
 
