@@ -15,7 +15,10 @@
 //   plain access and another thread's atomic, though atomics never race with
 //   each other. Two lanes of one warp are ordered within an epoch only by a
 //   __syncwarp both took part in (lanes are not in lockstep): each lane counts
-//   its __syncwarps (its interval, aotc_emulator_warp.h). A plain read of a
+//   its __syncwarps (its interval, aotc_emulator_warp.h). Within an epoch, a
+//   release (a fence, then an atomic write) that another thread acquires (an
+//   atomic read of the word, then a fence) orders accesses of any two threads
+//   too (aotc_emulator_order.h: fence clocks, stamps). A plain read of a
 //   word another thread updates atomically is forgiven if the reader itself
 //   then updates it atomically before its next barrier (the guess of a CAS
 //   loop), and is a note, not a fault, where every update was a
@@ -91,6 +94,7 @@ struct Fault {
 };
 
 constexpr unsigned short kNobody = 0xFFFF;
+constexpr unsigned short kWarpOrdered = 0x8000;  // reader, updater: lanes before it, ordered by its later interval
 constexpr unsigned short kSeveral = 0x4000;      // reader, updater: other threads share its interval
 constexpr unsigned short kAccumulated = 0x2000;  // updater: an update of this epoch was no compare-and-swap
 constexpr unsigned short kThreadBits = 0x1FFF;   // reader, updater: the thread
@@ -104,11 +108,15 @@ struct Shadow {
   unsigned short writer, reader, updater;                  // reader, updater: maybe | kSeveral
   unsigned char read_warp, update_warp;                    // the warp of every reader / updater, or kManyWarps
 };
-// The thread making an access: its linear index, warp and warp-sync interval.
+// The thread making an access: its linear index, warp and warp-sync interval;
+// in a launch that fences, its fence clock and its row of what releases it
+// acquired ordered before it (aotc_emulator_order.h; else 0 and null).
 struct Accessor {
   unsigned short id;
   unsigned char warp;
   unsigned interval;
+  unsigned clock;
+  const unsigned* seen;
 };
 // What an atomic does to its word, as the race check tells reads apart
 // (docs/design.md, "The race check's model of atomics").
@@ -167,14 +175,17 @@ static Suspect suspects[kMaxThreadsPerBlock];
 // Global memory's shadow: one Shadow per byte of each 4 KiB page touched in
 // this launch, found through an open-addressing table of page numbers.
 constexpr unsigned long long kPageBytes = 4096;
+struct Stamps;
 struct GlobalPage {
   unsigned long long page;
   Shadow* shadow;
+  Stamps* stamps;  // launches that fence (aotc_emulator_order.h): made when first asked for
 };
 static GlobalPage* global_pages;
 static unsigned long long global_capacity, global_count;
 static unsigned long long cached_page = ~0ull;
 static Shadow* cached_shadow;
+static GlobalPage* cached_slot;
 }  // namespace aotc_emu::check
 
 #include "aotc_emulator_bounds.h"
@@ -191,6 +202,11 @@ AOTC_EMU_UNCHECKED_HOT static unsigned linear_thread() {
   const uint3 t = detail::thread_idx;
   return t.x + t.y * detail::block_dim.x + t.z * detail::block_dim.x * detail::block_dim.y;
 }
+}  // namespace aotc_emu::check
+
+#include "aotc_emulator_order.h"
+
+namespace aotc_emu::check {
 
 AOTC_EMU_UNCHECKED static void put_thread(unsigned* to, unsigned linear) {
   const unsigned bx = detail::block_dim.x, by = detail::block_dim.y;
@@ -336,10 +352,16 @@ AOTC_EMU_UNCHECKED static bool begin_launch(unsigned long long shared_bytes, con
   return static_shadow != nullptr || section_size == 0;
 }
 
-AOTC_EMU_UNCHECKED static void enter_block() { block_epoch = ++epoch; }
+AOTC_EMU_UNCHECKED static void enter_block() {
+  block_epoch = ++epoch;
+  if (ordering) reset_order();
+}
 
 AOTC_EMU_UNCHECKED static void free_global_shadow() {
-  for (unsigned long long i = 0; i < global_capacity; ++i) free(global_pages[i].shadow);
+  for (unsigned long long i = 0; i < global_capacity; ++i) {
+    free(global_pages[i].shadow);
+    free(global_pages[i].stamps);
+  }
   free(global_pages);
   global_pages = nullptr;
   global_capacity = global_count = 0;
@@ -369,12 +391,20 @@ AOTC_EMU_UNCHECKED static Shadow* global_shadow(unsigned long long address) {
   if (global_pages[h].shadow == nullptr) {
     Shadow* shadow = static_cast<Shadow*>(calloc(kPageBytes, sizeof(Shadow)));
     if (shadow == nullptr) return nullptr;
-    global_pages[h] = GlobalPage{page, shadow};
+    global_pages[h] = GlobalPage{page, shadow, nullptr};
     ++global_count;
   }
   cached_page = page;
   cached_shadow = global_pages[h].shadow;
+  cached_slot = &global_pages[h];
   return cached_shadow + address % kPageBytes;
+}
+
+// The stamps of the page global_shadow found last, in a launch that fences;
+// null if there is no memory for them.
+AOTC_EMU_UNCHECKED static Stamps* cached_page_stamps() {
+  if (cached_slot->stamps == nullptr) cached_slot->stamps = static_cast<Stamps*>(calloc(kPageBytes, sizeof(Stamps)));
+  return cached_slot->stamps;
 }
 
 // Called on the launching thread, under the launch lock, once the grid is done.
@@ -394,11 +424,14 @@ AOTC_EMU_UNCHECKED static bool end_launch() {
   return faulted;
 }
 
+// kOrdered: the launch has fenced (`ordering`), so the accessor's fence clock and row count.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static Accessor accessor() {
   const unsigned id = linear_thread();
   const detail::Fiber* fiber = detail::current_fiber;
   return Accessor{static_cast<unsigned short>(id), static_cast<unsigned char>(id / kWarpSize),
-                  fiber != nullptr ? fiber->interval : 0u};
+                  fiber != nullptr ? fiber->interval : 0u, kOrdered ? fence_clock[id] : 0u,
+                  kOrdered ? seen + 1ull * id * order_threads : nullptr};
 }
 
 // A group of accesses in this epoch (the readers, or the updaters) against
@@ -407,8 +440,8 @@ AOTC_EMU_UNCHECKED_HOT static Accessor accessor() {
 // a lane of its warp that took part in a __syncwarp since). The group keeps
 // one thread of its latest interval, and whether there were others (`who`).
 // Sets same_warp when the group is of the accessor's warp.
-AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char warp, unsigned interval, const Accessor& me,
-                                         bool& same_warp) {
+AOTC_EMU_UNCHECKED_HOT static int barrier_group_race(unsigned short who, unsigned char warp, unsigned interval,
+                                                 const Accessor& me, bool& same_warp) {
   const unsigned short id = who & kThreadBits;
   same_warp = warp == me.warp;
   if (warp == kManyWarps) return id / kWarpSize != me.warp ? id : kNobody;
@@ -418,29 +451,57 @@ AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char w
   return (who & kSeveral) != 0 ? kNobody : -1;
 }
 
+// Whether a group of one thread, whose latest access is stamped `stamp`, is
+// ordered before the accessor by a release the accessor acquired. Lanes the
+// interval rule left out of the group (kWarpOrdered) may not be: the rule
+// assumes a __syncwarp they took part in, which a release does not pass on.
+AOTC_EMU_UNCHECKED_HOT static bool group_released(unsigned short who, unsigned char warp, unsigned stamp, const Accessor& me) {
+  return (who & (kSeveral | kWarpOrdered)) == 0 && warp != kManyWarps && released_before(who & kThreadBits, stamp, me.seen);
+}
+
+// As barrier_group_race, and in a launch that fences, a release orders the group too.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char warp, unsigned interval, unsigned stamp,
+                                         const Accessor& me, bool& same_warp) {
+  const int other = barrier_group_race(who, warp, interval, me, same_warp);
+  return kOrdered && other >= 0 && group_released(who, warp, stamp, me) ? -1 : other;
+}
+
+// Adds the accessor to a group. A group that only a release orders before
+// the accessor is replaced by it: whatever is ordered after the accessor is
+// ordered after the group too, so a lock's holders stay a group of one.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static void group_add(unsigned& when, unsigned short& who, unsigned char& warp, unsigned& interval,
-                                         const Accessor& me) {
-  if (when != epoch) {
+                                         unsigned& stamp, const Accessor& me) {
+  bool same_warp;
+  if (when != epoch ||
+      (kOrdered && barrier_group_race(who, warp, interval, me, same_warp) >= 0 && group_released(who, warp, stamp, me))) {
     when = epoch;
     who = me.id;
     warp = me.warp;
     interval = me.interval;
+    stamp = me.clock;
     return;
   }
   if (warp != me.warp) warp = kManyWarps;
   if (me.interval > interval) {
-    who = static_cast<unsigned short>(me.id | (who & kAccumulated));
+    // Kept before a launch first fences too: a release later in the epoch must not clear the group.
+    const bool left_out = (who & kThreadBits) != me.id || (who & (kSeveral | kWarpOrdered)) != 0;
+    who = static_cast<unsigned short>(me.id | (who & kAccumulated) | (left_out ? kWarpOrdered : 0));
     interval = me.interval;
   } else if (me.interval == interval && (who & kThreadBits) != me.id) {
     who |= kSeveral;
   }
+  if ((who & kThreadBits) == me.id) stamp = me.clock;  // its latest access: a release that covers it covers the earlier
 }
 
 // The last plain write in this epoch against the accessor, as group_race.
-AOTC_EMU_UNCHECKED_HOT static int write_race(const Shadow& s, const Accessor& me, bool& same_warp) {
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static int write_race(const Shadow& s, const Stamps* stamps, const Accessor& me, bool& same_warp) {
   if (s.written != epoch || s.writer >= kPendingCopy || s.writer == me.id) return -1;
   same_warp = s.writer / kWarpSize == me.warp;
   if (same_warp && s.write_interval < me.interval) return -1;
+  if (kOrdered && released_before(s.writer, stamps->write, me.seen)) return -1;
   return s.writer;
 }
 
@@ -542,9 +603,13 @@ AOTC_EMU_UNCHECKED static void access_note(int kind, int space, unsigned long lo
 
 // One byte of an access. `offset` is the byte's offset in its space (global:
 // its address); `first` and `size` describe the whole access, for a report.
-// `atomic`: an AtomicKind.
-AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned long long first, unsigned long long byte,
-                                          unsigned long long size, bool write, int atomic, const Accessor& me) {
+// `atomic`: an AtomicKind. kOrdered: the launch fences, and `stamps` are the byte's.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int space, unsigned long long first,
+                                          unsigned long long byte, unsigned long long size, bool write, int atomic,
+                                          const Accessor& me) {
+  Stamps unstamped;  // not kOrdered: written to, never read
+  Stamps& st = kOrdered ? *stamps : unstamped;
   if ((AOTC_EMU_CHECKS & kInit) && space != kGlobal && (!write || atomic)) {
     if (s.writer == kPendingCopy && s.written >= block_epoch) {
       access_fault(kInit, kCopyNotLanded, space, byte, size, write, kNobody);
@@ -556,9 +621,9 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
     int other;
     bool warp = false;  // the other access is a lane of the accessor's warp
     if (!atomic && !write) {
-      if ((other = write_race(s, me, warp)) >= 0) {
+      if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, kReadAfterWrite, space, byte, size, false, other, false, false, warp);
-      } else if (s.updated == epoch && (other = group_race(s.updater, s.update_warp, s.update_interval, me, warp)) >= 0) {
+      } else if (s.updated == epoch && (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
         // Judged at the reader's next barrier: its own atomic on the word may follow (a CAS loop's guess).
         Suspect& suspect = suspects[me.id];
         const bool compare_only = (s.updater & kAccumulated) == 0;
@@ -567,17 +632,17 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
         }
       }
     } else if (!atomic) {
-      if ((other = write_race(s, me, warp)) >= 0) {
+      if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, kWriteAfterWrite, space, byte, size, true, other, false, false, warp);
-      } else if (s.read == epoch && (other = group_race(s.reader, s.read_warp, s.read_interval, me, warp)) >= 0) {
+      } else if (s.read == epoch && (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
         access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
-      } else if (s.updated == epoch && (other = group_race(s.updater, s.update_warp, s.update_interval, me, warp)) >= 0) {
+      } else if (s.updated == epoch && (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
         access_fault(kRace, kWriteAfterWrite, space, byte, size, true, other, false, true, warp);
       }
     } else {
-      if ((other = write_race(s, me, warp)) >= 0) {
+      if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, true, false, warp);
-      } else if (write && s.read == epoch && (other = group_race(s.reader, s.read_warp, s.read_interval, me, warp)) >= 0) {
+      } else if (write && s.read == epoch && (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
         if (atomic == kCompare) {
           access_note(kWriteAfterRead, space, byte, size, true, other, warp);
         } else {
@@ -587,15 +652,16 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
     }
   }
   if (!write && !atomic) {
-    group_add(s.read, s.reader, s.read_warp, s.read_interval, me);
+    group_add<kOrdered>(s.read, s.reader, s.read_warp, s.read_interval, st.read, me);
   } else if (!atomic) {
     s.written = epoch;
     s.writer = me.id;
     s.write_interval = me.interval;
+    st.write = me.clock;
   } else if (write) {
-    group_add(s.updated, s.updater, s.update_warp, s.update_interval, me);
+    group_add<kOrdered>(s.updated, s.updater, s.update_warp, s.update_interval, st.update, me);
     if (atomic == kAccumulate) s.updater |= kAccumulated;
-    if (s.read == epoch && s.reader == me.id) s.read = 0;  // its own read was the guess this update checks
+    if (s.read == epoch && (s.reader & ~kWarpOrdered) == me.id) s.read = 0;  // its own read was the guess this update checks
     Suspect& suspect = suspects[me.id];
     if (suspect.active && suspect.space == space && byte >= suspect.address && byte < suspect.address + suspect.size) {
       suspect.active = false;
@@ -603,10 +669,60 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, int space, unsigned lon
   }
 }
 
-AOTC_EMU_UNCHECKED static void check_bytes(Shadow* shadow, int space, unsigned long long offset, unsigned long long size,
-                                           bool write, int atomic) {
-  const Accessor me = accessor();
-  for (unsigned long long i = 0; i < size; ++i) check_byte(shadow[offset + i], space, offset, offset + i, size, write, atomic, me);
+// A byte of a launch that fences: out of line, so that g++ compiles the
+// stamping form of check_byte once, not in every loop that inlines the other.
+AOTC_EMU_UNCHECKED static void check_ordered_byte(Shadow& s, Stamps* stamps, int space, unsigned long long first,
+                                                  unsigned long long byte, unsigned long long size, bool write, int atomic,
+                                                  const Accessor& me) {
+  check_byte<true>(s, stamps, space, first, byte, size, write, atomic, me);
+}
+
+// One byte, in the form the launch needs.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static void check_any_byte(Shadow& s, Stamps* stamps, int space, unsigned long long first,
+                                              unsigned long long byte, unsigned long long size, bool write, int atomic,
+                                              const Accessor& me) {
+  if (kOrdered) {
+    check_ordered_byte(s, stamps, space, first, byte, size, write, atomic, me);
+  } else {
+    check_byte<false>(s, stamps, space, first, byte, size, write, atomic, me);
+  }
+}
+
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static void check_bytes_as(Shadow* shadow, Stamps* stamps, int space, unsigned long long offset,
+                                              unsigned long long size, bool write, int atomic) {
+  const Accessor me = accessor<kOrdered>();
+  for (unsigned long long i = 0; i < size; ++i) {
+    check_any_byte<kOrdered>(shadow[offset + i], kOrdered ? stamps + offset + i : nullptr, space, offset, offset + i, size,
+                             write, atomic, me);
+  }
+}
+
+// The bytes of a shared access. `stamps`: of the space, for a launch that fences.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED static void check_bytes(Shadow* shadow, Stamps* stamps, int space, unsigned long long offset,
+                                           unsigned long long size, bool write, int atomic) {
+  check_bytes_as<kOrdered>(shadow, stamps, space, offset, size, write, atomic);
+}
+
+// The bytes of a global access (the race check), a shadow page at a time.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static void check_global(unsigned long long address, unsigned long long size, bool write, int atomic) {
+  const Accessor me = accessor<kOrdered>();
+  Shadow* shadow = nullptr;  // of byte `first` of the access, whose page holds byte i
+  Stamps* stamps = nullptr;
+  for (unsigned long long i = 0, first = 0; i < size; ++i) {
+    if (i == 0 || (address + i) % kPageBytes == 0) {  // one lookup a page
+      shadow = global_shadow(address + i);
+      if (kOrdered && shadow != nullptr && (stamps = cached_page_stamps()) == nullptr) shadow = nullptr;
+      first = i;
+    }
+    if (shadow != nullptr) {
+      check_any_byte<kOrdered>(shadow[i - first], kOrdered ? stamps + (address + i) % kPageBytes : nullptr, kGlobal,
+                               address, address + i, size, write, atomic, me);
+    }
+  }
 }
 
 // Whether the bytes of the last access found bad hold no one else's live data
@@ -688,6 +804,7 @@ AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsi
 
 // Checks one access of a CUDA thread against the shadow of its bytes. False,
 // reported, for one that must not happen. `atomic`: an AtomicKind.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned,
                                             int atomic) {
   const unsigned long long address = reinterpret_cast<unsigned long long>(pointer);
@@ -697,21 +814,26 @@ AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, un
     return space == kStaticShared && !(AOTC_EMU_CHECKS & kMemory);  // unchecked off the objects, as before
   }
   if (space == kStaticShared) {
-    check_bytes(static_shadow, space, offset, size, write, atomic);
+    check_bytes<kOrdered>(static_shadow, static_stamps, space, offset, size, write, atomic);
   } else if (space == kDynamicShared) {
-    if (offset + size <= dynamic_bytes) check_bytes(dynamic_shadow, space, offset, size, write, atomic);
+    if (offset + size <= dynamic_bytes) check_bytes<kOrdered>(dynamic_shadow, dynamic_stamps, space, offset, size, write, atomic);
   } else if (AOTC_EMU_CHECKS & kRace) {
-    const Accessor me = accessor();
-    Shadow* shadow = nullptr;  // of byte `first` of the access, whose page holds byte i
-    for (unsigned long long i = 0, first = 0; i < size; ++i) {
-      if (i == 0 || (address + i) % kPageBytes == 0) {  // one lookup a page
-        shadow = global_shadow(address + i);
-        first = i;
-      }
-      if (shadow != nullptr) check_byte(shadow[i - first], kGlobal, address, address + i, size, write, atomic, me);
-    }
+    check_global<kOrdered>(address, size, write, atomic);
   }
   return true;
+}
+
+// check_access for a launch that fences: out of line, so that g++ compiles its
+// stamping form once, where the plain and the atomic hooks inline the other.
+AOTC_EMU_UNCHECKED static bool check_ordered_access(const volatile void* pointer, unsigned long long size, bool write,
+                                                    bool aligned, int atomic) {
+  return check_access<true>(pointer, size, write, aligned, atomic);
+}
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static bool check_any_access(const volatile void* pointer, unsigned long long size, bool write,
+                                                bool aligned, int atomic) {
+  return kOrdered ? check_ordered_access(pointer, size, write, aligned, atomic)
+                  : check_access<false>(pointer, size, write, aligned, atomic);
 }
 
 // The suspect reads still standing when their threads reach a barrier or return.
@@ -839,9 +961,10 @@ AOTC_EMU_UNCHECKED static bool copy_landed(void* destination, const void* source
   settle();
   access_pc = nullptr;
   ++event_serial;
-  bool allowed = copied == 0 || check_access(source, copied, false, false, kPlain);
+  const auto check = ordering ? check_ordered_access : check_access<false>;
+  bool allowed = copied == 0 || check(source, copied, false, false, kPlain);
   ++event_serial;
-  allowed = check_access(destination, size, true, false, kPlain) && allowed;
+  allowed = check(destination, size, true, false, kPlain) && allowed;
   return allowed;
 }
 
@@ -858,11 +981,12 @@ AOTC_EMU_UNCHECKED_HOT static void learn_words(const volatile void* pointer, uns
 
 // A plain load or store of a CUDA thread: checked, and if bad, diverted (a
 // read finds poison, a write is undone) or its thread stopped there.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned) {
   if (detail::current_fiber == nullptr) return;  // the emulator's own code, outside any CUDA thread
   settle_before(write);
   ++event_serial;
-  if (check_access(pointer, size, write, aligned, kPlain)) {
+  if (check_any_access<kOrdered>(pointer, size, write, aligned, kPlain)) {
     if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
     return;
   }
@@ -892,15 +1016,39 @@ AOTC_EMU_UNCHECKED static void spin_point() {
 
 // An atomic of a CUDA thread (the hooks perform it): false if it must not
 // happen, and the hook then leaves memory alone.
+template <bool kOrdered>
 AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsigned long long size, bool write, int kind) {
   if (detail::current_fiber == nullptr) return true;
   spin_point();
   if (diversion_count > 0) settle();
   last_hook_wrote = false;
   ++event_serial;
-  const bool allowed = check_access(pointer, size, write, true, kind);
+  const bool allowed = check_any_access<kOrdered>(pointer, size, write, true, kind);
   if (allowed && (AOTC_EMU_CHECKS & kMemory) && !write && size == 8) learn_words(pointer, size);
   return allowed;
+}
+
+// What the hooks call: the forms a launch without fences needs until its
+// first fence, then those that stamp accesses. An indirect call costs what a
+// direct one does, so a kernel without fences pays nothing for the other form.
+static void (*plain_access_now)(const volatile void*, unsigned long long, bool, bool) = plain_access<false>;
+static bool (*atomic_access_now)(const volatile void*, unsigned long long, bool, int) = atomic_access<false>;
+
+// A __threadfence*() of a CUDA thread: the race check orders by it (aotc_emulator_order.h).
+AOTC_EMU_UNCHECKED static void thread_fence() {
+  if (!(AOTC_EMU_CHECKS & kRace) || detail::current_fiber == nullptr) return;
+  fence(detail::__stop_aotc_shared - detail::__start_aotc_shared, dynamic_bytes);
+  if (ordering) {
+    plain_access_now = plain_access<true>;
+    atomic_access_now = atomic_access<true>;
+  }
+}
+
+// Before a launch: no fence yet.
+AOTC_EMU_UNCHECKED static void unordered_accesses() {
+  ordering = false;
+  plain_access_now = plain_access<false>;
+  atomic_access_now = atomic_access<false>;
 }
 
 // The shim's atomics that accumulate through a compare-and-swap loop (float
@@ -922,15 +1070,15 @@ AOTC_EMU_HOOK void __tsan_func_entry(void*) {}
 AOTC_EMU_HOOK void __tsan_func_exit() {}
 AOTC_EMU_HOOK void __tsan_vptr_update(void**, void*) {}
 AOTC_EMU_HOOK void __tsan_vptr_read(void**) {}
-AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, n, false, false); }
-AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, n, true, false); }
+AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, false, false); }
+AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, true, false); }
 #define AOTC_EMU_ACCESS_HOOKS(N)                                                                                  \
-  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, true); }             \
-  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, true); }             \
-  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, false); }  \
-  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, false); }  \
-  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, false, true); }    \
-  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access(p, N, true, true); }
+  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, true); }             \
+  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, true); }             \
+  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, false); }  \
+  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, false); }  \
+  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, true); }    \
+  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, true); }
 AOTC_EMU_ACCESS_HOOKS(1)
 AOTC_EMU_ACCESS_HOOKS(2)
 AOTC_EMU_ACCESS_HOOKS(4)
@@ -942,17 +1090,23 @@ AOTC_EMU_ACCESS_HOOKS(16)
 // asked), and seen by the checks as accesses that never race with each other.
 // One on memory it must not touch does nothing: a load or an update returns
 // poison (all bits set), and a compare-and-swap reports success, so that the
-// loop around it ends.
+// loop around it ends. Once a launch fences, each says what it read and wrote
+// (check::atomic_done: releases and acquires, aotc_emulator_order.h).
+#define AOTC_EMU_ORDER(A, READ, WROTE, REPLACED) \
+  if (::aotc_emu::check::ordering) ::aotc_emu::check::atomic_done(A, READ, WROTE, REPLACED)
 #define AOTC_EMU_ATOMIC_HOOKS(N, T)                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_load(const volatile T* a, int) {                                            \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), false, ::aotc_emu::check::kCompare)) return static_cast<T>(~static_cast<T>(0));    \
-    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                                 \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), false, ::aotc_emu::check::kCompare)) return static_cast<T>(~static_cast<T>(0));    \
+    const T value = __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                        \
+    AOTC_EMU_ORDER(a, true, false, false);                                                                       \
+    return value;                                                                                                \
   }                                                                                                              \
   AOTC_EMU_HOOK void __tsan_atomic##N##_store(volatile T* a, T v, int) {                                         \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return;           \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return;           \
     __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                                    \
+    AOTC_EMU_ORDER(a, false, true, true);                                                                        \
   }                                                                                                              \
   AOTC_EMU_ATOMIC_RMW(N, T, exchange, __atomic_exchange_n)                                                       \
   AOTC_EMU_ATOMIC_RMW(N, T, fetch_add, __atomic_fetch_add)                                                       \
@@ -963,25 +1117,32 @@ AOTC_EMU_ACCESS_HOOKS(16)
   AOTC_EMU_ATOMIC_RMW(N, T, fetch_nand, __atomic_fetch_nand)                                                     \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) {             \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
-    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                      \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
+    const bool swapped = __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
+    AOTC_EMU_ORDER(a, true, swapped, false);                                                                     \
+    return swapped;                                                                                              \
   }                                                                                                              \
   AOTC_EMU_HOOK int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {               \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
-    return __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                       \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return 1;         \
+    const bool swapped = __atomic_compare_exchange_n(a, c, v, true, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
+    AOTC_EMU_ORDER(a, true, swapped, false);                                                                     \
+    return swapped;                                                                                              \
   }                                                                                                              \
   AOTC_EMU_HOOK T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {                   \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return c;         \
-    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                            \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::atomic_kind)) return c;         \
+    const bool swapped = __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
+    AOTC_EMU_ORDER(a, true, swapped, false);                                                                     \
     return c;                                                                                                    \
   }
 #define AOTC_EMU_ATOMIC_RMW(N, T, NAME, BUILTIN)                                                                 \
   AOTC_EMU_HOOK T __tsan_atomic##N##_##NAME(volatile T* a, T v, int) {                                           \
     AOTC_EMU_HERE;                                                                                               \
-    if (!::aotc_emu::check::atomic_access(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return static_cast<T>(~static_cast<T>(0));  \
-    return BUILTIN(a, v, __ATOMIC_SEQ_CST);                                                                      \
+    if (!::aotc_emu::check::atomic_access_now(a, sizeof(T), true, ::aotc_emu::check::kAccumulate)) return static_cast<T>(~static_cast<T>(0));  \
+    const T old = BUILTIN(a, v, __ATOMIC_SEQ_CST);                                                               \
+    AOTC_EMU_ORDER(a, true, true, false);                                                                        \
+    return old;                                                                                                  \
   }
 AOTC_EMU_ATOMIC_HOOKS(8, unsigned char)
 AOTC_EMU_ATOMIC_HOOKS(16, unsigned short)
@@ -989,7 +1150,11 @@ AOTC_EMU_ATOMIC_HOOKS(32, unsigned int)
 AOTC_EMU_ATOMIC_HOOKS(64, unsigned long long)
 #undef AOTC_EMU_ATOMIC_RMW
 #undef AOTC_EMU_ATOMIC_HOOKS
-AOTC_EMU_HOOK void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#undef AOTC_EMU_ORDER
+AOTC_EMU_HOOK void __tsan_atomic_thread_fence(int) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  ::aotc_emu::check::thread_fence();
+}
 AOTC_EMU_HOOK void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 #undef AOTC_EMU_HERE
 #undef AOTC_EMU_HOOK

@@ -681,6 +681,7 @@ int launch_unpacked(void (*kernel)(P...), const unsigned* grid_size, const unsig
   if (!check::begin_launch(shared_bytes, parameter_names, pointers, sizeof...(P), words, word_count)) {
     return kNoAddressSanitizer;
   }
+  check::unordered_accesses();  // until the launch's first fence (aotc_emulator_order.h)
 #else
   (void)parameter_names;
 #endif

@@ -166,18 +166,18 @@ extern "C" __global__ void early_exit(const float* in, float* out, int n) {
   out[i] = s[(threadIdx.x + 1) % live];
 }
 
-// 9. A handoff between warps through atomics: thread 0 spins on a flag that
-// thread 32 sets (right on a GPU, whose warps all make progress).
+// 9. A handoff between warps: thread 0 spins on a flag that thread 32 sets
+// (right on a GPU, whose warps all make progress); the fences order the plain data.
 extern "C" __global__ void flag_handoff(int* data, int* flag, int* seen) {
   if (threadIdx.x == 32) {
-    atomicExch(data, 42);
+    *data = 42;
     __threadfence();
     atomicExch(flag, 1);
   } else if (threadIdx.x == 0) {
     while (atomicAdd(flag, 0) == 0) {
     }
     __threadfence();
-    *seen = atomicAdd(data, 0);
+    *seen = *data;
   }
 }
 
