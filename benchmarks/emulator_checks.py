@@ -59,7 +59,11 @@ def main() -> None:
     def pointer(x: np.ndarray) -> ctypes.c_void_p:
         return ctypes.c_void_p(x.ctypes.data)
 
-    params = [pointer(a), pointer(b), pointer(c), *(ctypes.c_int(n),) * 3, *(ctypes.c_longlong(n),) * 3]
+    # A, B, C, M, N, K, lda, ldb, ldc, then each offset of a grid launched in
+    # parts (block_y0), 0: launched whole; read from the index, so a parameter
+    # added to the family is not left out.
+    offsets = [ctypes.c_int(0)] * (len(entry["signature"]) - 9)
+    params = [pointer(a), pointer(b), pointer(c), *(ctypes.c_int(n),) * 3, *(ctypes.c_longlong(n),) * 3, *offsets]
     grid = (-(-n // tile_n), -(-n // tile_m))
     launches: dict[str, list[float]] = {s: [] for s in settings}
     for _ in range(args.repeat):
