@@ -58,7 +58,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from aotc.inspect import inspect_target
-    from aotc.runtime.doctor import byte_size
+    from aotc._units import byte_size
 
     failed = False
     for report in inspect_target(args.target):
@@ -176,7 +176,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     import warnings
 
     from aotc.errors import CacheWarning
-    from aotc.runtime.doctor import byte_size
+    from aotc._units import byte_size
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CacheWarning)  # info prints the state and its reason itself

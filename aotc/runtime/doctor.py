@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotc._locations import shadowed_declaration
+from aotc._units import byte_size
 from aotc._version import __version__
 from aotc.errors import AotcError, DriverTooOldError, NoDeviceError
 from aotc.index import INDEX_NAME, IndexKernel, LibraryIndex
@@ -29,7 +30,7 @@ from aotc.runtime.driver import Toolkit, check_driver, cuda_text, toolkit_of
 from aotc.runtime.library import installed_libraries, kernel_images, resolve_library
 from aotc.runtime.select import ImageChoice, ImageKind, JitPolicy, Platform, explain_selection, jit_policy_from_env
 
-__all__ = ["Diagnosis", "byte_size", "diagnose"]
+__all__ = ["Diagnosis", "diagnose"]
 
 # cuDriverGetVersion's answer and where it came from (the backend's name, or "--driver")
 DriverVersion = tuple[int, str]
@@ -299,14 +300,5 @@ def _table(rows: list[tuple[str, ...]]) -> Iterator[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         yield "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-
-
-def byte_size(n: int) -> str:
-    """``n`` bytes for a person: bytes under a KiB, else KiB to one decimal, MiB and GiB to two."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024**2:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024**2:.2f} MiB" if n < 1024**3 else f"{n / 1024**3:.2f} GiB"
 
 
