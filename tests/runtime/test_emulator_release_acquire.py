@@ -4,7 +4,10 @@ plain data handed over behind an atomic flag, and plain data
 guarded by a spin lock, run clean under AOTC_EMULATOR_CHECK=all with the right
 result; the same idioms with the writer's fence, the reader's fence, the wait,
 the end of the critical section or the lock itself missing are each named,
-and so are readers that a release leaves out.
+and so are readers that a release leaves out. A __syncwarp passes what its
+lanes acquired and did on: a warp's round trip behind one lane's flags runs
+clean, and a lane that writes after the __syncwarp, or a fence before it, is
+named.
 One child process with AddressSanitizer first, as the memory check needs, and
 one build."""
 
@@ -59,6 +62,8 @@ for label, blocks, block, buckets in [("locked_buckets warps", 3, 128, 5), ("loc
 values, totals = rng.integers(-50, 50, 256).astype(np.int32), np.zeros(2, np.int32)
 run("block_mutex", "block_mutex", 2, 128, [p(values), p(totals)], lambda: (totals == values.reshape(2, 128).sum(1)).all(),
     shared=4)
+data32, flag, total = np.zeros(32, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
+run("warp_round_trip", "warp_round_trip", 1, 64, [p(data32), p(flag), p(total)], lambda: total[0] == 2 * (3 * 496 + 32))
 
 data, flag, seen = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
 for name in ["bug_no_release", "bug_no_acquire", "bug_no_wait"]:
@@ -73,10 +78,14 @@ seen96 = np.zeros(96, np.int32)
 run("bug_other_reader", "bug_other_reader", 1, 96, [p(data), p(flag), p(seen96)])
 data[0] = flag[0] = 0
 run("bug_lane_left_out", "bug_lane_left_out", 1, 64, [p(data), p(flag), p(seen96)])
+flag[0] = 0
+run("bug_warp_round_trip", "bug_warp_round_trip", 1, 64, [p(data32), p(flag), p(total)])
+flag[0] = 0
+run("bug_fence_before_syncwarp", "bug_fence_before_syncwarp", 1, 64, [p(data32), p(flag), p(total)])
 """
 
 IDIOMS = ["handoff atomicAdd", "handoff atomicCAS", "handoff atomicOr", "relay", "locked_buckets warps",
-          "locked_buckets lanes", "locked_buckets 1024 threads", "block_mutex"]
+          "locked_buckets lanes", "locked_buckets 1024 threads", "block_mutex", "warp_round_trip"]
 BUGS = {
     "bug_no_release": "race check: read after write: block (0, 0, 0) thread (0, 0, 0) reads argument data + 0 bytes, which thread (32, 0, 0) wrote since the last __syncthreads (release_acquire.cu:107)",
     "bug_no_acquire": "race check: read after write: block (0, 0, 0) thread (0, 0, 0) reads argument data + 0 bytes, which thread (32, 0, 0) wrote since the last __syncthreads (release_acquire.cu:119)",
@@ -85,6 +94,8 @@ BUGS = {
     "bug_lock_bypass": "race check: read after write: block (0, 0, 0) thread (32, 0, 0) reads argument counts + 0 bytes, which thread (0, 0, 0) wrote since the last __syncthreads (release_acquire.cu:153)",
     "bug_other_reader": "race check: write after read: block (0, 0, 0) thread (32, 0, 0) writes argument data + 0 bytes, which thread (0, 0, 0) read since the last __syncthreads (release_acquire.cu:168)",
     "bug_lane_left_out": "race check: write after read: block (0, 0, 0) thread (32, 0, 0) writes argument data + 0 bytes, which thread (0, 0, 0) read since the last __syncthreads (release_acquire.cu:187)",
+    "bug_warp_round_trip": "race check: read after write: block (0, 0, 0) thread (32, 0, 0) reads argument data + 20 bytes, which thread (5, 0, 0) wrote since the last __syncthreads (release_acquire.cu:206)",
+    "bug_fence_before_syncwarp": "race check: read after write: block (0, 0, 0) thread (32, 0, 0) reads argument data + 4 bytes, which thread (1, 0, 0) wrote since the last __syncthreads (release_acquire.cu:241)",
 }
 
 
@@ -92,7 +103,7 @@ BUGS = {
 def lines() -> list[str]:
     """What each launch printed, in order."""
     script = SCRIPT.format(path=str(KERNELS / "release_acquire.cu"),
-                           symbols=["handoff", "relay", "locked_buckets", "block_mutex", *BUGS])
+                           symbols=["handoff", "relay", "locked_buckets", "block_mutex", "warp_round_trip", *BUGS])
     env = aotc_env({**asan_environment(), "AOTC_EMULATOR_CHECK": "all"})
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -104,14 +115,16 @@ def test_fences_and_atomics_order_plain_data(lines: list[str]) -> None:
     atomicOr), a relay through shared memory over three warps, per-bucket
     locks in global memory taken by the threads of four warps (three blocks),
     by the lanes of one warp and by 1,024 threads, and a static shared mutex
-    guarding a total in the dynamic buffer: clean under every check, with the
-    right result."""
+    guarding a total in the dynamic buffer, and a warp that reads and writes
+    between two __syncwarps what lane 0 acquired and then releases: clean
+    under every check, with the right result."""
     assert lines[: len(IDIOMS)] == [f"{label} right" for label in IDIOMS]
 
 
 def test_what_a_fence_and_atomic_leave_unordered_is_named(lines: list[str]) -> None:
     """The handoff without the writer's fence, without the reader's, or
     without the wait; a plain write after the unlock; a thread that writes
-    the guarded data without the lock; and readers a release leaves out:
-    each a race, and each named."""
+    the guarded data without the lock; readers a release leaves out; a lane
+    that writes after the __syncwarp before the release; and a release whose
+    fence came before that __syncwarp: each a race, and each named."""
     assert [first_fault(line) for line in lines[len(IDIOMS) :]] == [f"{name}: {fault}" for name, fault in BUGS.items()]

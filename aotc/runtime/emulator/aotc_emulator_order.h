@@ -17,11 +17,19 @@
 // the word held: its release sequence goes on; a store replaces it); an atomic
 // read joins the word's row into the reader's pending row.
 //
-// The rows change only at fences, so a thread's row is what its next atomic
-// write releases. __syncwarp does not pass rows between lanes: a lane is
-// ordered after another lane's acquire only by a __syncwarp the interval rule
-// sees, which knows nothing of the acquire (a false report, never a hidden
-// race). Barriers start a new epoch, which orders everything before them.
+// A thread's row changes at its fences, and its atomic writes release the
+// row its last fence left. It also changes at a __syncwarp, which orders its
+// lanes' memory accesses (the CUDA guide: it "guarantees memory ordering
+// among threads participating in the barrier"): each lane taking part counts
+// it on its clock, and every lane's row becomes the join of all of theirs.
+// So what one lane acquired before it, the others have after it (one lane
+// waits on a flag, then the warp reads), and what each did before it, any of
+// them releases after a fence that follows it (the warp writes, then one lane
+// hands it on). A lane that had fenced before the __syncwarp keeps the row
+// it fenced with for its releases (`released`) until it fences again. This
+// needs the clocks, so it holds from a launch's first fence on: a __syncwarp
+// before that passes nothing on (a false report, never a hidden race).
+// Barriers start a new epoch, which orders everything before them.
 //
 // Nothing here exists until a launch first fences: until then every thread's
 // clock is 0, nothing is released, and the hooks call the checks' forms that
@@ -53,9 +61,12 @@ static int order_capacity;        // threads the rows below were allocated for
 static unsigned* fence_clock;     // per thread: its fences in this launch
 static unsigned* seen;            // per thread, a row over the block's threads
 static unsigned* pending;         // per thread: the rows of its atomic reads since its last fence
-static unsigned char* row_state;  // per thread, in this block: kFenced, kPending
+static unsigned char* row_state;  // per thread, in this block: kFenced, kPending, kReleasedKept
 static unsigned long long* joined_version;  // per thread: the last word version its pending row took in
-constexpr unsigned char kFenced = 1, kPending = 2;
+// kReleasedKept: a __syncwarp since its last fence grew its row, and `released` keeps the row it fenced with.
+constexpr unsigned char kFenced = 1, kPending = 2, kReleasedKept = 4;
+static unsigned* released;        // per thread, a row: what its atomic writes release (kReleasedKept)
+static unsigned released_capacity;  // threads `released` was allocated for
 static Stamps* static_stamps;
 static Stamps* dynamic_stamps;
 static WordClock* words;
@@ -134,6 +145,42 @@ AOTC_EMU_UNCHECKED static void fence(unsigned long long section_size, unsigned l
   row_state[id] = kFenced;
 }
 
+// A __syncwarp of the lanes `group` of warp `warp` has completed: each counts
+// it, and each takes the join of their rows (see the top of this file). A
+// lane's atomic write releases only what came before its last fence, so a
+// lane that has fenced keeps the row it had then for its releases
+// (`released`) until it fences again.
+AOTC_EMU_UNCHECKED static void syncwarp_done(int warp, unsigned group) {
+  if (!ordering || group == 0) return;
+  const unsigned first = static_cast<unsigned>(kWarpSize * warp), n = static_cast<unsigned>(order_threads);
+  if (first + 31 - __builtin_clz(group) >= n) return;
+  for (unsigned rest = group; rest != 0; rest &= rest - 1) {
+    const unsigned id = first + __builtin_ctz(rest);
+    if ((row_state[id] & (kFenced | kReleasedKept)) != kFenced) continue;
+    if (released_capacity < n) {
+      free(released);
+      released = static_cast<unsigned*>(malloc(1ull * n * n * sizeof(unsigned)));
+      released_capacity = released == nullptr ? 0 : n;
+    }
+    if (released == nullptr) {
+      row_state[id] &= static_cast<unsigned char>(~kFenced);  // releases nothing until it fences again: never a hidden race
+      continue;
+    }
+    __builtin_memcpy(released + 1ull * id * n, seen + 1ull * id * n, sizeof(unsigned) * n);
+    row_state[id] |= kReleasedKept;
+  }
+  unsigned* joined = seen + 1ull * (first + __builtin_ctz(group)) * n;
+  for (unsigned rest = group; rest != 0; rest &= rest - 1) {
+    const unsigned id = first + __builtin_ctz(rest);
+    unsigned* row = seen + 1ull * id * n;
+    row[id] = ++fence_clock[id];  // its accesses before this __syncwarp are below it
+    if (row != joined) join_row(joined, row);
+  }
+  for (unsigned rest = group & (group - 1); rest != 0; rest &= rest - 1) {
+    __builtin_memcpy(seen + 1ull * (first + __builtin_ctz(rest)) * n, joined, sizeof(unsigned) * n);
+  }
+}
+
 // The row of the atomic word at `address`, made if `make`; null if none.
 AOTC_EMU_UNCHECKED static WordClock* word_clock(unsigned long long address, bool make) {
   if (make && 2 * (word_count + 1) > word_capacity) {
@@ -184,7 +231,7 @@ AOTC_EMU_UNCHECKED static void atomic_done(const volatile void* pointer, bool re
     row_state[id] |= kPending;
   }
   if (!wrote || (!releases && !replaced)) return;  // a read-modify-write that releases nothing leaves the row as it was
-  const unsigned* row = seen + 1ull * id * order_threads;
+  const unsigned* row = (row_state[id] & kReleasedKept ? released : seen) + 1ull * id * order_threads;
   if (replaced) {
     if (releases) {
       __builtin_memcpy(word_row, row, sizeof(unsigned) * order_threads);

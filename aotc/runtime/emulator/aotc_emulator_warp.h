@@ -169,6 +169,9 @@ AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void complete(int warp, unsigned group, un
       lane.result = group;
     }
   }
+#if AOTC_EMU_CHECKS
+  if (op == kSyncwarp) check::syncwarp_done(warp, group);
+#endif
   // Only now: an OS thread released runs on at once, and may overwrite its value.
   for (unsigned rest = group; rest != 0; rest &= rest - 1) {
     Fiber& lane = lanes[__builtin_ctz(rest)];

@@ -187,3 +187,58 @@ extern "C" __global__ void bug_lane_left_out(int* data, int* flag, int* seen) {
     data[0] = 1;
   }
 }
+
+// A warp waits for a flag one lane spins on, and hands its work back the
+// same way: lane 0 acquires, a __syncwarp orders the other lanes' reads and
+// writes after that and before lane 0's release, and thread 32 acquires it.
+// `bug`: lane 5 writes again after the second __syncwarp, which nothing
+// orders before the release.
+__device__ void warp_round_trip_body(int* data, int* flag, int* total, int bug) {
+  const int t = threadIdx.x;
+  if (t == 32) {
+    for (int i = 0; i < 32; ++i) data[i] = 3 * i + 1;
+    __threadfence();
+    atomicExch(flag, 1);
+    while (atomicAdd(flag, 0) != 2) {
+    }
+    __threadfence();
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) sum += data[i];
+    total[0] = sum;
+  } else if (t < 32) {
+    if (t == 0) {
+      wait_for_flag(flag, 0);
+      __threadfence();
+    }
+    __syncwarp();
+    data[t] = 2 * data[t];
+    __syncwarp();
+    if (bug && t == 5) data[t] = 0;
+    if (t == 0) {
+      __threadfence();
+      atomicExch(flag, 2);
+    }
+  }
+}
+
+extern "C" __global__ void warp_round_trip(int* data, int* flag, int* total) { warp_round_trip_body(data, flag, total, 0); }
+
+extern "C" __global__ void bug_warp_round_trip(int* data, int* flag, int* total) { warp_round_trip_body(data, flag, total, 1); }
+
+// Lane 0 fences before the __syncwarp that orders the warp's writes, so its
+// atomic write after that releases none of them.
+extern "C" __global__ void bug_fence_before_syncwarp(int* data, int* flag, int* total) {
+  const int t = threadIdx.x;
+  if (t < 32) {
+    data[t] = t;
+    if (t == 0) __threadfence();
+    __syncwarp();
+    if (t == 0) atomicExch(flag, 1);
+  } else if (t == 32) {
+    wait_for_flag(flag, 0);
+    __threadfence();
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) sum += data[i];
+    total[0] = sum;
+  }
+}
