@@ -7,7 +7,9 @@ the end of the critical section or the lock itself missing are each named,
 and so are readers that a release leaves out. A __syncwarp passes what its
 lanes acquired and did on: a warp's round trip behind one lane's flags runs
 clean, and a lane that writes after the __syncwarp, or a fence before it, is
-named.
+named. A volatile flag (morally strong, as PTX has it) hands data over as an
+atomic one does, and lets the writer run while the reader spins; without the
+writer's fence, or set by a plain store, it is named.
 One child process with AddressSanitizer first, as the memory check needs, and
 one build."""
 
@@ -64,6 +66,10 @@ run("block_mutex", "block_mutex", 2, 128, [p(values), p(totals)], lambda: (total
     shared=4)
 data32, flag, total = np.zeros(32, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
 run("warp_round_trip", "warp_round_trip", 1, 64, [p(data32), p(flag), p(total)], lambda: total[0] == 2 * (3 * 496 + 32))
+data, flag, seen = np.zeros(64, np.int32), np.zeros(1, np.int32), np.zeros(64, np.int32)
+run("volatile_handoff", "volatile_handoff", 1, 64, [p(data), p(flag), p(seen), I(64)], lambda: (seen == 5 * np.arange(64) + 2).all())
+seen4 = np.zeros(4, np.int32)
+run("volatile_shared_handoff", "volatile_shared_handoff", 1, 96, [p(seen4)], lambda: (seen4 == 11 * np.arange(4)).all())
 
 data, flag, seen = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32)
 for name in ["bug_no_release", "bug_no_acquire", "bug_no_wait"]:
@@ -82,10 +88,14 @@ flag[0] = 0
 run("bug_warp_round_trip", "bug_warp_round_trip", 1, 64, [p(data32), p(flag), p(total)])
 flag[0] = 0
 run("bug_fence_before_syncwarp", "bug_fence_before_syncwarp", 1, 64, [p(data32), p(flag), p(total)])
+for name in ["bug_volatile_no_release", "bug_plain_flag"]:
+    data[0] = flag[0] = 0
+    run(name, name, 1, 64, [p(data), p(flag), p(seen)])
 """
 
 IDIOMS = ["handoff atomicAdd", "handoff atomicCAS", "handoff atomicOr", "relay", "locked_buckets warps",
-          "locked_buckets lanes", "locked_buckets 1024 threads", "block_mutex", "warp_round_trip"]
+          "locked_buckets lanes", "locked_buckets 1024 threads", "block_mutex", "warp_round_trip",
+          "volatile_handoff", "volatile_shared_handoff"]
 BUGS = {
     "bug_no_release": "race check: read after write: block (0, 0, 0) thread (0, 0, 0) reads argument data + 0 bytes, which thread (32, 0, 0) wrote since the last __syncthreads (release_acquire.cu:107)",
     "bug_no_acquire": "race check: read after write: block (0, 0, 0) thread (0, 0, 0) reads argument data + 0 bytes, which thread (32, 0, 0) wrote since the last __syncthreads (release_acquire.cu:119)",
@@ -96,6 +106,8 @@ BUGS = {
     "bug_lane_left_out": "race check: write after read: block (0, 0, 0) thread (32, 0, 0) writes argument data + 0 bytes, which thread (0, 0, 0) read since the last __syncthreads (release_acquire.cu:187)",
     "bug_warp_round_trip": "race check: read after write: block (0, 0, 0) thread (32, 0, 0) reads argument data + 20 bytes, which thread (5, 0, 0) wrote since the last __syncthreads (release_acquire.cu:206)",
     "bug_fence_before_syncwarp": "race check: read after write: block (0, 0, 0) thread (32, 0, 0) reads argument data + 4 bytes, which thread (1, 0, 0) wrote since the last __syncthreads (release_acquire.cu:241)",
+    "bug_volatile_no_release": "race check: read after write: block (0, 0, 0) thread (0, 0, 0) reads argument data + 0 bytes, which thread (32, 0, 0) wrote since the last __syncthreads (release_acquire.cu:292)",
+    "bug_plain_flag": "race check: write after read: block (0, 0, 0) thread (32, 0, 0) writes argument flag + 0 bytes, which thread (0, 0, 0) read since the last __syncthreads (release_acquire.cu:303)",
 }
 
 
@@ -103,7 +115,8 @@ BUGS = {
 def lines() -> list[str]:
     """What each launch printed, in order."""
     script = SCRIPT.format(path=str(KERNELS / "release_acquire.cu"),
-                           symbols=["handoff", "relay", "locked_buckets", "block_mutex", "warp_round_trip", *BUGS])
+                           symbols=["handoff", "relay", "locked_buckets", "block_mutex", "warp_round_trip",
+                                    "volatile_handoff", "volatile_shared_handoff", *BUGS])
     env = aotc_env({**asan_environment(), "AOTC_EMULATOR_CHECK": "all"})
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -116,8 +129,9 @@ def test_fences_and_atomics_order_plain_data(lines: list[str]) -> None:
     locks in global memory taken by the threads of four warps (three blocks),
     by the lanes of one warp and by 1,024 threads, and a static shared mutex
     guarding a total in the dynamic buffer, and a warp that reads and writes
-    between two __syncwarps what lane 0 acquired and then releases: clean
-    under every check, with the right result."""
+    between two __syncwarps what lane 0 acquired and then releases, and the
+    handoff on a volatile flag in global and in shared memory (it hung a
+    checked launch before): clean under every check, with the right result."""
     assert lines[: len(IDIOMS)] == [f"{label} right" for label in IDIOMS]
 
 
@@ -125,6 +139,8 @@ def test_what_a_fence_and_atomic_leave_unordered_is_named(lines: list[str]) -> N
     """The handoff without the writer's fence, without the reader's, or
     without the wait; a plain write after the unlock; a thread that writes
     the guarded data without the lock; readers a release leaves out; a lane
-    that writes after the __syncwarp before the release; and a release whose
-    fence came before that __syncwarp: each a race, and each named."""
+    that writes after the __syncwarp before the release; a release whose
+    fence came before that __syncwarp; a volatile flag set without a fence;
+    and one set by a plain store while another thread spins on it with
+    volatile loads: each a race, and each named."""
     assert [first_fault(line) for line in lines[len(IDIOMS) :]] == [f"{name}: {fault}" for name, fault in BUGS.items()]

@@ -13,7 +13,8 @@
 //   an epoch. A write and another thread's access to a byte in one epoch are
 //   a race by CUDA's rules, whichever order the fibers ran in (race); so is a
 //   plain access and another thread's atomic, though atomics never race with
-//   each other. Two lanes of one warp are ordered within an epoch only by a
+//   each other. A volatile access is morally strong, as an atomic is (kVolatile),
+//   except against lanes of its own warp (lockstep code). Two lanes of one warp are ordered within an epoch only by a
 //   __syncwarp both took part in (lanes are not in lockstep): each lane counts
 //   its __syncwarps (its interval, aotc_emulator_warp.h). Within an epoch, a
 //   release (a fence, then an atomic write) that another thread acquires (an
@@ -97,7 +98,8 @@ constexpr unsigned short kNobody = 0xFFFF;
 constexpr unsigned short kWarpOrdered = 0x8000;  // reader, updater: lanes before it, ordered by its later interval
 constexpr unsigned short kSeveral = 0x4000;      // reader, updater: other threads share its interval
 constexpr unsigned short kAccumulated = 0x2000;  // updater: an update of this epoch was no compare-and-swap
-constexpr unsigned short kThreadBits = 0x1FFF;   // reader, updater: the thread
+constexpr unsigned short kVolatileReads = 0x1000;  // reader: every read of this epoch was volatile
+constexpr unsigned short kThreadBits = 0x0FFF;   // reader, updater: the thread (kMaxThreadsPerBlock fits)
 constexpr unsigned short kPendingCopy = 0xFFFD;  // writer: an asynchronous copy lands here at its wait
 constexpr unsigned char kManyWarps = 0xFF;
 struct Shadow {
@@ -124,6 +126,12 @@ enum AtomicKind : int {
   kPlain = 0,
   kAccumulate = 1,  // add, sub, inc, dec, and, or, xor, exchange: a read between sees a partial result
   kCompare = 2,     // compare-and-swap, min, max: a read between is a guess the update checks
+  // A volatile load or store: morally strong, as PTX has it (ld/st.volatile are
+  // relaxed at system scope), so it races with no atomic or volatile access of
+  // another warp, and a fence orders through it as through an atomic. With a
+  // lane of its own warp that no __syncwarp orders it after, it is still a
+  // race: the warp-synchronous code of old, which trusted lockstep.
+  kVolatile = 3,
 };
 // A plain read of a word another thread updated atomically in this epoch:
 // reported at the reader's next barrier unless it updates the word itself
@@ -470,24 +478,26 @@ AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char w
 // Adds the accessor to a group. A group that only a release orders before
 // the accessor is replaced by it: whatever is ordered after the accessor is
 // ordered after the group too, so a lock's holders stay a group of one.
+// `all`: a mark (kVolatileReads) the group keeps while every member's access has it.
 template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static void group_add(unsigned& when, unsigned short& who, unsigned char& warp, unsigned& interval,
-                                         unsigned& stamp, const Accessor& me) {
+                                         unsigned& stamp, const Accessor& me, unsigned short all = 0) {
   bool same_warp;
   if (when != epoch ||
       (kOrdered && barrier_group_race(who, warp, interval, me, same_warp) >= 0 && group_released(who, warp, stamp, me))) {
     when = epoch;
-    who = me.id;
+    who = static_cast<unsigned short>(me.id | all);
     warp = me.warp;
     interval = me.interval;
     stamp = me.clock;
     return;
   }
   if (warp != me.warp) warp = kManyWarps;
+  if ((all & kVolatileReads) == 0) who &= static_cast<unsigned short>(~kVolatileReads);
   if (me.interval > interval) {
     // Kept before a launch first fences too: a release later in the epoch must not clear the group.
     const bool left_out = (who & kThreadBits) != me.id || (who & (kSeveral | kWarpOrdered)) != 0;
-    who = static_cast<unsigned short>(me.id | (who & kAccumulated) | (left_out ? kWarpOrdered : 0));
+    who = static_cast<unsigned short>(me.id | (who & (kAccumulated | kVolatileReads)) | (left_out ? kWarpOrdered : 0));
     interval = me.interval;
   } else if (me.interval == interval && (who & kThreadBits) != me.id) {
     who |= kSeveral;
@@ -601,6 +611,27 @@ AOTC_EMU_UNCHECKED static void access_note(int kind, int space, unsigned long lo
   fill_access(report_note(kind, space), kRace, space, offset, size, atomic, other, atomic, !atomic, same_warp);
 }
 
+// A volatile access (kVolatile) against a byte's shadow: it races with plain
+// accesses as a plain access does, and with the atomics and volatile
+// accesses of this epoch only where they are a lane of its own warp that no
+// __syncwarp orders it after (lockstep, which no GPU since sm_70 keeps).
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static void volatile_race(const Shadow& s, Stamps& st, int space, unsigned long long byte,
+                                                unsigned long long size, bool write, const Accessor& me) {
+  int other;
+  bool warp = false;  // the other access is a lane of the accessor's warp
+  if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
+    access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, false, false, warp);
+  } else if (write && s.read == epoch &&
+             (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0 &&
+             (warp || (s.reader & kVolatileReads) == 0)) {
+    access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
+  } else if (s.updated == epoch &&
+             (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0 && warp) {
+    access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, false, false, warp);
+  }
+}
+
 // One byte of an access. `offset` is the byte's offset in its space (global:
 // its address); `first` and `size` describe the whole access, for a report.
 // `atomic`: an AtomicKind. kOrdered: the launch fences, and `stamps` are the byte's.
@@ -610,7 +641,7 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
                                           const Accessor& me) {
   Stamps unstamped;  // not kOrdered: written to, never read
   Stamps& st = kOrdered ? *stamps : unstamped;
-  if ((AOTC_EMU_CHECKS & kInit) && space != kGlobal && (!write || atomic)) {
+  if ((AOTC_EMU_CHECKS & kInit) && space != kGlobal && (!write || (atomic && atomic != kVolatile))) {
     if (s.writer == kPendingCopy && s.written >= block_epoch) {
       access_fault(kInit, kCopyNotLanded, space, byte, size, write, kNobody);
     } else if (s.written < block_epoch && s.updated < block_epoch) {
@@ -620,7 +651,9 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
   if (AOTC_EMU_CHECKS & kRace) {
     int other;
     bool warp = false;  // the other access is a lane of the accessor's warp
-    if (!atomic && !write) {
+    if (atomic == kVolatile) {
+      volatile_race<kOrdered>(s, st, space, byte, size, write, me);
+    } else if (!atomic && !write) {
       if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, kReadAfterWrite, space, byte, size, false, other, false, false, warp);
       } else if (s.updated == epoch && (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
@@ -642,7 +675,9 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
     } else {
       if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, true, false, warp);
-      } else if (write && s.read == epoch && (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
+      } else if (write && s.read == epoch &&
+                 (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0 &&
+                 (warp || (s.reader & kVolatileReads) == 0)) {  // volatile reads of other warps race with no atomic
         if (atomic == kCompare) {
           access_note(kWriteAfterRead, space, byte, size, true, other, warp);
         } else {
@@ -651,8 +686,8 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
       }
     }
   }
-  if (!write && !atomic) {
-    group_add<kOrdered>(s.read, s.reader, s.read_warp, s.read_interval, st.read, me);
+  if (!write && (!atomic || atomic == kVolatile)) {
+    group_add<kOrdered>(s.read, s.reader, s.read_warp, s.read_interval, st.read, me, atomic == kVolatile ? kVolatileReads : 0);
   } else if (!atomic) {
     s.written = epoch;
     s.writer = me.id;
@@ -660,8 +695,8 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
     st.write = me.clock;
   } else if (write) {
     group_add<kOrdered>(s.updated, s.updater, s.update_warp, s.update_interval, st.update, me);
-    if (atomic == kAccumulate) s.updater |= kAccumulated;
-    if (s.read == epoch && (s.reader & ~kWarpOrdered) == me.id) s.read = 0;  // its own read was the guess this update checks
+    if (atomic == kAccumulate || atomic == kVolatile) s.updater |= kAccumulated;  // a plain read between is a race
+    if (s.read == epoch && (s.reader & ~(kWarpOrdered | kVolatileReads)) == me.id) s.read = 0;  // its own read was the guess this update checks
     Suspect& suspect = suspects[me.id];
     if (suspect.active && suspect.space == space && byte >= suspect.address && byte < suspect.address + suspect.size) {
       suspect.active = false;
@@ -998,9 +1033,10 @@ AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsign
 // A thread that spins on an atomic, waiting for another thread of its block
 // (a flag, a lock), is right on a GPU, whose warps all make progress; fibers
 // switch only at barriers and collectives, so it would wait for ever here if
-// the thread it waits for had not run yet. Every kSpinAtomics atomics, the
-// running fiber lets the others run (runtime.h, yield_fiber), and comes back
-// once each has waited, returned or yielded in turn.
+// the thread it waits for had not run yet. Every kSpinAtomics atomics or
+// volatile accesses (volatile_access), the running fiber lets the others run
+// (runtime.h, yield_fiber), and comes back once each has waited, returned or
+// yielded in turn.
 constexpr unsigned kSpinAtomics = 1024;
 static unsigned atomics_since_yield;
 
@@ -1020,6 +1056,9 @@ template <bool kOrdered>
 AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsigned long long size, bool write, int kind) {
   if (detail::current_fiber == nullptr) return true;
   spin_point();
+  // Another thread's first fence while this one let the others run: this
+  // access is the first of its thread to be stamped.
+  if (!kOrdered && ordering) return atomic_access<true>(pointer, size, write, kind);
   if (diversion_count > 0) settle();
   last_hook_wrote = false;
   ++event_serial;
@@ -1028,11 +1067,36 @@ AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsig
   return allowed;
 }
 
+// A volatile load or store of a CUDA thread: checked as one (kVolatile), and a
+// spin point, as an atomic is (a spin on a volatile flag is right on a GPU);
+// a fence orders through it as through an atomic (aotc_emulator_order.h).
+// Bad ones are diverted or stop the thread, as plain ones are.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED static void volatile_access(const volatile void* pointer, unsigned long long size, bool write) {
+  if (detail::current_fiber == nullptr) return;
+  spin_point();
+  if (!kOrdered && ordering) return volatile_access<true>(pointer, size, write);  // as in atomic_access
+  settle_before(write);
+  ++event_serial;
+  if (check_any_access<kOrdered>(pointer, size, write, true, kVolatile)) {
+    if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
+    // The access itself follows the hook with no other fiber between: a read
+    // acquires at its next fence what the word's release left, and a write
+    // after a fence releases, as an atomic's would.
+    if (kOrdered) atomic_done(pointer, !write, write, write);
+    return;
+  }
+  if (divert(reinterpret_cast<unsigned long long>(pointer), size, write, bad_bytes_swappable)) return;
+  if (faulted && fault_serial == event_serial) fault.stopped = 1;
+  stop_thread();
+}
+
 // What the hooks call: the forms a launch without fences needs until its
 // first fence, then those that stamp accesses. An indirect call costs what a
 // direct one does, so a kernel without fences pays nothing for the other form.
 static void (*plain_access_now)(const volatile void*, unsigned long long, bool, bool) = plain_access<false>;
 static bool (*atomic_access_now)(const volatile void*, unsigned long long, bool, int) = atomic_access<false>;
+static void (*volatile_access_now)(const volatile void*, unsigned long long, bool) = volatile_access<false>;
 
 // A __threadfence*() of a CUDA thread: the race check orders by it (aotc_emulator_order.h).
 AOTC_EMU_UNCHECKED static void thread_fence() {
@@ -1041,6 +1105,7 @@ AOTC_EMU_UNCHECKED static void thread_fence() {
   if (ordering) {
     plain_access_now = plain_access<true>;
     atomic_access_now = atomic_access<true>;
+    volatile_access_now = volatile_access<true>;
   }
 }
 
@@ -1049,6 +1114,7 @@ AOTC_EMU_UNCHECKED static void unordered_accesses() {
   ordering = false;
   plain_access_now = plain_access<false>;
   atomic_access_now = atomic_access<false>;
+  volatile_access_now = volatile_access<false>;
 }
 
 // The shim's atomics that accumulate through a compare-and-swap loop (float
@@ -1077,8 +1143,8 @@ AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE;
   AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, true); }             \
   AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, false); }  \
   AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, false); }  \
-  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, true); }    \
-  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, true); }
+  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::volatile_access_now(p, N, false); }       \
+  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::volatile_access_now(p, N, true); }
 AOTC_EMU_ACCESS_HOOKS(1)
 AOTC_EMU_ACCESS_HOOKS(2)
 AOTC_EMU_ACCESS_HOOKS(4)

@@ -76,7 +76,9 @@ COMPILE_FLAGS: tuple[str, ...] = (
 # With AOTC_EMULATOR_CHECK: gcc's ThreadSanitizer instrumentation calls a
 # hook at every load and store, and aotc_emulator_check.h supplies the hooks
 # (no libtsan: -static-libtsan on a -shared link links none). -O1 keeps
-# accesses as the source wrote them; -g names the shared objects.
+# accesses as the source wrote them; -g names the shared objects; volatile
+# accesses call hooks of their own (morally strong, as PTX has them: a spin
+# on a volatile flag must let the other threads run).
 CHECKED_FLAGS: tuple[str, ...] = (
     "-O1",
     "-g",
@@ -84,6 +86,8 @@ CHECKED_FLAGS: tuple[str, ...] = (
     "-static-libtsan",
     "--param",
     "tsan-instrument-func-entry-exit=0",
+    "--param",
+    "tsan-distinguish-volatile=1",
 )
 _COMPILER_ENV = "AOTC_EMULATOR_CXX"
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_]\w*")

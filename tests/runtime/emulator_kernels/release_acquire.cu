@@ -242,3 +242,69 @@ extern "C" __global__ void bug_fence_before_syncwarp(int* data, int* flag, int* 
     total[0] = sum;
   }
 }
+
+// The handoff of old, on a volatile flag (a volatile load or store is
+// morally strong, as PTX has it, so fences order through it as through an
+// atomic): in global memory, and in shared memory between warps. The spin
+// lets the writer run, as a spin on an atomic does.
+extern "C" __global__ void volatile_handoff(int* data, int* flag, int* seen, int n) {
+  volatile int* ready = flag;
+  if (threadIdx.x == 32) {
+    for (int i = 0; i < n; ++i) data[i] = 5 * i + 2;
+    __threadfence();
+    *ready = 1;
+  } else if (threadIdx.x == 0) {
+    while (*ready == 0) {
+    }
+    __threadfence();
+    for (int i = 0; i < n; ++i) seen[i] = data[i];
+  }
+}
+
+extern "C" __global__ void volatile_shared_handoff(int* seen) {
+  __shared__ int cell[4];
+  __shared__ int ready;
+  if (threadIdx.x == 0) ready = 0;
+  __syncthreads();
+  volatile int* flag = &ready;
+  if (threadIdx.x == 64) {
+    for (int i = 0; i < 4; ++i) cell[i] = 11 * i;
+    __threadfence_block();
+    *flag = 1;
+  } else if (threadIdx.x == 1) {
+    while (*flag == 0) {
+    }
+    __threadfence_block();
+    for (int i = 0; i < 4; ++i) seen[i] = cell[i];
+  }
+}
+
+// The volatile handoff without the writer's fence: nothing is released.
+extern "C" __global__ void bug_volatile_no_release(int* data, int* flag, int* seen) {
+  volatile int* ready = flag;
+  if (threadIdx.x == 32) {
+    data[0] = 1;
+    *ready = 1;
+  } else if (threadIdx.x == 0) {
+    while (*ready == 0) {
+    }
+    __threadfence();
+    seen[0] = data[0];
+  }
+}
+
+// The writer sets the flag with a plain store while the reader spins on it
+// with volatile loads: a plain access and a morally strong one race.
+extern "C" __global__ void bug_plain_flag(int* data, int* flag, int* seen) {
+  volatile int* ready = flag;
+  if (threadIdx.x == 32) {
+    data[0] = 1;
+    __threadfence();
+    *flag = 1;
+  } else if (threadIdx.x == 0) {
+    while (*ready == 0) {
+    }
+    __threadfence();
+    seen[0] = data[0];
+  }
+}
