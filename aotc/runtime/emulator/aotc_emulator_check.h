@@ -98,14 +98,14 @@ constexpr unsigned short kNobody = 0xFFFF;
 constexpr unsigned short kWarpOrdered = 0x8000;  // reader, updater: lanes before it, ordered by its later interval
 constexpr unsigned short kSeveral = 0x4000;      // reader, updater: other threads share its interval
 constexpr unsigned short kAccumulated = 0x2000;  // updater: an update of this epoch was no compare-and-swap
-constexpr unsigned short kVolatileReads = 0x1000;  // reader: every read of this epoch was volatile
+constexpr unsigned short kUpdateWrites = 0x1000;  // updater: an update of this epoch wrote (else only volatile reads)
 constexpr unsigned short kThreadBits = 0x0FFF;   // reader, updater: the thread (kMaxThreadsPerBlock fits)
 constexpr unsigned short kPendingCopy = 0xFFFD;  // writer: an asynchronous copy lands here at its wait
 constexpr unsigned char kManyWarps = 0xFF;
 struct Shadow {
   unsigned written;  // epoch of the last plain write; 0: never
   unsigned read;     // epoch of the last plain reads
-  unsigned updated;  // epoch of the last atomic updates
+  unsigned updated;  // epoch of the last atomic updates and volatile accesses
   unsigned write_interval, read_interval, update_interval;  // of the writer, the latest reader, the latest updater
   unsigned short writer, reader, updater;                  // reader, updater: maybe | kSeveral
   unsigned char read_warp, update_warp;                    // the warp of every reader / updater, or kManyWarps
@@ -478,26 +478,24 @@ AOTC_EMU_UNCHECKED_HOT static int group_race(unsigned short who, unsigned char w
 // Adds the accessor to a group. A group that only a release orders before
 // the accessor is replaced by it: whatever is ordered after the accessor is
 // ordered after the group too, so a lock's holders stay a group of one.
-// `all`: a mark (kVolatileReads) the group keeps while every member's access has it.
 template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static void group_add(unsigned& when, unsigned short& who, unsigned char& warp, unsigned& interval,
-                                         unsigned& stamp, const Accessor& me, unsigned short all = 0) {
+                                         unsigned& stamp, const Accessor& me) {
   bool same_warp;
   if (when != epoch ||
       (kOrdered && barrier_group_race(who, warp, interval, me, same_warp) >= 0 && group_released(who, warp, stamp, me))) {
     when = epoch;
-    who = static_cast<unsigned short>(me.id | all);
+    who = me.id;
     warp = me.warp;
     interval = me.interval;
     stamp = me.clock;
     return;
   }
   if (warp != me.warp) warp = kManyWarps;
-  if ((all & kVolatileReads) == 0) who &= static_cast<unsigned short>(~kVolatileReads);
   if (me.interval > interval) {
     // Kept before a launch first fences too: a release later in the epoch must not clear the group.
     const bool left_out = (who & kThreadBits) != me.id || (who & (kSeveral | kWarpOrdered)) != 0;
-    who = static_cast<unsigned short>(me.id | (who & (kAccumulated | kVolatileReads)) | (left_out ? kWarpOrdered : 0));
+    who = static_cast<unsigned short>(me.id | (who & (kAccumulated | kUpdateWrites)) | (left_out ? kWarpOrdered : 0));
     interval = me.interval;
   } else if (me.interval == interval && (who & kThreadBits) != me.id) {
     who |= kSeveral;
@@ -611,24 +609,27 @@ AOTC_EMU_UNCHECKED static void access_note(int kind, int space, unsigned long lo
   fill_access(report_note(kind, space), kRace, space, offset, size, atomic, other, atomic, !atomic, same_warp);
 }
 
-// A volatile access (kVolatile) against a byte's shadow: it races with plain
-// accesses as a plain access does, and with the atomics and volatile
-// accesses of this epoch only where they are a lane of its own warp that no
-// __syncwarp orders it after (lockstep, which no GPU since sm_70 keeps).
+// A volatile access (kVolatile) against a byte's shadow. Its reads join the
+// updaters (atomics' writes), without kUpdateWrites: each is morally strong.
+// It races with plain accesses as a plain access does, and with the updates
+// and volatile reads of this epoch only where they are a lane of its own warp
+// that no __syncwarp orders it after (lockstep, which no GPU since sm_70
+// keeps). Out of line: volatile accesses are rare, and every other access
+// inlines check_byte.
 template <bool kOrdered>
-AOTC_EMU_UNCHECKED_HOT static void volatile_race(const Shadow& s, Stamps& st, int space, unsigned long long byte,
-                                                unsigned long long size, bool write, const Accessor& me) {
+AOTC_EMU_UNCHECKED static void volatile_race(const Shadow& s, Stamps& st, int space, unsigned long long byte,
+                                             unsigned long long size, bool write, const Accessor& me) {
   int other;
   bool warp = false;  // the other access is a lane of the accessor's warp
   if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
     access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, false, false, warp);
   } else if (write && s.read == epoch &&
-             (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0 &&
-             (warp || (s.reader & kVolatileReads) == 0)) {
+             (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
     access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
-  } else if (s.updated == epoch &&
+  } else if (s.updated == epoch && (write || (s.updater & kUpdateWrites) != 0) &&
              (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0 && warp) {
-    access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, false, false, warp);
+    const int kind = !write ? kReadAfterWrite : (s.updater & kUpdateWrites) != 0 ? kWriteAfterWrite : kWriteAfterRead;
+    access_fault(kRace, kind, space, byte, size, write, other, false, false, warp);
   }
 }
 
@@ -651,12 +652,11 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
   if (AOTC_EMU_CHECKS & kRace) {
     int other;
     bool warp = false;  // the other access is a lane of the accessor's warp
-    if (atomic == kVolatile) {
-      volatile_race<kOrdered>(s, st, space, byte, size, write, me);
-    } else if (!atomic && !write) {
+    if (!atomic && !write) {
       if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, kReadAfterWrite, space, byte, size, false, other, false, false, warp);
-      } else if (s.updated == epoch && (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
+      } else if (s.updated == epoch && (s.updater & kUpdateWrites) != 0 &&
+                 (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
         // Judged at the reader's next barrier: its own atomic on the word may follow (a CAS loop's guess).
         Suspect& suspect = suspects[me.id];
         const bool compare_only = (s.updater & kAccumulated) == 0;
@@ -670,14 +670,15 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
       } else if (s.read == epoch && (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
         access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
       } else if (s.updated == epoch && (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
-        access_fault(kRace, kWriteAfterWrite, space, byte, size, true, other, false, true, warp);
+        const bool wrote = (s.updater & kUpdateWrites) != 0;  // else only volatile reads, which a plain write races with
+        access_fault(kRace, wrote ? kWriteAfterWrite : kWriteAfterRead, space, byte, size, true, other, false, wrote, warp);
       }
+    } else if (atomic == kVolatile) {
+      volatile_race<kOrdered>(s, st, space, byte, size, write, me);
     } else {
       if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, true, false, warp);
-      } else if (write && s.read == epoch &&
-                 (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0 &&
-                 (warp || (s.reader & kVolatileReads) == 0)) {  // volatile reads of other warps race with no atomic
+      } else if (write && s.read == epoch && (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
         if (atomic == kCompare) {
           access_note(kWriteAfterRead, space, byte, size, true, other, warp);
         } else {
@@ -686,8 +687,8 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
       }
     }
   }
-  if (!write && (!atomic || atomic == kVolatile)) {
-    group_add<kOrdered>(s.read, s.reader, s.read_warp, s.read_interval, st.read, me, atomic == kVolatile ? kVolatileReads : 0);
+  if (!write && !atomic) {
+    group_add<kOrdered>(s.read, s.reader, s.read_warp, s.read_interval, st.read, me);
   } else if (!atomic) {
     s.written = epoch;
     s.writer = me.id;
@@ -695,12 +696,15 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
     st.write = me.clock;
   } else if (write) {
     group_add<kOrdered>(s.updated, s.updater, s.update_warp, s.update_interval, st.update, me);
+    s.updater |= kUpdateWrites;
     if (atomic == kAccumulate || atomic == kVolatile) s.updater |= kAccumulated;  // a plain read between is a race
-    if (s.read == epoch && (s.reader & ~(kWarpOrdered | kVolatileReads)) == me.id) s.read = 0;  // its own read was the guess this update checks
+    if (s.read == epoch && (s.reader & ~kWarpOrdered) == me.id) s.read = 0;  // its own read was the guess this update checks
     Suspect& suspect = suspects[me.id];
     if (suspect.active && suspect.space == space && byte >= suspect.address && byte < suspect.address + suspect.size) {
       suspect.active = false;
     }
+  } else if (atomic == kVolatile) {
+    group_add<kOrdered>(s.updated, s.updater, s.update_warp, s.update_interval, st.update, me);  // a volatile read
   }
 }
 
