@@ -114,7 +114,9 @@ class Checker:
         for name in value:
             if name not in required and name not in optional:
                 known = listing((*required, *optional))
-                self.fail(value.key_lines[name], join(key, key_text(name)), f"unknown key (known: {known})")
+                # `{shape: rows, n}` reads n as a key with no value: the list lost its brackets.
+                hint = "; it has no value: inside { }, a list needs its brackets ([a, b])" if value[name] is None else ""
+                self.fail(value.key_lines[name], join(key, key_text(name)), f"unknown key (known: {known}){hint}")
         for name in required:
             if name not in value:
                 self.fail(value.line, key, f"missing required key {name!r}")

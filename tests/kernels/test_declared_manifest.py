@@ -100,6 +100,7 @@ XIN = "{array: dtype, role: in, shape: [rows, n]}"
         (XIN, "{array: dtype, role: in, shape: [threads, rows, n], optional: [threads]}", "signature.x.optional: threads is an axis, fixed per kernel"),
         (XIN, "{array: dtype, role: in, shape: [rows, n], optional: []}", "signature.x.optional: must not be empty"),
         (XIN, "{array: dtype, role: in, shape: [rows, n], leading: [rows]}", "signature.x.leading: unknown key (known: array, role, shape, optional, strides, when, lanes, pack, arg, fill)"),
+        (XIN, "{array: dtype, role: in, shape: rows, n}", "signature.x.n: unknown key (known: array, role, shape, optional, strides, when, lanes, pack, arg, fill); it has no value: inside { }, a list needs its brackets ([a, b])"),
     ],
 )
 def test_each_mistake_is_one_line_naming_the_key(tmp_path: Path, old: str, new: str, expected: str) -> None:

@@ -13,8 +13,9 @@
 //   an epoch. A write and another thread's access to a byte in one epoch are
 //   a race by CUDA's rules, whichever order the fibers ran in (race); so is a
 //   plain access and another thread's atomic, though atomics never race with
-//   each other. A volatile access is morally strong, as an atomic is (kVolatile),
-//   except against lanes of its own warp (lockstep code). Two lanes of one warp are ordered within an epoch only by a
+//   each other. A volatile access is morally strong, as an atomic is
+//   (kVolatile), except against lanes of its own warp (lockstep code). Two
+//   lanes of one warp are ordered within an epoch only by a
 //   __syncwarp both took part in (lanes are not in lockstep): each lane counts
 //   its __syncwarps (its interval, aotc_emulator_warp.h). Within an epoch, a
 //   release (a fence, then an atomic write) that another thread acquires (an
