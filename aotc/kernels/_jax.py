@@ -47,26 +47,33 @@ from aotc.kernels._keys import jax_key
 __all__ = ["JAX_GRADIENTS", "call"]
 
 
-def _static(name: str, value: Any, what: str) -> None:
-    """A scalar, extent or axis value a callback is kept by: a Python value, never a traced one."""
+def _static(name: str, value: Any, what: str) -> Any:
+    """A scalar, extent or axis value a callback is kept by: a Python value, never
+    a traced one. A concrete 0-d JAX array (``jnp.float32(0.5)``, outside jit) is
+    its Python value, as a 0-d NumPy array or a tensor's item is on the other routes."""
     if isinstance(value, jax.core.Tracer):
         msg = f"{name}: a traced value; {what} (under jax.jit, mark {name} static)"
         raise ArgumentTypeError(msg)
-    if isinstance(value, (jax.Array, list, dict, set)):
-        msg = f"{name}: expected {'a number' if 'number' in what else 'a value'}, got {type(value).__name__}"
+    expected = "a number" if "number" in what else "a value"
+    if isinstance(value, jax.Array):
+        if value.ndim == 0:
+            return value.item()
+        msg = f"{name}: expected {expected}, got a JAX array of shape {tuple(value.shape)}"
         raise ArgumentTypeError(msg)
+    if isinstance(value, (list, dict, set)):
+        msg = f"{name}: expected {expected}, got {type(value).__name__}"
+        raise ArgumentTypeError(msg)
+    return value
 
 
 def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any) -> Any:
     """The layout's call on JAX arrays: its out and inout arrays as new JAX arrays, in declared order (one: itself)."""
     refuse_given(stream=stream, **{name: values.get(name) for name in layout.outs})
     require_device(layout.library)  # no GPU: one line while tracing, not from inside XLA
-    for axis, value in axes.items():
-        _static(axis, value, "a kernel's axes are Python values")
+    axes = {axis: _static(axis, value, "a kernel's axes are Python values") for axis, value in axes.items()}
     scalars = {name: values[name] for name in layout.arguments}
     scalars.update((name, values[name]) for name in layout.lengths if values.get(name) is not None)
-    for name, value in scalars.items():
-        _static(name, value, "a family's scalar arguments are Python numbers")
+    scalars = {name: _static(name, value, "a family's scalar arguments are Python numbers") for name, value in scalars.items()}
     given = tuple(as_jax(values[name], name) for name in layout.given)
     decision = _decide(layout, given, axes, scalars)
     kernel = decision.kernel

@@ -96,6 +96,16 @@ def test_a_scalar_that_is_not_a_number_is_refused(axpy: Any) -> None:  # noqa: F
     x = jnp.ones((2, 3))
     with pytest.raises(ArgumentTypeError, match=r"^axpy: alpha: expected a number, got list$"):
         axpy.axpy(x, x, [0.5], threads=64)
+    with pytest.raises(ArgumentTypeError, match=r"^axpy: alpha: expected a number, got a JAX array of shape \(1,\)$"):
+        axpy.axpy(x, x, jnp.ones(1), threads=64)
+
+
+def test_a_concrete_0d_jax_array_is_its_number(axpy: Any) -> None:  # noqa: F811
+    """Outside jit, jnp.float32(0.5) stands for 0.5, as a 0-d NumPy array does on the NumPy route."""
+    x, y = jnp.arange(6.0).reshape(2, 3), jnp.ones((2, 3))
+    expected = np.asarray(axpy.axpy(x, y, 0.5, threads=64))
+    np.testing.assert_array_equal(np.asarray(axpy.axpy(x, y, jnp.float32(0.5), threads=64)), expected)
+    np.testing.assert_array_equal(np.asarray(axpy.axpy(x, y, jnp.asarray(0.5), threads=jnp.int32(64))), expected)
 
 
 @pytest.fixture
