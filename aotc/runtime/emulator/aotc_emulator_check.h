@@ -1019,20 +1019,29 @@ AOTC_EMU_UNCHECKED_HOT static void learn_words(const volatile void* pointer, uns
   }
 }
 
-// A plain load or store of a CUDA thread: checked, and if bad, diverted (a
-// read finds poison, a write is undone) or its thread stopped there.
+// A load or store the compiler performs after its hook (plain or volatile):
+// checked; true if it may happen, else diverted (a read finds poison, a write
+// is undone) or its thread stopped there.
+template <bool kOrdered>
+AOTC_EMU_UNCHECKED_HOT static bool performed_access(const volatile void* pointer, unsigned long long size, bool write,
+                                                    bool aligned, int kind) {
+  settle_before(write);
+  ++event_serial;
+  if (check_any_access<kOrdered>(pointer, size, write, aligned, kind)) {
+    if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
+    return true;
+  }
+  if (divert(reinterpret_cast<unsigned long long>(pointer), size, write, bad_bytes_swappable)) return false;
+  if (faulted && fault_serial == event_serial) fault.stopped = 1;
+  stop_thread();
+  return false;
+}
+
+// A plain load or store of a CUDA thread.
 template <bool kOrdered>
 AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned) {
   if (detail::current_fiber == nullptr) return;  // the emulator's own code, outside any CUDA thread
-  settle_before(write);
-  ++event_serial;
-  if (check_any_access<kOrdered>(pointer, size, write, aligned, kPlain)) {
-    if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
-    return;
-  }
-  if (divert(reinterpret_cast<unsigned long long>(pointer), size, write, bad_bytes_swappable)) return;
-  if (faulted && fault_serial == event_serial) fault.stopped = 1;
-  stop_thread();
+  performed_access<kOrdered>(pointer, size, write, aligned, kPlain);
 }
 
 // A thread that spins on an atomic, waiting for another thread of its block
@@ -1081,19 +1090,10 @@ AOTC_EMU_UNCHECKED static void volatile_access(const volatile void* pointer, uns
   if (detail::current_fiber == nullptr) return;
   spin_point();
   if (!kOrdered && ordering) return volatile_access<true>(pointer, size, write);  // as in atomic_access
-  settle_before(write);
-  ++event_serial;
-  if (check_any_access<kOrdered>(pointer, size, write, true, kVolatile)) {
-    if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
-    // The access itself follows the hook with no other fiber between: a read
-    // acquires at its next fence what the word's release left, and a write
-    // after a fence releases, as an atomic's would.
-    if (kOrdered) atomic_done(pointer, !write, write, write);
-    return;
-  }
-  if (divert(reinterpret_cast<unsigned long long>(pointer), size, write, bad_bytes_swappable)) return;
-  if (faulted && fault_serial == event_serial) fault.stopped = 1;
-  stop_thread();
+  // The access itself follows the hook with no other fiber between: a read
+  // acquires at its next fence what the word's release left, and a write
+  // after a fence releases, as an atomic's would.
+  if (performed_access<kOrdered>(pointer, size, write, true, kVolatile) && kOrdered) atomic_done(pointer, !write, write, write);
 }
 
 // What the hooks call: the forms a launch without fences needs until its
