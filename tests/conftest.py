@@ -66,6 +66,18 @@ def require_gpu() -> None:
         pytest.skip(gpu_skip_reason(problem))
 
 
+def require_nvrtc(major: int = 13) -> None:
+    """Skip the calling test, saying why, where this interpreter has no NVRTC and nvFatbin of CUDA ``major``
+    (the wheels nvidia-cuda-nvrtc and nvidia-nvfatbin; -cu12 for 12)."""
+    from aotc.build._nvrtc_libs import load_toolchain
+    from aotc.errors import BuildError
+
+    try:
+        load_toolchain(major)
+    except BuildError as exc:
+        pytest.skip(f"no CUDA {major} NVRTC/nvFatbin in this interpreter: {exc}")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``gpu`` skip, with the probe's reason, where there is no GPU;
     the probe runs only when such a test was collected."""

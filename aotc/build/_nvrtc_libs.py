@@ -172,6 +172,27 @@ def _major_minor(call: Callable[..., None], name: str, c_type: type, major: int,
     return f"{got_major.value}.{got_minor.value}"
 
 
+def _load_builtins(folder: Path, found: list[Path], version: str) -> None:
+    """Load NVRTC's builtins library from NVRTC's own folder before its first compile.
+
+    NVRTC opens ``libnvrtc-builtins.so.<major>.<minor>`` by name, which the
+    system loader resolves only on its own path, or to a library of that name
+    already loaded. Some wheels' NVRTC finds it beside itself, others not
+    (``nvidia-cuda-nvrtc`` 13.0.88: "failed to open libnvrtc-builtins.so.13.0"
+    at every compile), so it is loaded here, globally, by its path.
+    """
+    builtins = folder / f"libnvrtc-builtins.so.{version}"
+    if not builtins.is_file():
+        names = ", ".join(path.name for path in found)
+        msg = f"NVRTC {version} needs libnvrtc-builtins.so.{version}, and {folder} holds {names}; reinstall NVRTC"
+        raise BuildError(msg)
+    try:
+        ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+    except OSError as exc:
+        msg = f"cannot load {builtins} ({exc}); reinstall NVRTC or set {ENV_NVRTC}"
+        raise BuildError(msg) from None
+
+
 _toolchains: dict[int, Toolchain] = {}
 
 
@@ -181,11 +202,12 @@ def load_toolchain(major: int) -> Toolchain:
         return _toolchains[major]
     nvrtc_path, nvrtc_override = find_library("nvrtc", major)
     fatbin_path, fatbin_override = find_library("nvfatbin", major)
-    # NVRTC dlopens libnvrtc-builtins.so.<major>.<minor> from its own folder at
-    # the first compile; a copy without it fails there with a vague
+    # NVRTC dlopens libnvrtc-builtins.so.<major>.<minor> by that name at the
+    # first compile; a copy without it fails there with a vague
     # BUILTIN_OPERATION_FAILURE, so say it up front.
     folder = nvrtc_path.resolve().parent
-    if not any(folder.glob(f"libnvrtc-builtins.so.{major}.*")):
+    builtins = sorted(folder.glob(f"libnvrtc-builtins.so.{major}.*"))
+    if not builtins:
         msg = f"no libnvrtc-builtins.so.{major}.* beside {nvrtc_path}; reinstall NVRTC or set {ENV_NVRTC}"
         raise BuildError(msg)
     nvrtc = _load(nvrtc_path, ENV_NVRTC)
@@ -203,6 +225,7 @@ def load_toolchain(major: int) -> Toolchain:
     # library came from that wheel and agrees on major.minor.
     full = None if nvrtc_override else _wheel_version("nvrtc", major)
     tool.nvrtc_version = full if full and full.startswith(rtc_version + ".") else rtc_version
+    _load_builtins(folder, builtins, rtc_version)
     full = None if fatbin_override else _wheel_version("nvfatbin", major)
     tool.nvfatbin_version = full if full and full.startswith(fat_version + ".") else fat_version
     count = ctypes.c_int()

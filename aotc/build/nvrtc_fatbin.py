@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aotc._cuda_headers import include_options
+from aotc._cuda_headers import include_options, missing_header_hint
 from aotc.build._files import write_if_changed
 from aotc.build.line_map import explain
 
@@ -106,7 +106,7 @@ def _compile(
         if result != 0:
             lines = [line.strip() for line in log.splitlines() if line.strip()]
             first = next((line for line in lines if "error" in line), lines[-1] if lines else "no log")
-            msg = f"NVRTC {tool.nvrtc_version} failed to compile {name} for {target}: {first}"
+            msg = f"NVRTC {tool.nvrtc_version} failed to compile {name} for {target}: {first}{missing_header_hint(first)}"
             error = BuildError(msg)
             error.log = log  # type: ignore[attr-defined] - the whole log, for main() to show at the template's lines
             raise error

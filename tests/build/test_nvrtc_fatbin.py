@@ -21,16 +21,14 @@ from aotc.build.codegen import render_kernel
 from aotc.build.sass import find_tool
 from aotc.errors import BuildError
 from aotc.build.manifest import load_manifest
-from conftest import REPO, aotc_env
+from conftest import REPO, aotc_env, require_nvrtc
 
 KERNEL = "gemm_counting_f32_forward"
 
 
 def require_toolchain(major: int) -> nvrtc_fatbin.Toolchain:
-    try:
-        return nvrtc_fatbin.load_toolchain(major)
-    except BuildError as exc:
-        pytest.skip(f"no CUDA {major} NVRTC/nvFatbin in this interpreter: {exc}")
+    require_nvrtc(major)
+    return nvrtc_fatbin.load_toolchain(major)
 
 
 def cuobjdump() -> str:
@@ -160,6 +158,40 @@ def test_compile_error_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("aotc: error: NVRTC 12.") and "broken.cu for sm_80" in last and "nope" in last
+
+
+# A block reduction through the toolkit's own headers, as a template may write it.
+TOOLKIT_HEADERS = """\
+#include <cuda/std/cstdint>
+#include <cooperative_groups.h>
+#include <cub/block/block_reduce.cuh>
+extern "C" __global__ void row_sum(const float* x, float* out, cuda::std::int32_t n) {
+  namespace cg = cooperative_groups;
+  using Reduce = cub::BlockReduce<float, 128>;
+  __shared__ typename Reduce::TempStorage scratch;
+  float v = threadIdx.x < n ? x[threadIdx.x] : 0.0f;
+  float total = Reduce(scratch).Sum(v);
+  cg::this_thread_block().sync();
+  if (threadIdx.x == 0) out[0] = total;
+}
+"""
+
+
+def test_toolkit_headers_compile_and_a_host_header_says_what_stands_in(tmp_path: Path) -> None:
+    """libcu++, cooperative groups and CUB's block primitives compile under NVRTC (the
+    toolkit's include and cccl folders, aotc._cuda_headers); a host header cannot, and
+    the one-line error names the cuda/std header to include instead."""
+    require_toolchain(13)
+    source = tmp_path / "row_sum.cu"
+    source.write_text(TOOLKIT_HEADERS)
+    result = run_tool("--cuda", "13", "--sass", "80", "--werror", "--out", tmp_path / "row_sum.fatbin", source)
+    assert result.returncode == 0, result.stderr
+    source.write_text(TOOLKIT_HEADERS.replace("<cuda/std/cstdint>", "<cstdint>").replace("cuda::std::", "std::"))
+    result = run_tool("--cuda", "13", "--sass", "80", "--out", tmp_path / "host.fatbin", source)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("aotc: error: NVRTC 13.") and 'cannot open source file "cstdint"' in last, last
+    assert last.endswith("include <cuda/std/cstdint> instead, or build with AOTC_COMPILER=nvcc)"), last
 
 
 def test_unsupported_arch_is_refused(kernel_source: Path, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import require_nvrtc
 from declared_support import declared_library, write_project
 
 from aotc.dtypes import DTYPES, bf16_bits, by_dlpack, by_numpy, by_typestr
@@ -232,7 +233,7 @@ def test_nvcc_compiles_the_rendered_sources_for_sm_80(tmp_path: Path) -> None:
 
 def test_nvrtc_compiles_the_rendered_sources(tmp_path: Path) -> None:
     """NVRTC has no cuda_bf16.h built in: it is given a toolkit's include folder (aotc._cuda_headers)."""
-    pytest.importorskip("nvidia.cuda_nvrtc", reason="needs NVRTC (nvidia-cuda-nvrtc)")
+    require_nvrtc()
     from aotc.build.codegen import render_kernel
     from aotc.build.manifest import load_manifest
 

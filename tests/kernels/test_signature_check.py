@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import require_nvrtc
 from declared_support import AXPY, write_project
 from runtime.runtime_support import cmake_build
 
@@ -35,7 +36,7 @@ def test_the_build_names_the_family_and_the_parameter(tmp_path: Path) -> None:
 
 def test_nvrtc_refuses_it_too(tmp_path: Path) -> None:
     """The same check holds under NVRTC, the other compiler a build may use."""
-    pytest.importorskip("nvidia.cuda_nvrtc", reason="needs NVRTC (nvidia-cuda-nvrtc)")
+    require_nvrtc()
     from aotc.build.codegen import render_kernel
     from aotc.build.manifest import load_manifest
 
