@@ -37,12 +37,20 @@ def scalar_argument(value: Any, name: str, kind: str) -> Any:
     """A caller's scalar as the kernel takes it: an int in range, a float, or
     for a bf16 parameter the 16 bits of the nearest bfloat16 (its pack code is
     "H": ``struct`` has no bfloat16)."""
+    what = "an integer" if kind in INT_RANGES else "a number"
     if isinstance(value, bool) or not hasattr(value, "__index__" if kind in INT_RANGES else "__float__"):
-        what = "an integer" if kind in INT_RANGES else "a number"
         msg = f"{name}: expected {what} ({kind}), got {echo(value)}"
         raise ArgumentTypeError(msg)
+    shape = getattr(value, "shape", ())
+    if shape:  # an array of one or more values: NumPy's and PyTorch's own words would name neither call nor argument
+        msg = f"{name}: expected {what} ({kind}), got an array of shape {tuple(shape)}"
+        raise ArgumentTypeError(msg)
     if kind in INT_RANGES:
-        number = value.__index__()
+        try:
+            number = value.__index__()
+        except (TypeError, ValueError, RuntimeError):  # a 0-d float array's __index__
+            msg = f"{name}: expected {what} ({kind}), got {echo(value)}"
+            raise ArgumentTypeError(msg) from None
         low, high = INT_RANGES[kind]
         if not low <= number <= high:
             msg = f"{name}: {number} does not fit {kind}"
@@ -53,6 +61,9 @@ def scalar_argument(value: Any, name: str, kind: str) -> Any:
     except OverflowError:
         msg = f"{name}: {echo(value)} does not fit {kind}"
         raise ArgumentError(msg) from None
+    except (TypeError, ValueError, RuntimeError):  # a __float__ that refuses (a complex array, an object)
+        msg = f"{name}: expected {what} ({kind}), got {echo(value)}"
+        raise ArgumentTypeError(msg) from None
     try:
         if kind == "bf16":
             return bf16_bits(number)

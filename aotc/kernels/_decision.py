@@ -210,7 +210,13 @@ def _extent(name: str, value: Any, declared: DeclaredParam, dims: dict[str, Any]
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         msg = f"{name}: expected an integer extent ({declared.dtype}), got {echo(value)}"
         raise ArgumentTypeError(msg)
-    number = value.__index__()
+    try:
+        number = value.__index__()
+    except (TypeError, ValueError, RuntimeError):  # an array of one or more values, or a 0-d float one
+        shape = getattr(value, "shape", ())
+        got = f"an array of shape {tuple(shape)}" if shape else echo(value)
+        msg = f"{name}: expected an integer extent ({declared.dtype}), got {got}"
+        raise ArgumentTypeError(msg) from None
     tie = declared.equals
     if tie is not None:
         if number != dims[tie]:

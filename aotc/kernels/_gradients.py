@@ -63,8 +63,8 @@ def no_gradient(layout: Any, kernel: IndexKernel) -> ArgumentError:
                 return called(ArgumentError(f"{array}: dtype {value} has no gradient (its kernels differentiate {listed})"), layout.name)
             return called(ArgumentError(f"{axis}: {echo(value)} has no gradient (its kernels differentiate {axis} {listed})"), layout.name)
     where = ", ".join(f"{a}={v}" for a, v in chosen.items() if a in layout.open_axes) if have else ""
-    text = f"its kernel for {where} declares no backward" if where else "declares no backward"
-    return called(ArgumentError(f"{text}: in its manifest, so it cannot be differentiated"), layout.name)
+    text = f"its kernel for {where} declares no backward in its manifest" if where else "its manifest declares no backward for it"
+    return called(ArgumentError(f"{text}, so it cannot be differentiated"), layout.name)
 
 
 def computed_by(kernels: Any, kernel: IndexKernel) -> dict[str, None]:

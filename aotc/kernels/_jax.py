@@ -50,7 +50,8 @@ __all__ = ["JAX_GRADIENTS", "call"]
 def _static(name: str, value: Any, what: str) -> Any:
     """A scalar, extent or axis value a callback is kept by: a Python value, never
     a traced one. A concrete 0-d JAX array (``jnp.float32(0.5)``, outside jit) is
-    its Python value, as a 0-d NumPy array or a tensor's item is on the other routes."""
+    its Python value, as a 0-d NumPy array or a tensor's item is on the other routes,
+    and on this one."""
     if isinstance(value, jax.core.Tracer):
         msg = f"{name}: a traced value; {what} (under jax.jit, mark {name} static)"
         raise ArgumentTypeError(msg)
@@ -59,6 +60,12 @@ def _static(name: str, value: Any, what: str) -> Any:
         if value.ndim == 0:
             return value.item()
         msg = f"{name}: expected {expected}, got a JAX array of shape {tuple(value.shape)}"
+        raise ArgumentTypeError(msg)
+    shape = getattr(value, "shape", None)
+    if shape is not None and callable(getattr(value, "item", None)):  # a NumPy array or scalar, a tensor
+        if tuple(shape) == ():
+            return value.item()  # a 0-d array is unhashable: the callback is kept by its value
+        msg = f"{name}: expected {expected}, got an array of shape {tuple(shape)}"
         raise ArgumentTypeError(msg)
     if isinstance(value, (list, dict, set)):
         msg = f"{name}: expected {expected}, got {type(value).__name__}"

@@ -10,8 +10,8 @@ each key starts with what it keys, so they never meet:
   name; the array type where the guard reads Operands), each array's facts
   (its kind's ``plan_key``: shape, strides, dtype, and device where it has
   one), each out array's (a None for each fact where not given), the open
-  axes' values, the sizes the caller gives, and the stream handle it named
-  (None: the current one), in one flat tuple (a nested one costs a hash and
+  axes' values, the sizes the caller gives (each number with its type), and
+  the stream handle it named (None: the current one), in one flat tuple (a nested one costs a hash and
   a comparison of its own). It is written once as an expression over the
   binding's own names (``plan_key_text``), which the generated guards
   inline, and compiled as a function that the full path stores with: store
@@ -45,8 +45,14 @@ __all__ = [
 ]
 
 
+def _typed(values: dict[str, Any]) -> tuple[Any, ...]:
+    """Each value with its type: 3.0 and np.int64(3) equal 3 and hash alike, and
+    a first call may refuse one of them where 3 made the entry."""
+    return tuple((name, type(value), value) for name, value in values.items())
+
+
 def choice_key(dtypes: dict[str, str], axes: dict[str, Any], ranks: dict[str, int]) -> tuple[Any, ...]:
-    return ("choice", tuple(dtypes.items()), tuple(axes.items()), tuple(ranks.values()))
+    return ("choice", tuple(dtypes.items()), _typed(axes), tuple(ranks.values()))
 
 
 def decision_key(
@@ -57,8 +63,8 @@ def decision_key(
         "decision",
         tuple((shape, dtypes[name]) for name, shape in shapes.items()),
         tuple((name, shape, dtypes[name]) for name, shape in out_given.items()),
-        tuple(axes.items()),
-        tuple(extents.values()),
+        _typed(axes),
+        _typed(extents),
     )
 
 
@@ -75,7 +81,14 @@ def plan_key_text(layout: Layout, kind: Any, tag: str, variables: dict[str, str]
     for name in layout.outs:  # each fact, or None: flat, as a nested tuple costs its own hash and compare
         var = variables.get(name, name)
         parts += [f"None if {var} is None else {fact}" for fact in kind.plan_key(var)]
-    parts += [*layout.open_axes, *layout.sizes, "_aotc_stream"]
+    # A number's type too: 3.0, Fraction(3) and np.int64(3) equal 3 and hash
+    # alike, and a first call refuses some of them where 3 makes the plan.
+    for name in layout.open_axes:
+        numeric = any(not isinstance(value, str) for value in layout.axes[name])
+        parts += [name, f"type({name})"] if numeric else [name]
+    for name in layout.sizes:
+        parts += [name, f"type({name})"]
+    parts.append("_aotc_stream")
     return f"({', '.join(parts)},)"
 
 
@@ -113,7 +126,7 @@ def backward_key(recording: Any, layout: Any, axes: dict[str, Any], tensors: tup
 def jax_key(what: str, *parts: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> tuple[Any, ...]:
     """A JAX route's callback, vjp or built-in call (``what``): the scalars by
     type and value (JAX keys its compiled calls on the callback)."""
-    return (f"jax {what}", *parts, tuple(axes.items()), tuple((name, type(value), value) for name, value in scalars.items()))
+    return (f"jax {what}", *parts, _typed(axes), _typed(scalars))
 
 
 def steps_key(kernel: Any) -> tuple[Any, ...]:

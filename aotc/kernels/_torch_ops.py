@@ -127,21 +127,28 @@ def _axes(layout: Layout, kwargs: dict[str, Any]) -> dict[str, Any]:
     return {axis: value for axis, value in kwargs.items() if value is not None and axis in layout.open_axes}
 
 
+def _planned(layout: Layout, values: dict[str, Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """(the key, the plan kept under it, or None) of the op's call: the entry's guard's key.
+    A value that cannot be keyed (a tensor without sizes, an unhashable scalar)
+    has neither: the launch's reading names what it is."""
+    try:
+        key = plan_key(layout, TORCH, "torch", values, kwargs, None)
+        return key, layout.plans.plans.get(key)
+    except (RuntimeError, TypeError):
+        return None, None
+
+
 def _kernel(layout: Layout) -> Callable[..., Any]:
     """The op's kernel: a repeat call's plan (``_replay``), else the layout's
     launch on the tensors as given, which leaves a plan where one fits."""
-    positional, given, outs, scalars, plans = layout.positional, layout.given, layout.outs, tuple(layout.arguments), layout.plans.plans
+    positional, given, outs, scalars = layout.positional, layout.given, layout.outs, tuple(layout.arguments)
     none = (None,) * len(outs)
     returned = tuple(layout.results.index(name) for name in outs)  # the outs among a plan's results
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         values = dict(zip(positional, args))
         values.update((name, kwargs[name]) for name in layout.lengths if kwargs.get(name) is not None)
-        try:
-            key = plan_key(layout, TORCH, "torch", values, kwargs, None)  # the entry's guard's key
-        except RuntimeError:  # a tensor without sizes (a nested one): the launch's reading names it
-            key = None
-        plan = plans.get(key)
+        key, plan = _planned(layout, values, kwargs)
         found = None if plan is None else plan(*[values[name] for name in given], *none, *[values[name] for name in scalars])
         if found is None:  # no plan, or one that cannot vouch for this call
             arrays = launch(layout, values, _axes(layout, kwargs), None, key)
@@ -156,14 +163,13 @@ def _kernel(layout: Layout) -> Callable[..., Any]:
 def _out_kernel(layout: Layout) -> Callable[..., Any]:
     """The ``.out`` overload's kernel: a repeat call's plan, else the layout's
     launch writing the out tensors given (its plan is keyed by them too)."""
-    positional, outs, names, scalars, plans = layout.positional, layout.outs, layout.given + layout.outs, tuple(layout.arguments), layout.plans.plans
+    positional, outs, names, scalars = layout.positional, layout.outs, layout.given + layout.outs, tuple(layout.arguments)
 
     def kernel(*args: Any, **kwargs: Any) -> None:
         values = dict(zip(positional, args))
         values.update((name, kwargs.pop(name)) for name in outs)
         values.update((name, kwargs[name]) for name in layout.lengths if kwargs.get(name) is not None)
-        key = plan_key(layout, TORCH, "torch", values, kwargs, None)
-        plan = plans.get(key)
+        key, plan = _planned(layout, values, kwargs)
         if plan is None or plan(*[values[name] for name in names], *[values[name] for name in scalars]) is None:
             launch(layout, values, _axes(layout, kwargs), None, key)
 

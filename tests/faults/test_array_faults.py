@@ -55,6 +55,13 @@ class FakeCudaArray:
         }  # fmt: skip
 
 
+def _interface(interface: Any = "keep", **changed: Any) -> FakeCudaArray:
+    """A2x3's CUDA array with its interface replaced, or some of its keys changed."""
+    array = FakeCudaArray(A23)
+    array.__cuda_array_interface__ = interface if interface != "keep" else {**array.__cuda_array_interface__, **changed}
+    return array
+
+
 def _shared_out_and_k_out() -> tuple[Any, Any]:
     buffer = np.zeros(8)
     out = buffer[:4].reshape(2, 2)
@@ -187,6 +194,14 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
         lambda _: tropical.matmul_backward(np.ones((2, 2), bool), np.zeros((2, 2), np.int32), np.ones((2, 3), bool), np.ones((3, 2), bool), "andor"),
         ArgumentError, "semiring: 'andor' has no gradient",
     ),  # fmt: skip
+    # A malformed __cuda_array_interface__: before, KeyError, TypeError or a negative extent blamed on out.
+    "cai-no-shape": (lambda _: tropical.matmul(_interface(shape=None), B32), ArgumentTypeError, "tropical.matmul: a: its __cuda_array_interface__ shape None is not a tuple of sizes"),
+    "cai-negative-shape": (lambda _: tropical.matmul(_interface(shape=(-2, 3)), B32), ArgumentTypeError, "a: its __cuda_array_interface__ shape (-2, 3) is not a tuple of sizes"),
+    "cai-typestr": (lambda _: tropical.matmul(_interface(typestr=4), B32), ArgumentTypeError, "a: its __cuda_array_interface__ typestr 4 is not a type string like '<f4'"),
+    "cai-data": (lambda _: tropical.matmul(_interface(data=None), B32), ArgumentTypeError, "a: its __cuda_array_interface__ data None is not (pointer, read_only)"),
+    "cai-strides": (lambda _: tropical.matmul(_interface(strides=(8,)), B32), ArgumentTypeError, "a: its __cuda_array_interface__ strides (8,) are not one integer per axis of shape (2, 3)"),
+    "cai-version": (lambda _: tropical.matmul(_interface(version="3"), B32), ArgumentTypeError, "a: its __cuda_array_interface__ version '3' is not an integer"),
+    "cai-not-a-dict": (lambda _: tropical.matmul(_interface(None), B32), ArgumentTypeError, "a: its __cuda_array_interface__ is a NoneType, not a dict"),
 }
 
 

@@ -4,6 +4,7 @@ and every refusal made before anything is copied or allocated."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 from unittest import mock
 
@@ -51,7 +52,7 @@ def test_an_extent_is_an_argument_of_its_own_in_the_plans_key(rowops: Any) -> No
     x = RNG.normal(size=(3, 50))
     for bins in (4, 9, 4):
         np.testing.assert_array_equal(rowops.histogram(x, bins, -1.0, 1.0), reference.histogram(x, bins, -1.0, 1.0))
-    assert sorted(key[-2] for key in layout.plans.tagged("numpy")) == [4, 9]  # the extent, before the stream named (None)
+    assert sorted(key[-3] for key in layout.plans.tagged("numpy")) == [4, 9]  # the extent and its type, before the stream named (None)
 
 
 def test_a_tensor_call_keys_its_plan_by_the_extent_too(rowops: Any) -> None:  # noqa: F811
@@ -83,6 +84,34 @@ def test_each_refusal_is_one_line_naming_the_argument(rowops: Any, call: Any, er
     with pytest.raises(error) as info:
         call(rowops)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("bins", [3.0, np.float64(3.0), Fraction(3), np.array([3])], ids=repr)
+def test_a_repeat_call_refuses_what_a_first_call_refuses(rowops: Any, bins: Any) -> None:  # noqa: F811
+    """Plans and decisions are keyed by each size's type too: 3.0, np.float64(3.0)
+    and Fraction(3) equal 3 and hash alike, so once bins=3 had left a plan, each
+    was taken where a first call refuses it (and an array raised NumPy's TypeError)."""
+    torch = pytest.importorskip("torch")
+    x = RNG.normal(size=(3, 50))
+    message = r"^histogram: bins: expected an integer extent \(i32\), got "
+    for array in (x, torch.from_numpy(x)):
+        for _ in range(2):  # a first call and a repeat, each after bins=3 made its plan
+            rowops.histogram(array, 3, -1.0, 1.0)
+            with pytest.raises(ArgumentTypeError, match=message):
+                rowops.histogram(array, bins, -1.0, 1.0)
+
+
+@pytest.mark.parametrize("lo", [np.array([-1.0]), np.array([-1.0, 0.0])], ids=repr)
+def test_an_array_given_for_a_scalar_is_refused_in_one_line(rowops: Any, lo: Any) -> None:  # noqa: F811
+    """NumPy's own TypeError ("only 0-dimensional arrays ...") named neither the call nor the argument."""
+    torch = pytest.importorskip("torch")
+    x = RNG.normal(size=(3, 50))
+    for array in (x, torch.from_numpy(x)):
+        with pytest.raises(ArgumentTypeError, match=rf"^histogram: lo: expected a number \(f64\), got an array of shape \({lo.size},\)$"):
+            rowops.histogram(array, 4, lo, 1.0)
+    with pytest.raises(ArgumentTypeError, match=r"^histogram: bins: expected an integer extent \(i32\), got \[4\]$"):
+        rowops.histogram(torch.from_numpy(x), [4], -1.0, 1.0)  # the op's plans' key cannot hold a list
+    np.testing.assert_array_equal(rowops.histogram(x, 4, np.array(-1.0), 1.0), reference.histogram(x, 4, -1.0, 1.0))
 
 
 def test_every_check_runs_before_any_copy_or_allocation(rowops: Any) -> None:  # noqa: F811

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aotc import reference, tropical
-from aotc.errors import ArgumentError
+from aotc.errors import ArgumentError, ArgumentTypeError
 from tropical_support import other  # noqa: F401 - `other` is a fixture
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (tox installs the CPU build)")
@@ -105,6 +105,19 @@ def test_out_is_versioned_like_torchs_own_out_ops() -> None:
         version = out._version  # noqa: SLF001 - autograd's version counter
         tropical.matmul(a, b, out=out)
         assert out._version > version  # noqa: SLF001
+
+
+def test_an_out_of_another_kind_after_a_plan_takes_the_full_path() -> None:
+    """The guard read out.requires_grad before out's type: once a tensor call had
+    made it, out= a NumPy array raised AttributeError, and out= a list too."""
+    a, b = torch.randn(3, 4), torch.randn(4, 2)
+    tropical.matmul(a, b)  # the guard, and a plan
+    for _ in range(2):
+        out = np.empty((3, 2), np.float32)
+        assert tropical.matmul(a, b, out=out) is out
+        np.testing.assert_array_equal(out, _expected(a, b))
+    with pytest.raises(ArgumentTypeError, match=r"^tropical\.matmul: out: expected an array to write the result into, got list$"):
+        tropical.matmul(a, b, out=[[0.0, 0.0]] * 3)
 
 
 def test_out_works_under_inference_mode() -> None:

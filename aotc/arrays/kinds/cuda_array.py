@@ -18,7 +18,7 @@ import sys
 from aotc.arrays.kinds._base import ArrayKind
 from aotc.arrays.operands import Operand
 from aotc.dtypes import DTYPES, by_typestr, numpy_dtype, zero_bits
-from aotc.errors import ArgumentError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, echo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,13 +47,40 @@ def _device(obj: Any) -> int | None:
     return None
 
 
+def _ints(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and all(type(v) is int for v in value)
+
+
+def interface_of(obj: Any, name: str) -> dict[str, Any]:
+    """``obj.__cuda_array_interface__``, checked for what a call reads of it: a
+    malformed one is refused in one line, never read into a wrong launch."""
+    interface = obj.__cuda_array_interface__
+    problem = None
+    if not isinstance(interface, dict):
+        problem = f"is a {type(interface).__name__}, not a dict"
+    elif not _ints(interface.get("shape")) or any(v < 0 for v in interface["shape"]):
+        problem = f"shape {echo(interface.get('shape'))} is not a tuple of sizes"
+    elif not isinstance(interface.get("typestr"), str) or len(interface["typestr"]) < 3:
+        problem = f"typestr {echo(interface.get('typestr'))} is not a type string like '<f4'"
+    elif not isinstance(interface.get("data"), (tuple, list)) or len(interface["data"]) != 2 or not isinstance(interface["data"][0], (int, type(None))):
+        problem = f"data {echo(interface.get('data'))} is not (pointer, read_only)"
+    elif interface.get("strides") is not None and (not _ints(interface["strides"]) or len(interface["strides"]) != len(interface["shape"])):
+        problem = f"strides {echo(interface['strides'])} are not one integer per axis of shape {tuple(interface['shape'])}"
+    elif type(interface.get("version", 0)) is not int:
+        problem = f"version {echo(interface.get('version'))} is not an integer"
+    if problem is not None:
+        msg = f"{name}: its __cuda_array_interface__ {problem}"
+        raise ArgumentTypeError(msg)
+    return interface
+
+
 class CudaArrayKind(ArrayKind):
     """Any ``__cuda_array_interface__`` array (v3's stream included)."""
 
     name = "cuda_array"
 
     def read(self, obj: Any, name: str) -> Operand:
-        interface = obj.__cuda_array_interface__
+        interface = interface_of(obj, name)
         shape = tuple(interface["shape"])
         typestr = interface["typestr"]
         found = by_typestr(typestr)
