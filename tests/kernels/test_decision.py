@@ -26,6 +26,16 @@ def test_histogram_matches_the_reference(rowops: Any, dtype: Any, shape: tuple[i
     np.testing.assert_array_equal(counts, reference.histogram(x, bins, -2.0, 2.0))
 
 
+@pytest.mark.parametrize(("lo", "hi", "dtype"), [(-np.inf, np.inf, np.float64), (-np.inf, 0.0, np.float32), (-3.4e38, 3.4e38, np.float32)])
+def test_an_infinite_range_counts_nothing(rowops: Any, lo: float, hi: float, dtype: Any) -> None:  # noqa: F811
+    """hi - lo infinite (or past f32's range) made every bin index (int)NaN: INT_MIN
+    on a CPU, which wrote far outside counts and crashed the emulator."""
+    x = RNG.normal(size=(3, 40)).astype(dtype)
+    counts = rowops.histogram(x, 4, lo, hi)
+    np.testing.assert_array_equal(counts, np.zeros((3, 4), np.int32))
+    np.testing.assert_array_equal(counts, reference.histogram(x, 4, lo, hi))
+
+
 def test_lo_and_hi_take_the_arrays_dtype(rowops: Any) -> None:  # noqa: F811
     # 0.1 is not a float32: a bound given as float64 would move values on the edge.
     x = np.float32([0.1, 0.2, 0.3]).reshape(1, 3)

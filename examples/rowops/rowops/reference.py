@@ -40,7 +40,8 @@ def scan(x: np.ndarray) -> np.ndarray:
 
 def histogram(x: np.ndarray, bins: int, lo: float, hi: float) -> np.ndarray:
     """Per row, how many values fall in each of ``bins`` equal bins over [lo, hi),
-    as int32; values outside the range, and NaN, fall in none.
+    as int32; values outside the range, and NaN, fall in none, and no value
+    does where the range is infinite (it has no equal bins).
 
     A value's bin is ``floor((v - lo) * (bins / (hi - lo)))`` computed in x's
     dtype, as the kernel computes it, so a value on a bin's edge lands where
@@ -48,10 +49,12 @@ def histogram(x: np.ndarray, bins: int, lo: float, hi: float) -> np.ndarray:
     """
     x = np.asarray(x)
     counts = np.zeros((x.shape[0], bins), np.int32)
-    if bins == 0 or not lo < hi:
-        return counts
     dtype = x.dtype.type
-    scale = dtype(bins) / (dtype(hi) - dtype(lo))
+    with np.errstate(over="ignore"):  # a range past the dtype's is infinite here, as in the kernel
+        width = dtype(hi) - dtype(lo)
+    if bins == 0 or not lo < hi or not np.isfinite(width):  # an infinite range has no equal bins
+        return counts
+    scale = dtype(bins) / width
     inside = (x >= dtype(lo)) & (x < dtype(hi))
     index = np.minimum(((x - dtype(lo)) * scale).astype(np.int64), bins - 1)
     for row in range(x.shape[0]):
