@@ -358,8 +358,9 @@ class Layout:
         like = next((other for other, got in seen.items() if have == [got] and self._tied(name, other)), None)
         if like is not None:  # the kernels take this array in the dtype an earlier one has
             return f"{name}: dtype {dtype} does not match {like}'s {seen[like]}"
-        # The axes that chose these kernels, less those of dtypes (the arrays' dtypes say those).
-        chosen = ", ".join(f"{a}={v}" for a, v in axes.items() if a in self.open_axes and not set(self.axes[a]) <= DTYPES.keys())
+        # The axes the call named that chose these kernels: a dtype axis named by
+        # keyword too, or the refusal would blame the array for the caller's choice.
+        chosen = ", ".join(f"{a}={v}" for a, v in axes.items() if a in self.open_axes)
         where = f" for {chosen}" if chosen and len(matches) < len(self.forms) else ""
         listed = ", ".join(have[:-1]) + " or " + have[-1] if len(have) > 1 else have[0]
         return f"{name}: dtype {dtype}, but its kernels{where} take {listed} there"

@@ -134,7 +134,7 @@ def test_a_plan_refuses_what_the_full_path_must_name(axpy: Any) -> None:  # noqa
     entry.plans.clear()
     axpy.axpy(x, y, 1.0, threads=64)  # the axis chosen by keyword ends the plan's key
     axpy.axpy(x, y, 1.0, threads=128)
-    assert [key[-2] for key in entry.plans.tagged("numpy")] == [64, 128]  # the axis, before the stream named (None)
+    assert [key[-3] for key in entry.plans.tagged("numpy")] == [64, 128]  # the axis and its type, before the stream named (None)
     expected = y + 2.0 * x
     assert axpy.axpy(x, y, 2.0, threads=64) is y  # the plan's call
     np.testing.assert_allclose(y, expected, rtol=1e-15)
