@@ -60,11 +60,11 @@ enum Kind : int {
   kDivergentBarrier = 7,
   kDivergentWarp = 8,      // a collective's mask names a lane that waits elsewhere
   kLaneNotInMask = 9,      // a lane calls a collective whose mask does not name it
-  kInactiveSource = 10,    // a shuffle reads a lane that does not take part
+  kInactiveSource = 10,    // a shuffle reads a lane its mask names, which returned or waits elsewhere
   kCopyNotLanded = 11,     // a read of bytes an asynchronous copy lands in at its wait
 };
 // Why a shuffle's source lane does not take part (Fault::reason).
-enum SourceReason : int { kSourceWaitsElsewhere = 0, kSourceExited = 1, kSourceAbsent = 2 };
+enum SourceReason : int { kSourceWaitsElsewhere = 0, kSourceExited = 1 };
 enum Space : int { kGlobal = 0, kStaticShared = 1, kDynamicShared = 2 };
 
 // Read by aotc/runtime/emulator/faults.py (ctypes): keep the two in step.
@@ -955,8 +955,8 @@ AOTC_EMU_UNCHECKED static void inactive_source(const detail::Fiber& lane, unsign
   if (f == nullptr) return;
   const unsigned source_id = id - id % kWarpSize + static_cast<unsigned>(source);
   f->other_lane = static_cast<unsigned>(source);
-  f->reason = source_id >= static_cast<unsigned>(detail::grid.threads) ? kSourceAbsent : exited ? kSourceExited : kSourceWaitsElsewhere;
-  if (f->reason != kSourceAbsent) put_thread(f->other_thread, source_id);
+  f->reason = exited ? kSourceExited : kSourceWaitsElsewhere;
+  put_thread(f->other_thread, source_id);
 }
 
 // ---- asynchronous copies (aotc_emulator_async.h) -------------------------------------

@@ -76,7 +76,6 @@ _OFF_LIMITS = {
 _SOURCE_REASONS = {
     0: "does not take part (the mask leaves it out, or it waits at another collective)",
     1: "has returned",
-    2: "does not exist (the block's last warp is partial)",
 }
 
 
