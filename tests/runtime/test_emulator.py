@@ -382,6 +382,10 @@ def kernel_source(body: str) -> str:
         ("  __pipeline_arrive_on(&bar);", "__pipeline_arrive_on", "asynchronous barriers are not emulated"),
         ("  __nv_fp8_e4m3 q(v);", "__nv_fp8_e4m3", "8-, 6- and 4-bit float types"),
         ("  auto c = cooperative_groups::this_cluster();", "this_cluster", "cluster cooperative groups"),
+        ("  auto p = cg::binary_partition(tile, v > 0);", "binary_partition", "binary_partition, labeled_partition"),
+        ("  auto p = cg::labeled_partition(tile, 3);", "labeled_partition", "binary_partition, labeled_partition"),
+        ("  cg::invoke_one(block, [&] { v = 0; });", "invoke_one", "invoke_one are not emulated"),
+        ("  v = cg::invoke_one_broadcast(tile, [] { return 1.0f; });", "invoke_one_broadcast", "invoke_one are not"),
     ],
 )
 def test_unsupported_constructs_fail_at_compile_time(tmp_path: Path, construct: str, name: str, reason: str) -> None:

@@ -143,6 +143,21 @@ def test_a_missing_barrier_is_a_race(monkeypatch: pytest.MonkeyPatch) -> None:
         library.launch("tiled_matmul", 1, (16, 16), 0, [*args, ctypes.c_longlong(32), ctypes.c_longlong(16), ctypes.c_longlong(16)])
 
 
+def test_a_race_on_a_function_templates_shared_array_names_it(race_init_sync: tuple[str, ...]) -> None:
+    """Such an object lies outside section aotc_shared, among the library's
+    own data, and its report named the nearest argument below it, gigabytes
+    past that argument's end."""
+    library = checked("checked.cu", ("template_shared_race",), race_init_sync)
+    values, out = np.ones(128, np.float32), np.zeros(4, np.float32)
+    with pytest.raises(KernelFaultError) as caught:
+        library.launch("template_shared_race", 1, 128, 0, [ptr(values), ptr(out)])
+    assert first_fault(caught.value) == (
+        "template_shared_race: race check: write after read: block (0, 0, 0) thread (32, 0, 0) writes shared "
+        "block_sum_without_barrier<4>(float)::partial + 4 bytes (of 16), which thread (1, 0, 0) read since the last "
+        "__syncthreads (checked.cu:49)"
+    )
+
+
 @pytest.mark.skipif(asan_loaded(), reason="this process has AddressSanitizer; the refusal shows only without it")
 def test_the_memory_check_needs_address_sanitizer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AOTC_EMULATOR_CHECK", "memory")

@@ -17,7 +17,9 @@ from aotc.runtime.emulator.launch import EmulatorLibrary, load_library_bytes
 
 KERNELS = Path(__file__).parent / "emulator_kernels"
 THREADINGS = ["fibers", "os-threads"]
-WARP_KERNELS = ("row_sum_max", "shuffle_modes", "votes", "half_warp_sums", "warp_tree_sum")
+WARP_KERNELS = (
+    "row_sum_max", "shuffle_modes", "votes", "half_warp_sums", "warp_tree_sum", "half_warp_shuffle_down", "ballot_mask_sum"
+)
 BUG_KERNELS = ("shuffle_in_branch", "vote_outside_mask", "syncwarp_in_branch", "lockstep_reduction", "shuffle_from_returned_lane")
 
 
@@ -126,6 +128,26 @@ def test_groups_with_their_own_masks(built: dict, monkeypatch: pytest.MonkeyPatc
     first = values[:64].copy()
     library.launch("warp_tree_sum", 3, 64, 0, [ptr(first), ptr(sums)])
     assert sums.tolist() == [int(values[:64].sum())] * 3
+
+
+@pytest.mark.parametrize(("checks", "threading"), [("", "fibers"), ("", "os-threads"), ("race,init,sync", "fibers")])
+def test_a_shuffle_may_read_a_lane_outside_its_mask(
+    built: dict, monkeypatch: pytest.MonkeyPatch, checks: str, threading: str
+) -> None:
+    """Reading a lane the mask leaves out, or one past a partial last warp, is
+    undefined in CUDA, not an error: the half-warp reductions that do so keep
+    only sums that never use it. It reads the caller's own value, as an
+    out-of-range source lane does, and the sync check lets it pass."""
+    library = load(built, "warps.cu", WARP_KERNELS, monkeypatch, checks=checks, threading=threading)
+    values = np.arange(1, 65, dtype=np.int32) * 3
+    sums, first = np.zeros(2, np.int32), np.zeros(64, np.int32)
+    library.launch("half_warp_shuffle_down", 1, 64, 0, [ptr(values), ptr(sums), ptr(first)])
+    assert sums.tolist() == [int(values[0:16].sum()), int(values[32:48].sum())]
+    lanes = np.arange(64) % 32
+    want = np.where(lanes < 8, np.roll(values, -8), np.where(lanes < 16, values, 0))
+    np.testing.assert_array_equal(first, want)
+    library.launch("ballot_mask_sum", 1, 48, 0, [ptr(values), ptr(sums)])
+    assert sums.tolist() == [int(values[:32].sum()), int(values[32:48].sum())]
 
 
 def test_warp_kernels_are_clean_under_the_checks(built: dict, monkeypatch: pytest.MonkeyPatch) -> None:

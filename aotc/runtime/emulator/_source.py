@@ -28,6 +28,8 @@ UNSUPPORTED: tuple[tuple[str, str], ...] = (
     (r"\b__(?:shfl(?:_up|_down|_xor)?|ballot|any|all|uni)\b(?!_sync)", _CUDA9_REMOVED),
     (r"\b(?:this_grid|this_multi_grid|grid_group|multi_grid_group|this_cluster|cluster_group)\b",
      "grid-wide and cluster cooperative groups are not emulated (blocks run one at a time)"),
+    (r"\b(?:binary_partition|labeled_partition|invoke_one(?:_broadcast)?)\b",
+     "cooperative groups' binary_partition, labeled_partition and invoke_one are not emulated"),
     (r"\b(?:asm|__asm__|__asm)\b", "inline PTX assembly cannot run on a CPU"),
     (r"\btex(?:1D|2D|3D|Cubemap)\w*", "textures are not emulated"),
     (r"\btexture\s*<|\bcudaTextureObject_t\b", "textures are not emulated"),

@@ -60,11 +60,11 @@ enum Kind : int {
   kDivergentBarrier = 7,
   kDivergentWarp = 8,      // a collective's mask names a lane that waits elsewhere
   kLaneNotInMask = 9,      // a lane calls a collective whose mask does not name it
-  kInactiveSource = 10,    // a shuffle reads a lane that does not take part
+  kInactiveSource = 10,    // a shuffle reads a lane its mask names, which returned or waits elsewhere
   kCopyNotLanded = 11,     // a read of bytes an asynchronous copy lands in at its wait
 };
 // Why a shuffle's source lane does not take part (Fault::reason).
-enum SourceReason : int { kSourceWaitsElsewhere = 0, kSourceExited = 1, kSourceAbsent = 2 };
+enum SourceReason : int { kSourceWaitsElsewhere = 0, kSourceExited = 1 };
 enum Space : int { kGlobal = 0, kStaticShared = 1, kDynamicShared = 2 };
 
 // Read by aotc/runtime/emulator/faults.py (ctypes): keep the two in step.
@@ -273,17 +273,12 @@ AOTC_EMU_UNCHECKED static Fault* report_note(int kind, int space) {
   return begin_record(note, kRace, kind, space);
 }
 
-// The static __shared__ objects: the symbols of section aotc_shared, read
-// from this library's own file once (local statics are not in .dynsym).
-AOTC_EMU_UNCHECKED static void find_shared_objects(unsigned long long section_size) {
-  object_of_byte = static_cast<unsigned short*>(malloc(section_size * sizeof(unsigned short)));
-  for (unsigned long long i = 0; i < section_size; ++i) object_of_byte[i] = 0;  // one unnamed object
-  objects = static_cast<SharedObject*>(calloc(1, sizeof(SharedObject)));
-  objects[0] = SharedObject{0, section_size, "__shared__"};
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&find_shared_objects), &info) == 0 || info.dli_fname == nullptr) return;
+// This library's own file, read whole (its symbol table is not mapped, and
+// local statics are not in .dynsym); null if it cannot be read. The caller frees it.
+AOTC_EMU_UNCHECKED static unsigned char* own_image(Dl_info& info) {
+  if (dladdr(reinterpret_cast<void*>(&own_image), &info) == 0 || info.dli_fname == nullptr) return nullptr;
   FILE* file = fopen(info.dli_fname, "rb");
-  if (file == nullptr) return;
+  if (file == nullptr) return nullptr;
   fseek(file, 0, SEEK_END);
   const long length = ftell(file);
   fseek(file, 0, SEEK_SET);
@@ -294,8 +289,63 @@ AOTC_EMU_UNCHECKED static void find_shared_objects(unsigned long long section_si
   const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image);
   if (!whole || header->e_shoff + 1ull * header->e_shnum * sizeof(Elf64_Shdr) > static_cast<unsigned long long>(length)) {
     free(image);
-    return;
+    return nullptr;
   }
+  return image;
+}
+
+// Names a global access that falls in this library's own data: a
+// function-local static there is a __shared__ object of a function template
+// (those stay out of aotc_shared), named as shared memory. Returns false if
+// `address` is not the library's.
+AOTC_EMU_UNCHECKED static bool name_own_static(Fault* f, unsigned long long address) {
+  Dl_info info, own;
+  if (dladdr(reinterpret_cast<void*>(address), &info) == 0 || dladdr(reinterpret_cast<void*>(&own_image), &own) == 0 ||
+      info.dli_fbase != own.dli_fbase) {
+    return false;
+  }
+  f->offset = static_cast<long long>(address);
+  f->extent = 0;
+  unsigned char* image = own_image(info);
+  if (image == nullptr) return true;
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image);
+  const auto* sections = reinterpret_cast<const Elf64_Shdr*>(image + header->e_shoff);
+  const unsigned long long at = address - reinterpret_cast<unsigned long long>(info.dli_fbase);
+  for (unsigned s = 0; s < header->e_shnum; ++s) {
+    if (sections[s].sh_type != SHT_SYMTAB) continue;
+    const auto* symbols = reinterpret_cast<const Elf64_Sym*>(image + sections[s].sh_offset);
+    const char* names = reinterpret_cast<const char*>(image + sections[sections[s].sh_link].sh_offset);
+    for (unsigned long long i = 0; i < sections[s].sh_size / sizeof(Elf64_Sym); ++i) {
+      const Elf64_Sym& symbol = symbols[i];
+      if (ELF64_ST_TYPE(symbol.st_info) != STT_OBJECT || at < symbol.st_value || at >= symbol.st_value + symbol.st_size) continue;
+      const char* name = names + symbol.st_name;
+      int status = 0;
+      char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+      if (strncmp(name, "_ZZ", 3) == 0 && status == 0 && readable != nullptr && strncmp(readable, "aotc_emu::", 10) != 0) {
+        f->space = kStaticShared;
+        copy_text(f->array, readable, sizeof(f->array));
+        f->offset = static_cast<long long>(at - symbol.st_value);
+        f->extent = static_cast<long long>(symbol.st_size);
+      }
+      free(readable);
+      break;
+    }
+  }
+  free(image);
+  return true;
+}
+
+// The static __shared__ objects: the symbols of section aotc_shared, read
+// from this library's own file once.
+AOTC_EMU_UNCHECKED static void find_shared_objects(unsigned long long section_size) {
+  object_of_byte = static_cast<unsigned short*>(malloc(section_size * sizeof(unsigned short)));
+  for (unsigned long long i = 0; i < section_size; ++i) object_of_byte[i] = 0;  // one unnamed object
+  objects = static_cast<SharedObject*>(calloc(1, sizeof(SharedObject)));
+  objects[0] = SharedObject{0, section_size, "__shared__"};
+  Dl_info info;
+  unsigned char* image = own_image(info);
+  if (image == nullptr) return;
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image);
   const auto* sections = reinterpret_cast<const Elf64_Shdr*>(image + header->e_shoff);
   const char* section_names = reinterpret_cast<const char*>(image + sections[header->e_shstrndx].sh_offset);
   unsigned shared_index = 0;
@@ -520,8 +570,11 @@ AOTC_EMU_UNCHECKED static void fill_lane(Fault* f, unsigned id, int other) {
   if (other >= 0 && other < kMaxThreadsPerBlock) f->other_lane = static_cast<unsigned>(other) % kWarpSize;
 }
 
-// The argument whose pointer is the nearest at or below `address`.
+// The argument whose pointer is the nearest at or below `address`, and
+// within the allocation that holds `address` where AddressSanitizer knows it;
+// for the library's own data, its object (name_own_static).
 AOTC_EMU_UNCHECKED static void name_global(Fault* f, unsigned long long address) {
+  if (name_own_static(f, address)) return;
   int best = -1;
   for (int i = 0; i < pointer_argument_count; ++i) {
     const unsigned long long p = pointer_arguments[i];
@@ -532,7 +585,10 @@ AOTC_EMU_UNCHECKED static void name_global(Fault* f, unsigned long long address)
     unsigned long region_size = 0;
     char unused[8];
     asan_locate_address(reinterpret_cast<void*>(address), unused, sizeof(unused), &region, &region_size);
-    if (region != nullptr) f->extent = static_cast<long long>(reinterpret_cast<unsigned long long>(region) + region_size);
+    const unsigned long long begin = reinterpret_cast<unsigned long long>(region);
+    if (region != nullptr) f->extent = static_cast<long long>(begin + region_size);
+    // An argument below the allocation holding `address` points into another one.
+    if (region != nullptr && best >= 0 && pointer_arguments[best] < begin) best = -1;
   }
   if (best < 0) {
     f->offset = static_cast<long long>(address);
@@ -955,8 +1011,8 @@ AOTC_EMU_UNCHECKED static void inactive_source(const detail::Fiber& lane, unsign
   if (f == nullptr) return;
   const unsigned source_id = id - id % kWarpSize + static_cast<unsigned>(source);
   f->other_lane = static_cast<unsigned>(source);
-  f->reason = source_id >= static_cast<unsigned>(detail::grid.threads) ? kSourceAbsent : exited ? kSourceExited : kSourceWaitsElsewhere;
-  if (f->reason != kSourceAbsent) put_thread(f->other_thread, source_id);
+  f->reason = exited ? kSourceExited : kSourceWaitsElsewhere;
+  put_thread(f->other_thread, source_id);
 }
 
 // ---- asynchronous copies (aotc_emulator_async.h) -------------------------------------

@@ -42,6 +42,7 @@ enum LaunchStatus : int {
   kNoAddressSanitizer = 12,    // the memory check needs libasan loaded first
   kFiberStackOverflow = 13,    // a fiber wrote below its stack: a red zone's canary changed
   kWarpStuck = 14,             // a warp collective could never complete (a GPU would hang)
+  kDeviceAssert = 15,          // a device assert() failed: aotc_emu_assertion()
 };
 
 enum Threading : int { kFibers = 0, kOsThreads = 1 };
@@ -178,9 +179,8 @@ struct Fiber {
 #else
   ucontext_t context;
 #endif
-#if AOTC_EMU_CHECKS
-  void* stop[5];  // __builtin_setjmp's: a bad access nothing can stand in for ends the thread here
-#endif
+  // __builtin_setjmp's: a failed assert(), or a bad access nothing can stand in for, ends the thread here
+  void* stop[5];
 };
 
 // What a launch runs; set by the launching thread before the parallel region.
@@ -212,6 +212,12 @@ extern "C" char __start_aotc_shared[] __attribute__((weak, visibility("hidden"))
 extern "C" char __stop_aotc_shared[] __attribute__((weak, visibility("hidden")));
 static Fiber fibers[kMaxThreadsPerBlock];
 static unsigned char* fiber_stacks[kMaxThreadsPerBlock];  // lowest usable byte of each
+// The launch's failed device assert()s; the first one's report. A GPU ends the
+// kernel at the first (cudaErrorAssert), so no block starts after one.
+static std::atomic<unsigned long long> failed_assertions;
+static char assertion_report[640];
+static bool assertion_after_fault;  // the checks had found a fault before the assertion failed
+static thread_local char launch_assertion[sizeof(assertion_report) + 64];  // the launching thread's copy
 
 inline const uint3& thread_index() { return thread_idx; }
 inline const uint3& block_index() { return block_idx; }
@@ -313,11 +319,10 @@ static thread_local ucontext_t scheduler_context;
 
 [[noreturn]] AOTC_EMU_RUNTIME static void fiber_main() {
   Fiber* const self = current_fiber;
-#if AOTC_EMU_CHECKS
-  if (__builtin_setjmp(self->stop) == 0) grid.body(grid.invocation);  // check::stop_thread() comes back here
-#else
-  grid.body(grid.invocation);
-#endif
+  // A failed assert() (fail_assertion) and check::stop_thread() come back here.
+  if (__builtin_setjmp(self->stop) == 0 && failed_assertions.load(std::memory_order_relaxed) == 0) {
+    grid.body(grid.invocation);
+  }
   self->state = kFinished;
 #if AOTC_EMU_ASM_SWITCH
   aotc_emu_switch_context(&self->sp, scheduler_sp);
@@ -457,6 +462,13 @@ AOTC_EMU_RUNTIME inline uint3 thread_coordinates(int tid) {
   return uint3{t % grid.block_x, (t / grid.block_x) % grid.block_y, t / (grid.block_x * grid.block_y)};
 }
 
+// Out of line: the frame a failed assert() jumps back to (fail_assertion).
+AOTC_EMU_RUNTIME __attribute__((noinline)) static void run_os_thread_body() {
+  if (__builtin_setjmp(os_lane->stop) == 0 && failed_assertions.load(std::memory_order_relaxed) == 0) {
+    grid.body(grid.invocation);
+  }
+}
+
 AOTC_EMU_RUNTIME inline void run_as_os_thread(int tid) {
   current_fiber = nullptr;
   os_lane = &fibers[tid];
@@ -468,7 +480,7 @@ AOTC_EMU_RUNTIME inline void run_as_os_thread(int tid) {
     // The state first: a lane that sees this block's number sees the reset state (os_warp_stalled).
     __atomic_store_n(&os_lane->state, static_cast<unsigned char>(kRunnable), __ATOMIC_SEQ_CST);
     __atomic_store_n(&os_lane->block, b, __ATOMIC_SEQ_CST);
-    grid.body(grid.invocation);
+    run_os_thread_body();
     os_lane_stalls(kFinished);
     block_barrier.retire();
 #pragma omp barrier
@@ -524,6 +536,33 @@ AOTC_EMU_RUNTIME inline void run_as_worker(int worker, int workers) {
     block_barrier.retire();
 #pragma omp barrier
   }
+}
+
+// A device assert() that failed: records the first of the launch and ends
+// the calling CUDA thread as if it had returned. The other threads of its
+// block run on (a GPU would stop them); no later block starts.
+[[noreturn]] AOTC_EMU_RUNTIME __attribute__((noinline, cold)) static void fail_assertion(
+    const char* assertion, const char* file, unsigned line, const char* function) {
+  Fiber* const lane = current_fiber != nullptr ? current_fiber : os_lane;
+  if (lane == nullptr) {  // not in a launch (host code of the library): what glibc's assert does
+    fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
+    abort();
+  }
+  if (failed_assertions.fetch_add(1) == 0) {
+#if AOTC_EMU_CHECKS
+    assertion_after_fault = check::faulted;
+#else
+    assertion_after_fault = false;
+#endif
+    const uint3 b = block_idx, t = thread_idx;
+    snprintf(assertion_report, sizeof(assertion_report),
+             "device-side assert triggered: block (%u, %u, %u) thread (%u, %u, %u): assertion `%s' failed (%s:%u, in %s)",
+             b.x, b.y, b.z, t.x, t.y, t.z, assertion, file, line, function);
+  }
+#if AOTC_EMU_CHECKS
+  check::settle();  // what a bad access just before diverted
+#endif
+  __builtin_longjmp(lane->stop, 1);
 }
 
 template <class T>
@@ -629,6 +668,8 @@ AOTC_EMU_RUNTIME inline int run_grid(const unsigned* grid_size, const unsigned* 
   grid_dim = dim3(grid_size[0], grid_size[1], grid_size[2]);
   begin_warps(!use_fibers);
   ++launch_serial;
+  failed_assertions.store(0, std::memory_order_relaxed);
+  launch_assertion[0] = 0;
   // Shared memory is uninitialised on a GPU: poison it so that reading it
   // before writing shows up (NaN, huge values) instead of passing by luck.
   __builtin_memset(dynamic_shared, 0xFF, shared_bytes);
@@ -657,8 +698,17 @@ AOTC_EMU_RUNTIME inline int run_grid(const unsigned* grid_size, const unsigned* 
   if (!team_complete.load()) return kThreadsUnavailable;
   if (use_fibers && !fiber_stacks_intact(threads)) return kFiberStackOverflow;
 #if AOTC_EMU_CHECKS
-  if (check::end_launch()) return kKernelFault;
+  const bool check_fault = check::end_launch();
+#else
+  const bool check_fault = false;
 #endif
+  if (failed_assertions.load() != 0) {
+    const unsigned long long others = failed_assertions.load() - 1;
+    snprintf(launch_assertion, sizeof(launch_assertion), others == 0 ? "%s" : "%s; %llu more failed assertion%s in this launch",
+             assertion_report, others, others == 1 ? "" : "s");
+    if (!(check_fault && assertion_after_fault)) return kDeviceAssert;
+  }
+  if (check_fault) return kKernelFault;
   if (warp_stuck) return kWarpStuck;
   return kLaunchOk;
 }
@@ -720,6 +770,19 @@ int describe(void (*)(P...), unsigned long long* sizes, char* kinds, int capacit
 }
 
 }  // namespace aotc_emu
+
+// <assert.h>'s assert() calls this when its condition is false. Hidden, so
+// that the kernel's calls bind here and not to the C library's, which aborts
+// the process. NDEBUG still removes every assert().
+extern "C" [[noreturn]] __attribute__((visibility("hidden"))) void __assert_fail(
+    const char* assertion, const char* file, unsigned int line, const char* function) noexcept {
+  ::aotc_emu::detail::fail_assertion(assertion, file, line, function);
+}
+
+// The report of the last launch on this thread that returned kDeviceAssert.
+extern "C" __attribute__((visibility("default"))) const char* aotc_emu_assertion() {
+  return ::aotc_emu::detail::launch_assertion;
+}
 
 // The loader refuses a library built against another launch ABI.
 extern "C" __attribute__((visibility("default"))) int aotc_emu_abi_version() { return 1; }

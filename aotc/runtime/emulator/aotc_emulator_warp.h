@@ -140,11 +140,19 @@ AOTC_EMU_LAZY AOTC_EMU_RUNTIME inline void complete(int warp, unsigned group, un
       const int source = shuffle_source(op, l, lane.operand, lane.width);
       if ((group >> source) & 1u) {
         lane.result = lanes[source].value;
-      } else {
-        lane.result = ~0ull;  // undefined on a GPU: poison, as unwritten shared memory is
+      } else if (((lane.mask & lanes_present(warp)) >> source) & 1u) {
+        // A lane the mask names, which returned instead: a reduction that
+        // counted on it sums garbage on a GPU. Poison, as unwritten shared memory is.
+        lane.result = ~0ull;
 #if AOTC_EMU_CHECKS
         check::inactive_source(lane, kWarpSize * warp + l, source, ((exited >> source) & 1u) != 0);
 #endif
+      } else {
+        // Outside the mask or past a partial last warp: CUDA leaves the value
+        // undefined, and the idioms that read such a lane (a half-warp
+        // reduction whose lane 0 alone is used) discard it. The caller's own
+        // value, as for a source lane out of range.
+        lane.result = lane.value;
       }
     } else if (op == kBallot) {
       lane.result = ballot;

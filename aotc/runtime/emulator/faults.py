@@ -1,4 +1,5 @@
-"""What a launch under ``AOTC_EMULATOR_CHECK`` found, as one line.
+"""What a launch under ``AOTC_EMULATOR_CHECK`` found, or a failed device
+``assert()`` in any launch, as one line.
 
 The checked library records the first violation of a launch in a C struct
 (``Fault`` in ``aotc_emulator_check.h``); this reads it and names the kernel,
@@ -23,7 +24,8 @@ __all__ = ["CHECK_STATUSES", "check_failure", "log_note"]
 
 KERNEL_FAULT = 11
 NO_ADDRESS_SANITIZER = 12
-CHECK_STATUSES = (KERNEL_FAULT, NO_ADDRESS_SANITIZER)
+DEVICE_ASSERT = 15  # a device assert() failed, checked or not
+CHECK_STATUSES = (KERNEL_FAULT, NO_ADDRESS_SANITIZER, DEVICE_ASSERT)
 _CHECK_NAMES = {1: "race", 2: "memory", 4: "init", 8: "sync"}
 _GLOBAL, _STATIC_SHARED, _DYNAMIC_SHARED = 0, 1, 2
 
@@ -74,7 +76,6 @@ _OFF_LIMITS = {
 _SOURCE_REASONS = {
     0: "does not take part (the mask leaves it out, or it waits at another collective)",
     1: "has returned",
-    2: "does not exist (the block's last warp is partial)",
 }
 
 
@@ -240,6 +241,10 @@ def check_failure(kernel: Any, status: int) -> Exception:
             f"start Python with {ASAN_PRELOAD}"
         )
         return ConfigurationError(msg)
+    if status == DEVICE_ASSERT:
+        assertion = kernel.library.cdll.aotc_emu_assertion
+        assertion.restype = ctypes.c_char_p
+        return KernelFaultError(f"{kernel.symbol}: {_text(assertion() or b'a device assert failed')}")
     read = kernel.library.cdll.aotc_emu_fault
     read.restype = ctypes.POINTER(_Fault)
     pointer = read()

@@ -173,7 +173,7 @@ class EmulatorKernel:
         status = self._launch(grid3, block3, shared_bytes, params)
         if self._checked:
             log_note(self)
-        if status in CHECK_STATUSES:  # AOTC_EMULATOR_CHECK found a fault
+        if status in CHECK_STATUSES:  # AOTC_EMULATOR_CHECK found a fault, or an assert() failed
             raise check_failure(self, status)
         if status != 0:
             raise self._launch_error(status, tuple(grid3), tuple(block3), shared_bytes)

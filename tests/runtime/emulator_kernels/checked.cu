@@ -37,3 +37,20 @@ extern "C" __global__ void dynamic_overrun(float* out, int n) {
 extern "C" __global__ void global_overrun(float* out, int n) {
   out[threadIdx.x + 1 == blockDim.x ? n : threadIdx.x] = 2.0f;
 }
+
+// A block sum whose helper keeps its warps' partial sums in a __shared__
+// array of a function template, and reads them with no barrier after the
+// writes: a race on an object that stays out of section aotc_shared.
+template <int kWarps>
+__device__ float block_sum_without_barrier(float v) {
+  __shared__ float partial[kWarps];
+  const int lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize;
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xFFFFFFFFu, v, offset);
+  if (lane == 0) partial[warp] = v;
+  return threadIdx.x < kWarps ? partial[lane] : 0.0f;
+}
+
+extern "C" __global__ void template_shared_race(const float* in, float* out) {
+  const float v = block_sum_without_barrier<4>(in[threadIdx.x]);
+  if (threadIdx.x < 4) out[threadIdx.x] = v;
+}

@@ -95,3 +95,28 @@ extern "C" __global__ void warp_tree_sum(const int* in, int* out) {
     if (t == 0) out[blockIdx.x] = v;
   }
 }
+
+// A half-warp reduction (lanes 16-31 return first) whose lanes 8-15 read
+// lanes outside the mask: CUDA leaves those values undefined, and lane 0's
+// sum, the only one kept, never uses them. `first` is each lane's first read.
+extern "C" __global__ void half_warp_shuffle_down(const int* in, int* out, int* first) {
+  const int lane = threadIdx.x % warpSize;
+  int v = in[threadIdx.x];
+  if (lane >= 16) return;
+  first[threadIdx.x] = __shfl_down_sync(0x0000FFFFu, v, 8);
+  for (int offset = 8; offset > 0; offset >>= 1) v += __shfl_down_sync(0x0000FFFFu, v, offset);
+  if (lane == 0) out[threadIdx.x / warpSize] = v;
+}
+
+// The same over each warp's lanes as a ballot finds them: in a 48-thread
+// block the last warp has 16, and its lanes read lanes that do not exist.
+extern "C" __global__ void ballot_mask_sum(const int* in, int* out) {
+  const int lane = threadIdx.x % warpSize;
+  const unsigned mask = __ballot_sync(__activemask(), 1);
+  int v = in[threadIdx.x];
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const int other = __shfl_down_sync(mask, v, offset);
+    if (lane + offset < warpSize && ((mask >> (lane + offset)) & 1u)) v += other;
+  }
+  if (lane == 0) out[threadIdx.x / warpSize] = v;
+}
