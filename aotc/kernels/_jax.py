@@ -97,18 +97,22 @@ def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def _dtype(array: Any, name: str, layout: Any = None) -> str:
+def _dtype(array: Any, name: str, deciding: bool = False) -> str:
+    """The dtype's aotc name. One aotc has none for (complex64) is, while
+    ``deciding``, its NumPy name, which the layout's choice refuses in the
+    words the other routes use ("its kernels take f32 or f64 there")."""
     found = dtype_name(array.dtype)  # NumPy's dtype object, looked up by itself: str() of one runs Python
     if found not in DTYPES:
-        of = f" of {layout.name}" if layout is not None else ""
-        msg = f"{name}: dtype {array.dtype} has no kernel{of} ({', '.join(d.numpy for d in DTYPES.values())})"
+        if deciding:
+            return str(array.dtype)
+        msg = f"{name}: dtype {array.dtype} has no kernel ({', '.join(d.numpy for d in DTYPES.values())})"
         raise ArgumentTypeError(msg)
     return found
 
 
 def _decide(layout: Any, given: tuple[Any, ...], axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
     shapes = {name: tuple(x.shape) for name, x in zip(layout.given, given)}
-    dtypes = {name: _dtype(x, name, layout) for name, x in zip(layout.given, given)}
+    dtypes = {name: _dtype(x, name, deciding=True) for name, x in zip(layout.given, given)}
     return decide(layout, shapes, dtypes, axes, {name: scalars.get(name) for name in layout.sizes}, {})
 
 

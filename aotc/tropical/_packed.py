@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from aotc.errors import ArgumentError, ArgumentTypeError, echo
+from aotc.errors import ArgumentError, ArgumentTypeError, called, echo
 
 __all__ = ["PackedBool", "pack_bool"]
 
@@ -47,14 +47,14 @@ def pack_bool(a: Any, axis: int = 1) -> PackedBool:
     A bool byte other than 0 counts as True, as NumPy counts it."""
     if type(axis) is not int:
         msg = f"axis: expected 0 (pack each column, for B) or 1 (each row, for A), got {echo(axis)}"
-        raise ArgumentTypeError(msg)
+        raise called(ArgumentTypeError(msg), "tropical.pack_bool")
     array = np.asarray(a)
     if array.dtype != np.bool_ or array.ndim != 2:
         msg = f"a: expected a 2-D bool array, got {array.dtype} of shape {array.shape}"
-        raise ArgumentError(msg)
+        raise called(ArgumentError(msg), "tropical.pack_bool")
     if axis not in (0, 1):
         msg = f"axis: must be 0 (pack each column, for B) or 1 (each row, for A), got {axis!r}"
-        raise ArgumentError(msg)
+        raise called(ArgumentError(msg), "tropical.pack_bool")
     lines = array.view(np.uint8) != 0  # any nonzero byte is True
     if axis == 0:
         lines = lines.T

@@ -88,6 +88,8 @@ def test_a_tensor_call_keys_its_plan_by_the_extent_too(rowops: Any) -> None:  # 
         (lambda k: k.histogram(np.ones((2, 3)), 4, 0.0, 1.0, counts=np.zeros((2, 5), np.int32)), ArgumentError,
          "histogram: counts: expected shape (2, 4) and dtype i32, got (2, 5) and i32"),  # fmt: skip
         (lambda k: k.histogram(np.ones((2, 3), np.int32), 4, 0.0, 1.0), ArgumentError, "histogram: x: dtype i32, but its kernels take f32 or f64 there"),
+        # A dtype axis the caller chose is named: the array is not to blame for it.
+        (lambda k: k.histogram(np.ones((2, 3), np.float32), 4, 0.0, 1.0, dtype="f64"), ArgumentError, "histogram: x: dtype f32, but its kernels for dtype=f64 take f64 there"),
     ],
 )
 def test_each_refusal_is_one_line_naming_the_argument(rowops: Any, call: Any, error: type, message: str) -> None:  # noqa: F811
