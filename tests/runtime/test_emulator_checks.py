@@ -250,6 +250,42 @@ def run_atomic_races(symbol: str, planted: int) -> np.ndarray:
     return copies
 
 
+# ---- plain writes of one value by many threads ------------------------------------------------
+
+FLAGS = ("shared_flag", "global_flag", "different_values", "same_then_different")
+
+
+def test_a_flag_many_threads_set_to_one_value_is_clean(race_init_sync: tuple[str, ...]) -> None:
+    # Right on every GPU, whichever store lands last: shared, and global (BFS's "changed").
+    library = checked("flags.cu", FLAGS, race_init_sync)
+    values = np.zeros(96, np.int32)
+    values[[3, 40, 70, 71]] = 9  # lanes of three warps, two of one warp
+    out, changed = np.full(96, -1, np.int32), np.zeros(1, np.int32)
+    library.launch("shared_flag", 1, 96, 0, [ptr(values), ptr(out)])
+    library.launch("global_flag", 1, 96, 0, [ptr(values), ptr(changed)])
+    np.testing.assert_array_equal(out, np.ones(96, np.int32))
+    assert changed[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("symbol", "writer", "other", "line"),
+    [("different_values", 32, 0, 23), ("same_then_different", 64, 32, 31)],
+)
+def test_plain_writes_of_different_values_are_named(
+    race_init_sync: tuple[str, ...], symbol: str, writer: int, other: int, line: int
+) -> None:
+    # same_then_different: warp 1's 1 over warp 0's passes, warp 2's 2 over warp 1's is the race.
+    library = checked("flags.cu", FLAGS, race_init_sync)
+    out = np.zeros(96, np.int32)
+    with pytest.raises(KernelFaultError) as caught:
+        library.launch(symbol, 1, 96, 0, [ptr(out)])
+    name = {"different_values": "last", "same_then_different": "flag"}[symbol]
+    assert first_fault(caught.value) == (
+        f"{symbol}: race check: write after write: block (0, 0, 0) thread ({writer}, 0, 0) writes shared "
+        f"{symbol}::{name} + 0 bytes (of 4), which thread ({other}, 0, 0) wrote since the last __syncthreads (flags.cu:{line})"
+    )
+
+
 @pytest.mark.parametrize("symbol", ["shared_histogram", "global_totals"])
 def test_atomics_with_their_barriers_are_clean(monkeypatch: pytest.MonkeyPatch, symbol: str) -> None:
     monkeypatch.setenv("AOTC_EMULATOR_CHECK", "race")

@@ -309,8 +309,10 @@ AOTC_EMU_UNCHECKED static void put_back(const Diversion& d) {
   }
 }
 
-// Puts back what the pending diversions changed, newest first.
+// Judges the pending writes (settle_writes), and puts back what the pending
+// diversions changed, newest first.
 AOTC_EMU_UNCHECKED static void settle() {
+  if (pending_write_count > 0) settle_writes();
   while (diversion_count > 0) {
     Diversion& d = diversions[--diversion_count];
     put_back(d);
@@ -319,7 +321,7 @@ AOTC_EMU_UNCHECKED static void settle() {
 
 // Called by each plain hook before its own checks.
 AOTC_EMU_UNCHECKED_HOT static void settle_before(bool write) {
-  if (diversion_count > 0 && (write || !last_hook_wrote)) settle();
+  if ((diversion_count > 0 || pending_write_count > 0) && (write || !last_hook_wrote)) settle();
   last_hook_wrote = write;
 }
 

@@ -195,6 +195,29 @@ static unsigned long long global_capacity, global_count;
 static unsigned long long cached_page = ~0ull;
 static Shadow* cached_shadow;
 static GlobalPage* cached_slot;
+// A plain write of bytes another thread wrote in this epoch, judged once it
+// has happened: two threads storing the same value (a flag all set to 1) are
+// right on every GPU, whichever lands last. A hook runs before its store, so
+// the bytes there are the earlier writer's value; the store has happened by
+// the thread's next hook or fiber switch (settle), which reports the write
+// after write only if a racing byte changed.
+constexpr unsigned long long kPendingWriteBytes = 16;
+struct PendingWrite {
+  unsigned long long serial;  // the access's event
+  unsigned long long address;  // of its first byte
+  unsigned long long offset, size;  // the whole access, as access_fault takes it
+  unsigned long long byte;     // the first racing byte, as check_byte saw it
+  unsigned racing;             // bit i: byte i of the access races
+  int space, other;
+  bool same_warp;
+  uint3 thread;
+  void* pc;
+  unsigned char before[kPendingWriteBytes];
+};
+constexpr int kMaxPendingWrites = 4;
+static PendingWrite pending_writes[kMaxPendingWrites];
+static int pending_write_count;
+static void settle_writes();
 }  // namespace aotc_emu::check
 
 #include "aotc_emulator_bounds.h"
@@ -666,6 +689,65 @@ AOTC_EMU_UNCHECKED static void access_note(int kind, int space, unsigned long lo
   fill_access(report_note(kind, space), kRace, space, offset, size, atomic, other, atomic, !atomic, same_warp);
 }
 
+// The address of byte `offset` of a space (global: the address itself).
+AOTC_EMU_UNCHECKED static unsigned long long space_address(int space, unsigned long long offset) {
+  if (space == kStaticShared) return reinterpret_cast<unsigned long long>(detail::__start_aotc_shared) + offset;
+  if (space == kDynamicShared) return reinterpret_cast<unsigned long long>(detail::dynamic_shared) + offset;
+  return offset;
+}
+
+// A plain write's byte `byte` races with another thread's plain write of this
+// epoch: kept (PendingWrite) until the write has happened, or reported now
+// where it cannot be kept (a long access, or too many pending).
+AOTC_EMU_UNCHECKED static void defer_write_race(int space, unsigned long long first, unsigned long long byte,
+                                                unsigned long long size, int other, bool same_warp) {
+  PendingWrite* last = pending_write_count > 0 ? &pending_writes[pending_write_count - 1] : nullptr;
+  if (last != nullptr && last->serial == event_serial) {  // another byte of the same access
+    last->racing |= 1u << (byte - first);
+    return;
+  }
+  if (size > kPendingWriteBytes || pending_write_count == kMaxPendingWrites) {
+    access_fault(kRace, kWriteAfterWrite, space, byte, size, true, other, false, false, same_warp);
+    return;
+  }
+  PendingWrite& p = pending_writes[pending_write_count++];
+  p.serial = event_serial;
+  p.address = space_address(space, first);
+  p.offset = first;
+  p.size = size;
+  p.byte = byte;
+  p.racing = 1u << (byte - first);
+  p.space = space;
+  p.other = other;
+  p.same_warp = same_warp;
+  p.thread = detail::thread_idx;
+  p.pc = access_pc;
+  __builtin_memcpy(p.before, reinterpret_cast<const void*>(p.address), size);
+}
+
+// The pending writes, now done: those that changed a racing byte are
+// reported, as their hooks would have, the others were the same value again.
+AOTC_EMU_UNCHECKED static void settle_writes() {
+  const uint3 thread = detail::thread_idx;
+  void* const pc = access_pc;
+  const unsigned long long serial = event_serial;
+  for (int i = 0; i < pending_write_count; ++i) {
+    const PendingWrite& p = pending_writes[i];
+    const auto* now = reinterpret_cast<const unsigned char*>(p.address);
+    bool changed = false;
+    for (unsigned long long b = 0; b < p.size; ++b) changed = changed || ((p.racing >> b & 1u) != 0 && now[b] != p.before[b]);
+    if (!changed) continue;
+    detail::thread_idx = p.thread;
+    access_pc = p.pc;
+    event_serial = p.serial;
+    access_fault(kRace, kWriteAfterWrite, p.space, p.byte, p.size, true, p.other, false, false, p.same_warp);
+  }
+  pending_write_count = 0;
+  detail::thread_idx = thread;
+  access_pc = pc;
+  event_serial = serial;
+}
+
 // A volatile access (kVolatile) against a byte's shadow. Its reads join the
 // updaters (atomics' writes), without kUpdateWrites: each is morally strong.
 // It races with plain accesses as a plain access does, and with the updates
@@ -723,7 +805,7 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
       }
     } else if (!atomic) {
       if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
-        access_fault(kRace, kWriteAfterWrite, space, byte, size, true, other, false, false, warp);
+        defer_write_race(space, first, byte, size, other, warp);
       } else if (s.read == epoch && (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
         access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
       } else if (s.updated == epoch && (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
@@ -1129,7 +1211,7 @@ AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsig
   // Another thread's first fence while this one let the others run: this
   // access is the first of its thread to be stamped.
   if (!kOrdered && ordering) return atomic_access<true>(pointer, size, write, kind);
-  if (diversion_count > 0) settle();
+  if (diversion_count > 0 || pending_write_count > 0) settle();
   last_hook_wrote = false;
   ++event_serial;
   const bool allowed = check_any_access<kOrdered>(pointer, size, write, true, kind);
