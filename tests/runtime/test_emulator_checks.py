@@ -252,7 +252,7 @@ def run_atomic_races(symbol: str, planted: int) -> np.ndarray:
 
 # ---- plain writes of one value by many threads ------------------------------------------------
 
-FLAGS = ("shared_flag", "global_flag", "different_values", "same_then_different")
+FLAGS = ("shared_flag", "global_flag", "different_values", "same_then_different", "different_last_stores")
 
 
 def test_a_flag_many_threads_set_to_one_value_is_clean(race_init_sync: tuple[str, ...]) -> None:
@@ -267,23 +267,32 @@ def test_a_flag_many_threads_set_to_one_value_is_clean(race_init_sync: tuple[str
     assert changed[0] == 1
 
 
-@pytest.mark.parametrize(
-    ("symbol", "writer", "other", "line"),
-    [("different_values", 32, 0, 23), ("same_then_different", 64, 32, 31)],
-)
-def test_plain_writes_of_different_values_are_named(
-    race_init_sync: tuple[str, ...], symbol: str, writer: int, other: int, line: int
-) -> None:
-    # same_then_different: warp 1's 1 over warp 0's passes, warp 2's 2 over warp 1's is the race.
+# same_then_different: warp 1's 1 over warp 0's passes, warp 2's 2 over warp 1's is the race.
+# different_last_stores: each store is its thread's last access, judged when the thread returns.
+DIFFERENT_VALUES = {
+    "different_values": (
+        "thread (32, 0, 0) writes shared different_values::last + 0 bytes (of 4), which thread (0, 0, 0) wrote "
+        "since the last __syncthreads (flags.cu:23)"
+    ),
+    "same_then_different": (
+        "thread (64, 0, 0) writes shared same_then_different::flag + 0 bytes (of 4), which thread (32, 0, 0) wrote "
+        "since the last __syncthreads (flags.cu:31)"
+    ),
+    "different_last_stores": (
+        "thread (32, 0, 0) writes argument out + 0 bytes, which thread (0, 0, 0) wrote since the last __syncthreads "
+        "(flags.cu:38)"
+    ),
+}
+
+
+@pytest.mark.parametrize("symbol", sorted(DIFFERENT_VALUES))
+def test_plain_writes_of_different_values_are_named(race_init_sync: tuple[str, ...], symbol: str) -> None:
     library = checked("flags.cu", FLAGS, race_init_sync)
     out = np.zeros(96, np.int32)
     with pytest.raises(KernelFaultError) as caught:
         library.launch(symbol, 1, 96, 0, [ptr(out)])
-    name = {"different_values": "last", "same_then_different": "flag"}[symbol]
-    assert first_fault(caught.value) == (
-        f"{symbol}: race check: write after write: block (0, 0, 0) thread ({writer}, 0, 0) writes shared "
-        f"{symbol}::{name} + 0 bytes (of 4), which thread ({other}, 0, 0) wrote since the last __syncthreads (flags.cu:{line})"
-    )
+    expected = f"{symbol}: race check: write after write: block (0, 0, 0) {DIFFERENT_VALUES[symbol]}"
+    assert first_fault(caught.value) == expected
 
 
 @pytest.mark.parametrize("symbol", ["shared_histogram", "global_totals"])

@@ -32,3 +32,8 @@ extern "C" __global__ void same_then_different(int* out) {
   __syncthreads();
   out[threadIdx.x] = flag;
 }
+
+// The first lane of each warp stores its thread's number, and returns.
+extern "C" __global__ void different_last_stores(int* out) {
+  if (threadIdx.x % 32 == 0) *out = threadIdx.x;
+}
