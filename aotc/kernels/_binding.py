@@ -358,12 +358,19 @@ class Layout:
         like = next((other for other, got in seen.items() if have == [got] and self._tied(name, other)), None)
         if like is not None:  # the kernels take this array in the dtype an earlier one has
             return f"{name}: dtype {dtype} does not match {like}'s {seen[like]}"
-        # The axes the call named that chose these kernels: a dtype axis named by
-        # keyword too, or the refusal would blame the array for the caller's choice.
-        chosen = ", ".join(f"{a}={v}" for a, v in axes.items() if a in self.open_axes)
+        # The axes that chose these kernels; a dtype axis only where it types this
+        # array (dtype="f64" chose f64 for it: the array is not to blame), not
+        # where the arrays' own dtypes chose it for the others.
+        chosen = ", ".join(
+            f"{a}={v}" for a, v in axes.items() if a in self.open_axes and (not set(self.axes[a]) <= DTYPES.keys() or self._typed_by(name, a))
+        )
         where = f" for {chosen}" if chosen and len(matches) < len(self.forms) else ""
         listed = ", ".join(have[:-1]) + " or " + have[-1] if len(have) > 1 else have[0]
         return f"{name}: dtype {dtype}, but its kernels{where} take {listed} there"
+
+    def _typed_by(self, name: str, axis: str) -> bool:
+        """Whether array ``name``'s dtype is axis ``axis``'s value at every kernel of this layout."""
+        return all(tuple(f.axes.get(axis, ())) == (self._form_bound[f.index][name].dtype,) for f in self.forms)
 
     def _tied(self, name: str, other: str) -> bool:
         """Whether arrays ``name`` and ``other`` take one dtype at every kernel of this
