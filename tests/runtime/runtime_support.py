@@ -23,7 +23,7 @@ from typing import Any
 import aotc
 from aotc.runtime.backends.noop import NoopBackend
 
-__all__ = ["FIXTURE", "RecordingBackend", "build_library", "cmake_build", "make_library", "rewrite_index", "stand_in_library"]
+__all__ = ["FIXTURE", "RecordingBackend", "build_library", "cmake_build", "make_library", "rewrite_index", "run_checked_script", "stand_in_library"]
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "packages" / "runtime"
@@ -145,3 +145,18 @@ def gpu_library(tmp_path_factory: Any, name: str) -> Path:
         pytest.skip("no installed tropical library, and no nvcc to build the fixture library")
     major, minor = get_backend("cuda-python").device().capability
     return build_library(tmp_path_factory.mktemp(name), arch=f"{major}{minor}")
+
+
+def run_checked_script(script: str, checks: str, *, asan: bool) -> list[str]:
+    """The lines ``script`` prints in a fresh Python under ``AOTC_EMULATOR_CHECK=checks``,
+    with AddressSanitizer loaded first where ``asan``; it must exit 0."""
+    from aotc.runtime.emulator.checks import asan_environment
+    from conftest import aotc_env
+
+    env = aotc_env({**(asan_environment() if asan else {}), "AOTC_EMULATOR_CHECK": checks})
+    if not asan:  # a test process under AddressSanitizer (tox's checked run) must not pass it on
+        for name in ("LD_PRELOAD", "ASAN_OPTIONS", "PYTHONMALLOC"):
+            env.pop(name, None)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.splitlines()

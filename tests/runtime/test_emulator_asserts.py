@@ -6,14 +6,10 @@ Python."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import aotc_env
-
-from aotc.runtime.emulator.checks import asan_environment
+from runtime_support import run_checked_script
 
 KERNELS = Path(__file__).parent / "emulator_kernels"
 
@@ -50,13 +46,7 @@ THEN_SYNC = "assert_then_sync: device-side assert triggered: block (0, 0, 0) thr
 
 def run(checks: str, *, threading: int = 0, asan: bool = False, prefix: str = "") -> list[str]:
     script = SCRIPT.format(path=str(KERNELS / "asserts.cu"), threading=threading, prefix=prefix)
-    env = aotc_env({**(asan_environment() if asan else {}), "AOTC_EMULATOR_CHECK": checks})
-    if not asan:  # a test process under AddressSanitizer (tox's checked run) must not pass it on
-        for name in ("LD_PRELOAD", "ASAN_OPTIONS", "PYTHONMALLOC"):
-            env.pop(name, None)
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.splitlines()
+    return run_checked_script(script, checks, asan=asan)
 
 
 @pytest.mark.parametrize(

@@ -7,14 +7,10 @@ access that slipped through would take that process down."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import aotc_env
-
-from aotc.runtime.emulator.checks import asan_environment
+from runtime_support import run_checked_script
 
 KERNELS = Path(__file__).parent / "emulator_kernels"
 
@@ -122,13 +118,7 @@ LATER = ["clean", "gathered True"]
 
 def run(cases: list[str], checks: str, *, asan: bool) -> list[str]:
     script = SCRIPT.format(path=str(KERNELS / "bad_accesses.cu"), cases=cases)
-    env = aotc_env({**(asan_environment() if asan else {}), "AOTC_EMULATOR_CHECK": checks})
-    if not asan:  # a test process under AddressSanitizer (tox's checked run) must not pass it on
-        for name in ("LD_PRELOAD", "ASAN_OPTIONS", "PYTHONMALLOC"):
-            env.pop(name, None)
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.splitlines()
+    return run_checked_script(script, checks, asan=asan)
 
 
 @pytest.mark.parametrize("checks", ["all", "memory"])
