@@ -98,19 +98,24 @@ def _emulated_cupy() -> dict[str, object]:
     return {"ca": ca, "cb": cb, "side": cupy.cuda.Stream(non_blocking=True).ptr}
 
 
+def per_call(what: str, child: list[str], calls: int, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
+    """Instructions per call of ``child`` (a Python command line that turns
+    counting on around its ``calls`` calls), under callgrind; ``what`` names it
+    in a failure."""
+    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null", sys.executable, *child]
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        msg = f"{what}: callgrind run failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
+        raise SystemExit(msg)
+    return int(found.group(1)) // calls
+
+
 def count(library: str, case: str, calls: int, tree: Path) -> int:
     """Instructions per call of ``case``, run with ``tree``'s aotc."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    command = [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--child", "--library", library, "--cases", case, "--calls", str(calls),
-    ]  # fmt: skip
-    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=False)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        msg = f"{case}: callgrind run failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
-        raise SystemExit(msg)
-    return int(found.group(1)) // calls
+    child = [__file__, "--child", "--library", library, "--cases", case, "--calls", str(calls)]
+    return per_call(case, child, calls, env=env, cwd=tree)
 
 
 def main() -> None:

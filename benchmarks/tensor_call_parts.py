@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
-import sys
+
+from call_instructions import per_call  # this folder: the script's own
 
 # Each piece: a statement over the names _child sets up.
 PARTS = {
@@ -58,16 +58,7 @@ def _child(part: str, calls: int) -> None:
 
 
 def count(part: str, calls: int) -> int:
-    command = [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
-        sys.executable, __file__, "--child", part, "--calls", str(calls),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or found is None:
-        msg = f"{part}: callgrind run failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}"
-        raise SystemExit(msg)
-    return int(found.group(1)) // calls
+    return per_call(part, [__file__, "--child", part, "--calls", str(calls)], calls)
 
 
 def main() -> None:
