@@ -56,16 +56,12 @@ def _static(name: str, value: Any, what: str) -> Any:
         msg = f"{name}: a traced value; {what} (under jax.jit, mark {name} static)"
         raise ArgumentTypeError(msg)
     expected = "a number" if "number" in what else "a value"
-    if isinstance(value, jax.Array):
-        if value.ndim == 0:
-            return value.item()
-        msg = f"{name}: expected {expected}, got a JAX array of shape {tuple(value.shape)}"
-        raise ArgumentTypeError(msg)
     shape = getattr(value, "shape", None)
-    if shape is not None and callable(getattr(value, "item", None)):  # a NumPy array or scalar, a tensor
+    if shape is not None and callable(getattr(value, "item", None)):  # a JAX or NumPy array or scalar, a tensor
         if tuple(shape) == ():
             return value.item()  # a 0-d array is unhashable: the callback is kept by its value
-        msg = f"{name}: expected {expected}, got an array of shape {tuple(shape)}"
+        array = "a JAX array" if isinstance(value, jax.Array) else "an array"
+        msg = f"{name}: expected {expected}, got {array} of shape {tuple(shape)}"
         raise ArgumentTypeError(msg)
     if isinstance(value, (list, dict, set)):
         msg = f"{name}: expected {expected}, got {type(value).__name__}"
