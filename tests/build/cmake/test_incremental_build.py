@@ -17,7 +17,7 @@ import pytest
 
 import aotc
 from aotc.index import SCHEMA
-from conftest import REPO, RunAotc, aotc_env
+from conftest import REPO, RunAotc, aotc_env, require_nvrtc
 
 FIXTURE = REPO / "tests" / "packages" / "incremental"
 # The compile step names each kernel it compiles: a batch's command names them all.
@@ -134,6 +134,19 @@ def test_arch_override_from_the_environment(project: Project) -> None:
     project.build()
     index = json.loads((project.stage / "index.json").read_text())
     assert {tuple(k["sass"]) for k in index["kernels"].values()} == {("86",)}
+
+
+def test_the_compiler_a_project_names_is_the_one_that_builds(project: Project) -> None:
+    """A project of many small kernels names NVRTC once, as a CMake variable (README: its
+    pyproject's ``cmake.define``), though nvcc is on PATH: the configure says so, and
+    every kernel is compiled in process and indexed as NVRTC's."""
+    require_nvrtc()
+    configured = project.configure("-DAOTC_ARCHS=75", "-DAOTC_COMPILER=nvrtc")
+    assert configured.returncode == 0, configured.stderr
+    assert "aotc: compiler: NVRTC: nvrtc 13." in configured.stdout, configured.stdout[-2000:]
+    assert project.build() == {"gemm_maxplus_f32_forward", "alt_minplus_f32_forward"}
+    toolkit = json.loads((project.stage / "index.json").read_text())["toolkit"]
+    assert (toolkit["compiler"], toolkit["cuda_major"]) == ("nvrtc", 13)
 
 
 def test_bad_override_fails_configure_in_one_line(project: Project) -> None:
