@@ -165,6 +165,27 @@ def test_an_inout_tensor_call_takes_its_plan_and_still_names_an_overlap(axpy: An
         axpy.axpy(x, y, "two", threads=64)  # the plan cannot pack it: the full path names it
 
 
+def test_an_inout_inference_tensor_is_written_only_inside_inference_mode(axpy: Any) -> None:  # noqa: F811 - the fixture imported above
+    """PyTorch refuses an in-place update of an inference tensor outside
+    torch.inference_mode(); before, a call wrote y there, first and from the plan
+    a normal y of the same facts had left, through the binding and the op alike."""
+    x = torch.ones(3, 20, dtype=torch.float64)
+    with torch.inference_mode():
+        y = torch.zeros(3, 20, dtype=torch.float64)
+    message = r"y: an inference tensor cannot be written outside torch\.inference_mode\(\) \(PyTorch's rule\)$"
+    for _ in range(2):  # a first call, then one after a normal y left the plan of these facts
+        with pytest.raises(ArgumentError, match=rf"^axpy: {message}"):
+            axpy.axpy(x, y, 1.0, threads=64)
+        with pytest.raises(ArgumentError, match=rf"^axpy: {message}"):
+            axpy.torch_ops().axpy(x, y, 1.0, threads=64)
+        assert not y.any()
+        axpy.axpy(x, torch.zeros(3, 20, dtype=torch.float64), 1.0, threads=64)
+    with torch.inference_mode():
+        for expected in (1.0, 2.0):
+            assert axpy.axpy(x, y, 1.0, threads=64) is y
+            torch.testing.assert_close(y, torch.full((3, 20), expected, dtype=torch.float64))
+
+
 def test_out_arrays_go_through_the_out_overload(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
     """A tensor call given its out arrays is the op's .out overload: opcheck holds,
     torch.compile traces it, and eagerly its kernel runs directly, with a plan."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import aotc.kernels
 from aotc import reference, tropical
 from aotc.errors import ArgumentError, ArgumentTypeError
 from tropical_support import other  # noqa: F401 - `other` is a fixture
@@ -127,6 +128,37 @@ def test_out_works_under_inference_mode() -> None:
         for _ in range(2):
             assert tropical.matmul(a, b, out=out) is out
         np.testing.assert_array_equal(out.numpy(), _expected(a, b))
+
+
+INFERENCE_RULE = r"out: an inference tensor cannot be written outside torch\.inference_mode\(\) \(PyTorch's rule\)$"
+
+
+def test_an_inference_tensor_is_refused_as_out_outside_inference_mode() -> None:
+    """As torch.mm(a, b, out=t) refuses it. Before, its memory was written without
+    a word: on a first call, and by the plans a normal out of the same shape or a
+    call inside inference mode had left (the key does not tell them apart)."""
+    a, b = torch.randn(5, 6), torch.randn(6, 7)
+    with torch.inference_mode():
+        held, theirs = torch.full((5, 7), 3.0), torch.empty(5, 7)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        torch.mm(a, b, out=theirs)  # PyTorch's own rule (which it checks once it has written theirs)
+    ops = aotc.kernels.over(tropical._library()).torch_ops()  # noqa: SLF001 - the module functions' library: its .out overloads
+    for made_by in ("no plan yet", "a normal out", "inference mode"):
+        if made_by == "a normal out":
+            tropical.matmul(a, b, out=torch.empty(5, 7))
+        elif made_by == "inference mode":
+            with torch.inference_mode():  # the .out kernel's plan, for a's, b's and held's facts
+                tropical.matmul(a, b, out=torch.empty(5, 7))
+        for _ in range(2):
+            with pytest.raises(ArgumentError, match=rf"^tropical\.matmul: {INFERENCE_RULE}"):
+                tropical.matmul(a, b, out=held)
+            with pytest.raises(ArgumentError, match=rf"^gemm_forward: {INFERENCE_RULE}"):
+                ops.gemm_forward.out(a, b, out=held, semiring="maxplus")
+            assert torch.equal(held, torch.full((5, 7), 3.0)), made_by
+    with torch.inference_mode():  # inside, PyTorch writes it, and so does aotc
+        for _ in range(2):
+            assert tropical.matmul(a, b, out=held) is held
+    np.testing.assert_array_equal(held.numpy(), _expected(a, b))
 
 
 def test_an_out_that_wants_gradients_is_refused_while_autograd_records() -> None:

@@ -94,6 +94,8 @@ class TorchKind(ArrayKind):
             return f"{name}: {what}, whose memory holds what it shows {shown}; pass {name}.{fix}() or a plain tensor"
         if obj._is_zerotensor():  # noqa: SLF001
             return f"{name}: a zero tensor without memory of its own; pass a tensor to write into"
+        if not _inference_writable(obj):
+            return f"{name}: {_INFERENCE_RULE}"
         return None
 
     def allocate(self, like: Operand, shape: tuple[int, ...], dtype: str, stream: Any, name: str, fill: Any = None) -> Any:
@@ -157,7 +159,10 @@ class TorchKind(ArrayKind):
         return var
 
     def plan_writable(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str | None:
-        return None
+        # ``_inference_writable``, inline: the key does not tell an inference tensor
+        # from a normal one, nor a call inside inference mode (the .out kernel's) from one outside.
+        names["_aotc_torch_inference"] = torch.is_inference_mode_enabled
+        return f"(not {var}.is_inference() or _aotc_torch_inference())"
 
     def plan_copy(self, op: Operand, var: str, prefix: str, names: dict[str, Any]) -> str:
         return f"{var}.contiguous()"
@@ -209,6 +214,16 @@ class TorchKind(ArrayKind):
 
 
 _bump = torch.autograd.graph.increment_version
+# PyTorch's own out= and in-place ops refuse this ("Inplace update to inference
+# tensor outside InferenceMode is not allowed"); a kernel writing the memory
+# would go past the rule unseen.
+_INFERENCE_RULE = "an inference tensor cannot be written outside torch.inference_mode() (PyTorch's rule)"
+
+
+def _inference_writable(tensor: Any) -> bool:
+    """Whether PyTorch lets ``tensor`` be written in place now: not an inference
+    tensor, or inside ``torch.inference_mode()``."""
+    return not tensor.is_inference() or torch.is_inference_mode_enabled()
 
 
 def _resolved(tensor: Any) -> Any:
