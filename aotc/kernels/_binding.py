@@ -25,6 +25,7 @@ from aotc.arrays.placement import stream_handle
 from aotc.dtypes import DTYPES, by_numpy
 from aotc.errors import ArgumentError, ArgumentTypeError, IndexFormatError, UnknownKernelError, called, echo
 from aotc.kernels._entry import add_guard, direct_guard, entry_for, has_guard
+from aotc.kernels._decision import axis_value
 from aotc.kernels._keys import choice_key, plan_key
 from aotc.kernels._launch import launch
 from aotc.kernels._plans import PlanStore
@@ -276,12 +277,10 @@ class Layout:
     def _choose(self, dtypes: dict[str, str], axes: dict[str, Any], ranks: dict[str, int], shapes: dict[str, Any]) -> str:
         forms = list(self.forms)
         named = {}  # the axes given that vary here, by value
-        for axis, value in axes.items():
+        for axis, given in axes.items():
             if axis not in self.axes:
                 continue  # an axis of the family that does not vary here: the caller already chose this layout
-            if isinstance(value, bool) or not isinstance(value, (str, int)) or value not in self.axes[axis]:
-                raise self.not_a_value(axis, value)
-            named[axis] = value
+            value = named[axis] = axis_value(self, axis, given)
             forms = [f for f in forms if value in f.axes.get(axis, ())]
             if not forms:
                 raise called(ArgumentError(self._no_kernel(axes)), self.name)
@@ -401,7 +400,10 @@ def _chosen(layout: Layout, dtypes: tuple[Any, ...], axes: tuple[Any, ...], shap
     name = layout.plans.get(key)
     if name is None:
         name = layout._choose(dict(dtypes), dict(axes), ranks, dict(shapes))  # noqa: SLF001 - its own module's class
-        layout.plans.keep(key, name)  # hashable: _choose refused any axis value but a str or an int
+        try:
+            layout.plans.keep(key, name)
+        except TypeError:  # an axis value of a 0-d array (np.array(64)): chosen again each call
+            pass
     return name
 
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from aotc.index import DeclaredParam, IndexKernel
 
-__all__ = ["GRID_LIMITS", "INT_RANGES", "Decision", "decide", "decided"]
+__all__ = ["GRID_LIMITS", "INT_RANGES", "Decision", "axis_value", "decide", "decided", "integer_of"]
 
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 # The integer scalars' ranges, from the one dtype table: what a dimension, an
@@ -203,20 +203,40 @@ def _bind(dims: dict[str, Any], bound_by: dict[str, str], extent: str, size: Any
     bound_by.setdefault(extent, name)
 
 
+def integer_of(value: Any) -> int | None:
+    """The int ``value`` stands for where a call takes an integer (a size, an axis
+    value): an int, a NumPy integer scalar (what array arithmetic gives), a 0-d
+    integer array or tensor, as ``operator.index`` takes them; None for a bool
+    (Python's, or an array's of dtype bool), a float, an array of several values
+    and anything else."""
+    if isinstance(value, bool) or not hasattr(value, "__index__") or "bool" in str(getattr(value, "dtype", "")):
+        return None
+    try:
+        return value.__index__()
+    except (TypeError, ValueError, RuntimeError):  # an array of one or more values, or a 0-d float one
+        return None
+
+
+def axis_value(layout: Any, axis: str, value: Any) -> Any:
+    """``value`` as ``layout``'s axis ``axis`` holds its values: a name as given,
+    an integer as the int it stands for (``integer_of``: ``np.int64(256)`` is
+    256; never a bool or a float); refused in one line where no kernel there has it."""
+    found = value if isinstance(value, str) else integer_of(value)
+    if found is None or found not in layout.axes[axis]:
+        raise layout.not_a_value(axis, value)
+    return found
+
+
 def _extent(name: str, value: Any, declared: DeclaredParam, dims: dict[str, Any], bound_by: dict[str, str], shapes: dict[str, Any]) -> int:
     """A size the caller gives (an extent, a packed dimension's length): an
-    integer from 0 to its bound (``max``, else its type's range), or equal to
-    the dimension it is tied to (``equals``)."""
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        msg = f"{name}: expected an integer extent ({declared.dtype}), got {echo(value)}"
-        raise ArgumentTypeError(msg)
-    try:
-        number = value.__index__()
-    except (TypeError, ValueError, RuntimeError):  # an array of one or more values, or a 0-d float one
+    integer (``integer_of``) from 0 to its bound (``max``, else its type's
+    range), or equal to the dimension it is tied to (``equals``)."""
+    number = integer_of(value)
+    if number is None:
         shape = getattr(value, "shape", ())
         got = f"an array of shape {tuple(shape)}" if shape else echo(value)
         msg = f"{name}: expected an integer extent ({declared.dtype}), got {got}"
-        raise ArgumentTypeError(msg) from None
+        raise ArgumentTypeError(msg)
     tie = declared.equals
     if tie is not None:
         if number != dims[tie]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 
 from aotc.errors import ArgumentError
+from aotc.kernels._decision import axis_value
 from aotc.kernels._keys import made_key
 from aotc.kernels._torch_registry import kernel_of, op_of, out_kernel_of
 from aotc.kernels._traced import constant_when_traced, keep, made
@@ -83,8 +84,7 @@ def _current(tensor: Any, stream: Any) -> bool:
 
 def call_op(layout: Layout, values: dict[str, Any], axes: dict[str, Any]) -> Any:
     """The call, through the op: the out and inout arrays in declared order (one: itself)."""
-    if any(axis not in layout.open_axes for axis in axes):
-        axes = _open_axes(layout, axes)
+    axes = _open_axes(layout, axes)
     # The lengths of packed dimensions the caller gave are the op's keywords too.
     axes = {**axes, **{name: values[name] for name in layout.lengths if values.get(name) is not None}}
     op = op_of(layout)
@@ -198,10 +198,11 @@ def _through_key(layout: Layout, dtypes: tuple[Any, ...], ranks: tuple[int, ...]
 
 
 def _open_axes(layout: Layout, axes: dict[str, Any]) -> dict[str, Any]:
-    """The axes the op takes: those of more than one value. An axis of one value
-    is no keyword of the op: named with that value it is dropped, with another
-    refused in the line ``Layout.choose`` would give."""
-    for axis, value in axes.items():
-        if axis not in layout.open_axes and axis in layout.axes and value not in layout.axes[axis]:
-            raise layout.not_a_value(axis, value)
-    return {axis: value for axis, value in axes.items() if axis in layout.open_axes}
+    """The axes the op takes: those of more than one value, each as the layout
+    holds its values (``_decision.axis_value``: np.int64(64) is 64). An axis of
+    one value is no keyword of the op: named with that value it is dropped. Any
+    value no kernel has (256.0, an array, True) is refused in the line
+    ``Layout.choose`` gives, where the op's schema would refuse some in
+    PyTorch's words and take True as 1."""
+    checked = {axis: axis_value(layout, axis, value) for axis, value in axes.items() if axis in layout.axes}
+    return {axis: value for axis, value in checked.items() if axis in layout.open_axes}

@@ -146,6 +146,58 @@ def test_a_plan_refuses_what_the_full_path_must_name(axpy: Any) -> None:  # noqa
         axpy.axpy(x, y, None, threads=64)
 
 
+def _routes() -> dict[str, Any]:
+    """Each route's way of making (x, y) from NumPy arrays, and of calling: the
+    direct one, tensors through the plans, tensors through the op's schema (a
+    mode the dispatcher must see), JAX arrays through XLA."""
+    routes: dict[str, Any] = {"numpy": (lambda x, y: (x, y), lambda call: call())}
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        routes["tensors"] = (lambda x, y: (torch.from_numpy(x), torch.from_numpy(y)), lambda call: call())
+
+        def op(call: Any) -> Any:
+            with torch.inference_mode():
+                return call()
+
+        routes["the op"] = (lambda x, y: (torch.from_numpy(x), torch.from_numpy(y)), op)
+    try:
+        import jax.numpy as jnp
+    except ImportError:
+        jnp = None
+    if jnp is not None:
+        routes["jax"] = (lambda x, y: (jnp.asarray(x), jnp.asarray(y)), lambda call: call())
+    return routes
+
+
+@pytest.mark.parametrize("route", list(_routes()))
+def test_an_integer_axis_takes_numpy_integers_on_every_route(axpy: Any, rowops: Any, route: str) -> None:  # noqa: F811 - the fixtures imported above
+    """threads=np.int64(64), as array arithmetic gives it, is threads=64: before, the
+    NumPy and tensor routes refused it as not one of the axis's values (JAX took it),
+    and the op's schema refused 64.0 in PyTorch's words. A first call and a repeat
+    (after 64 left its plan) agree, each with the int's result; a float or a bool
+    that equals a value stays refused, first and repeat alike. A size (an extent)
+    takes them as well."""
+    make, run = _routes()[route]
+    x = RNG.normal(size=(3, 50))
+    want = np.asarray(run(lambda: axpy.axpy(*make(x, np.zeros((3, 50))), 2.0, threads=64)))
+    for threads in (np.int64(64), np.int32(64), np.array(64), 64):
+        for _ in range(2):
+            got = run(lambda threads=threads: axpy.axpy(*make(x, np.zeros((3, 50))), 2.0, threads=threads))
+            np.testing.assert_array_equal(np.asarray(got), want)
+    for threads in (64.0, np.float64(64.0), True, np.array([64])):
+        for _ in range(2):
+            with pytest.raises((ArgumentError, ArgumentTypeError), match=r"^axpy: threads: "):
+                run(lambda threads=threads: axpy.axpy(*make(x, np.zeros((3, 50))), 2.0, threads=threads))
+    x = make(x, x)[0]
+    counts = np.asarray(run(lambda: rowops.histogram(x, 6, -1.0, 1.0)))
+    for bins in (np.int64(6), np.array(6), 6):
+        for _ in range(2):
+            np.testing.assert_array_equal(np.asarray(run(lambda bins=bins: rowops.histogram(x, bins, -1.0, 1.0))), counts)
+
+
 def test_a_plan_checks_the_objects_every_call(rowops: Any) -> None:  # noqa: F811 - the fixture imported above
     x = RNG.normal(size=(2, 16))
     out = np.empty_like(x)
