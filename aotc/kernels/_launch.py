@@ -29,7 +29,7 @@ from aotc.arrays.kinds import as_operand
 from aotc.arrays.operands import is_row_major
 from aotc.arrays.placement import device_of, output, stream_handle
 from aotc.arrays.streams import hold_until_done, wait_for_producers
-from aotc.errors import ArgumentError, ArgumentTypeError, called
+from aotc.errors import ArgumentError, ArgumentTypeError, BackendError, called, echo
 from aotc.kernels._arguments import scalar_argument
 from aotc.kernels._decision import decided
 from aotc.kernels._replay import Launched, plan_from
@@ -62,6 +62,21 @@ def launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: An
     except (ArgumentError, ArgumentTypeError) as exc:
         called(exc, layout.name)
         raise
+    except BackendError as exc:
+        refusal = _no_such_stream(stream, exc)
+        if refusal is None:
+            raise
+        raise called(refusal, layout.name) from None
+
+
+def _no_such_stream(stream: Any, error: BackendError) -> ArgumentError | None:
+    """The caller's ``stream=`` refused in one line naming it, where ``error`` is the
+    backend's refusal of its handle (an int that names no stream on the call's
+    device: the emulator's and the driver's CUDA_ERROR_INVALID_HANDLE); else None.
+    Only the backend can tell a handle from any other int, and only when it is used."""
+    if stream is None or type(error) is not BackendError or "CUDA_ERROR_INVALID_HANDLE" not in str(error):
+        return None
+    return ArgumentError(f"stream: {echo(stream)} is no stream of the call's device ({error})")
 
 
 def _launch(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any, key: Any) -> dict[str, Any]:

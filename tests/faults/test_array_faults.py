@@ -100,6 +100,15 @@ ERRORS: dict[str, tuple[Call, type[Exception], str]] = {
     "stream-negative": (lambda _: tropical.matmul(A23, B32, stream=-1), ArgumentError, "stream: a stream handle is a non-negative int"),
     "stream-str-empty-product": (lambda _: tropical.matmul(np.ones((0, 3)), B32, stream="0"), ArgumentTypeError, "stream: expected"),
     "stream-bool": (lambda _: tropical.matmul(A23, B32, stream=True), ArgumentTypeError, "stream: expected"),
+    # an int that names no stream: the backend's refusal, once without the function or the argument
+    "stream-no-such-handle": (
+        lambda _: tropical.matmul(A23, B32, stream=12345), ArgumentError,
+        "tropical.matmul: stream: 12345 is no stream of the call's device (emulator: stream 12345 on device 0: no such stream",
+    ),  # fmt: skip
+    "backward-stream-no-such-handle": (
+        lambda _: tropical.matmul_backward(np.ones((2, 2)), np.zeros((2, 2), np.int32), A23, B32, stream=12345), ArgumentError,
+        "tropical.matmul_backward: stream: 12345 is no stream of the call's device",
+    ),  # fmt: skip
     "set-library-int": (lambda _: tropical.set_library(42), ArgumentTypeError, "library: expected a kernel library"),
     "over-a-name": (lambda _: tropical.over("tropical"), ArgumentTypeError, "library: expected a kernel library (an aotc.load() result)"),
     "pack-axis-str": (lambda _: tropical.pack_bool(np.ones((2, 2), bool), "1"), ArgumentTypeError, "axis: expected 0"),

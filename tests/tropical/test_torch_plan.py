@@ -161,6 +161,18 @@ def test_an_inference_tensor_is_refused_as_out_outside_inference_mode() -> None:
     np.testing.assert_array_equal(held.numpy(), _expected(a, b))
 
 
+def test_a_stream_handle_that_names_no_stream_is_refused_naming_the_call() -> None:
+    """The backend's BackendError once reached the caller without the function
+    called or the argument at fault; each call (no plan is left) says both."""
+    a, b = torch.randn(3, 4), torch.randn(4, 2)
+    message = r"^tropical\.matmul: stream: 12345 is no stream of the call's device \(emulator: stream 12345 on device 0: no such stream \(CUDA_ERROR_INVALID_HANDLE\)\)$"
+    for _ in range(2):
+        with pytest.raises(ArgumentError, match=message):
+            tropical.matmul(a, b, stream=12345)
+        with pytest.raises(ArgumentError, match=message):
+            tropical.matmul(a, b, out=torch.empty(3, 2), stream=12345)
+
+
 def test_an_out_that_wants_gradients_is_refused_while_autograd_records() -> None:
     a, b, out = torch.randn(3, 4), torch.randn(4, 2), torch.zeros(3, 2, requires_grad=True)
     with pytest.raises(ArgumentError, match=r"^tropical\.matmul: out: not supported while autograd records; call under torch.no_grad\(\)"):
