@@ -186,7 +186,15 @@ class CacheWarning(UserWarning):
 
 
 class BackendError(AotcError):
-    """A backend is not installed, or the driver refused an operation."""
+    """A backend is not installed, or the driver refused an operation.
+
+    ``cuda_error`` is the driver's name for the refusal
+    (``CUDA_ERROR_INVALID_HANDLE``) where the backend has one, so a caller
+    deciding what the refusal means reads that, not the message's words."""
+
+    def __init__(self, message: str, *, cuda_error: str | None = None) -> None:
+        super().__init__(message)
+        self.cuda_error = cuda_error
 
 
 class NoDeviceError(BackendError):

@@ -74,7 +74,7 @@ def _no_such_stream(stream: Any, error: BackendError) -> ArgumentError | None:
     backend's refusal of its handle (an int that names no stream on the call's
     device: the emulator's and the driver's CUDA_ERROR_INVALID_HANDLE); else None.
     Only the backend can tell a handle from any other int, and only when it is used."""
-    if stream is None or type(error) is not BackendError or "CUDA_ERROR_INVALID_HANDLE" not in str(error):
+    if stream is None or error.cuda_error != "CUDA_ERROR_INVALID_HANDLE":
         return None
     return ArgumentError(f"stream: {echo(stream)} is no stream of the call's device ({error})")
 

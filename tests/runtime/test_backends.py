@@ -271,8 +271,10 @@ def test_cuda_python_launches_on_a_stream_of_its_device() -> None:
     backend, function = loaded(fake, 1)
     backend.launch(function, ONE_BLOCK, fake.add_stream(0x5000, device=1), b"")
     assert fake.launches[-1]["stream"] == 0x5000
-    with pytest.raises(BackendError, match=r"^cuLaunchKernel\(.*\) failed: CUDA_ERROR_INVALID_HANDLE"):
+    with pytest.raises(BackendError, match=r"^cuLaunchKernel\(.*\) failed: CUDA_ERROR_INVALID_HANDLE") as refused:
         backend.launch(function, ONE_BLOCK, fake.add_stream(0x6000, device=0), b"")  # another context's stream
+    # The driver's name for it, which the bindings read to blame the caller's stream= (not the words)
+    assert refused.value.cuda_error == "CUDA_ERROR_INVALID_HANDLE"
 
 
 @pytest.mark.parametrize(
@@ -290,5 +292,6 @@ def test_a_shape_the_gpu_refuses_is_one_line(shape: Any) -> None:
 
 def test_cuda_python_errors_are_one_line() -> None:
     backend = CudaPythonBackend(driver=FakeDriver())
-    with pytest.raises(BackendError, match=r"loading k\.fatbin: cuModuleLoadData failed: CUDA_ERROR_NO_BINARY_FOR_GPU \(described\)"):
+    with pytest.raises(BackendError, match=r"loading k\.fatbin: cuModuleLoadData failed: CUDA_ERROR_NO_BINARY_FOR_GPU \(described\)") as refused:
         backend.load_module(b"bad image", name="k.fatbin")
+    assert refused.value.cuda_error == "CUDA_ERROR_NO_BINARY_FOR_GPU"

@@ -171,7 +171,7 @@ class BackendBase:
         if is_sticky(err.name):
             launches = self._launches  # type: ignore[attr-defined]
             return launches.fault(self.ordinal, "cuLaunchKernel", reason, this_launch=(function, shape, stream))
-        return launch_error("cuLaunchKernel", shape, reason)
+        return launch_error("cuLaunchKernel", shape, reason, getattr(err, "name", None))
 
     def _in_context(self, call: Callable[..., _T], *args: Any) -> _T:
         pushed = self._enter()
@@ -181,11 +181,11 @@ class BackendBase:
             self._leave(pushed)
 
 
-def launch_error(what: str, shape: LaunchShape, reason: str) -> BackendError:
+def launch_error(what: str, shape: LaunchShape, reason: str, cuda_error: str | None = None) -> BackendError:
     """The one-line error for a launch the backend refused: what, the shape, why."""
     grid, block, shared_bytes = shape
     msg = f"{what}(grid={grid}, block={block}, shared={shared_bytes}) failed: {reason}"
-    return BackendError(msg)
+    return BackendError(msg, cuda_error=cuda_error)
 
 
 def capture_error(what: str, error_name: str) -> CaptureError | None:

@@ -142,7 +142,7 @@ class PyCudaBackend(DriverStreams, BackendBase):
             if is_sticky(getattr(err, "name", "")):
                 raise self._launches.fault(self._ordinal, what, self._error_name(err))
             msg = f"{what} failed: {self._error_name(err)}"
-            raise BackendError(msg)
+            raise BackendError(msg, cuda_error=getattr(err, "name", None))
         return values[0] if len(values) == 1 else tuple(values)
 
     def load_module(self, image: bytes, *, name: str, symbols: tuple[str, ...] = ()) -> Any:

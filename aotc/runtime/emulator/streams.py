@@ -188,10 +188,10 @@ def stream(handle: Any, device: int) -> Stream:
     if found is None:
         what = "the per-thread default stream (2) is not modelled" if handle == _PER_THREAD else "no such stream"
         msg = f"emulator: stream {echo(handle)} on device {device}: {what} (CUDA_ERROR_INVALID_HANDLE)"
-        raise BackendError(msg)
+        raise BackendError(msg, cuda_error="CUDA_ERROR_INVALID_HANDLE")
     if found.device != device:
         msg = f"emulator: stream {handle:#x} belongs to device {found.device}, used on device {device} (CUDA_ERROR_INVALID_HANDLE)"
-        raise BackendError(msg)
+        raise BackendError(msg, cuda_error="CUDA_ERROR_INVALID_HANDLE")
     return found
 
 
@@ -213,10 +213,10 @@ def event(handle: Any, device: int) -> Event:
         found = _events.get(handle) if type(handle) is int else None
     if found is None:
         msg = f"emulator: event {echo(handle)} on device {device}: no such event (CUDA_ERROR_INVALID_HANDLE)"
-        raise BackendError(msg)
+        raise BackendError(msg, cuda_error="CUDA_ERROR_INVALID_HANDLE")
     if found.device != device:
         msg = f"emulator: event {handle:#x} belongs to device {found.device}, used on device {device} (CUDA_ERROR_INVALID_HANDLE)"
-        raise BackendError(msg)
+        raise BackendError(msg, cuda_error="CUDA_ERROR_INVALID_HANDLE")
     return found
 
 
