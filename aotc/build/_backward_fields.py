@@ -23,7 +23,10 @@ kernel"), in the manifest's names:
   array ``o``; an in array named as one of ``saves`` takes that array of the
   forward call (an input, or a result);
 - an out array ``grad_<i>`` is the gradient of the forward's in array ``i``;
-- a scalar argument is the forward call's argument of the same name and type.
+- a scalar is the forward call's argument of the same name and type, or
+  else a size the forward call binds from its in arrays' shapes (``cols`` of
+  ``x: [rows, cols]``), of any integer type: a gradient kernel learns an
+  extent of an input without saving it.
 
 Every point is resolved here, once every family is expanded, to kernel names
 (``Gradient``, what the index records), each problem one line naming the
@@ -39,6 +42,7 @@ from aotc.build._checks import Checker, describe, line_of, listing
 from aotc.build._family_rules import AxisValue, Rule, matches, parse_when
 from aotc.build._yaml import LineDict, LineList, key_text
 from aotc.build.signature import ArrayParam, ScalarParam, Signature
+from aotc.dtypes import SCALAR_TYPES
 from aotc.errors import echo
 
 __all__ = ["BackwardEntry", "Gradient", "parse_backward", "resolve_backwards"]
@@ -210,16 +214,24 @@ def _check_convention(check: Checker, entry: BackwardEntry, at: str, forward: An
         if name not in arrays:
             check.fail(line, f"{key}.saves", f"{name!r} is not an array of {forward.name} (arrays: {listing(arrays)})")
     arguments = {p.name: p.type for p in mine.params if isinstance(p, ScalarParam) and not p.dim}
+    # The sizes the forward call binds from its in arrays' shapes: a gradient
+    # kernel takes them by name as it takes arguments, so that it needs no
+    # saved input (an embedding table) to learn one extent of it.
+    sizes = {e for p in mine.arrays if p.role != "out" for e in p.shape if isinstance(e, str)}
     gradients = []
     for param in backward.signature.params:
         where = f"{backward.name}'s parameter {param.name}"
         if isinstance(param, ScalarParam):
-            if not param.dim and arguments.get(param.name) != param.type:
-                if any(isinstance(p, ScalarParam) and p.dim and p.name == param.name for p in mine.params):
-                    # Short: the line also holds the manifest's path and the key (a fuzzed case ran past 300 characters).
-                    check.fail(line, key, f"{at}, {where} sizes only out arrays, yet is a dimension here: save an in array it sizes (saves:)")
-                else:
-                    check.fail(line, key, f"{at}, {where} ({param.type}) is an argument {forward.name} does not take")
+            if param.dim or arguments.get(param.name) == param.type:
+                continue
+            # Short: the line also holds the manifest's path and the key (a fuzzed case ran past 300 characters).
+            if param.name in sizes:
+                if SCALAR_TYPES[param.type].kind not in ("int", "uint"):
+                    check.fail(line, key, f"{at}, {where} ({param.type}) is a size {forward.name} binds from its arrays: an integer")
+            elif param.extent:
+                check.fail(line, key, f"{at}, {where} sizes only out arrays, yet {forward.name} binds no size of that name from its in arrays")
+            else:
+                check.fail(line, key, f"{at}, {where} ({param.type}) is an argument {forward.name} does not take")
             continue
         assert isinstance(param, ArrayParam)
         target = param.name.removeprefix("grad_")

@@ -10,7 +10,9 @@ a naming convention, checked at build time (``aotc.build._backward_fields``):
 an in array ``grad_<o>`` takes the gradient of the forward result ``o``, one
 named as a saved array takes that array, an out array ``grad_<i>`` is the
 gradient of the forward input ``i``, a scalar is the forward's argument of
-that name.
+that name, or else the size of that name the forward call bound from its in
+arrays' shapes (found again from their shapes, which every route keeps, by
+the forward layout's own decision: so no input is kept for an extent).
 
 ``gradients`` calls each gradient kernel's layout through a ``Framework``:
 PyTorch's ops, JAX's route, or the layout's own call (``Direct``: its plans,
@@ -118,7 +120,8 @@ def gradients(
     ``saved`` (the forward arrays its gradient kernels keep, by manifest name),
     ``grads`` (each result's gradient, by manifest name; None: no gradient),
     ``arguments`` (the forward's scalar arguments, by manifest name) and
-    ``inputs`` (each in array's shape and dtype, by manifest name).
+    ``inputs`` (each in array's shape and dtype, by manifest name), which
+    give the sizes the forward call bound (``_forward_sizes``).
     ``kernels`` is the library's bindings (``aotc.kernels.Kernels``). ``memo``
     keeps, for calls alike in their arrays' shapes and dtypes (a recorded
     call's ``_torch_recorded.Recording``), what each step does to its gradients."""
@@ -128,8 +131,16 @@ def gradients(
         steps = made(_steps(kernels, kernel))
         if memo is not None:
             memo[_STEPS] = steps
+    sized = False  # whether ``arguments`` holds the forward call's sizes too
     for index, step in enumerate(steps):
         layout = step.layout
+        if step.takes_sizes and not sized:
+            sizes = memo.get(_SIZES) if memo is not None else None
+            if sizes is None:
+                sizes = _forward_sizes(kernels, kernel, inputs, arguments)
+                if memo is not None:
+                    memo[_SIZES] = sizes
+            arguments, sized = {**arguments, **sizes}, True
         values: dict[str, Any] = {}
         for arg, source, name in step.sources:
             if source == _ARGUMENT:
@@ -159,8 +170,8 @@ def gradients(
     return found
 
 
-# Where a memo keeps the steps themselves, beside each step's fits (by index).
-_STEPS = "steps"
+# Where a memo keeps the steps themselves and the forward's sizes, beside each step's fits (by index).
+_STEPS, _SIZES = "steps", "sizes"
 
 # How a gradient kernel's result gets its input's shape: as it is, summed
 # by the kernel into a zeroed array of that shape, or summed afterwards.
@@ -182,27 +193,31 @@ def _fits(step: _Step, inputs: dict[str, tuple[tuple[int, ...], str, bool]], nat
 
 
 # Where a gradient kernel's argument comes from: the forward's scalar
-# argument, an array the forward kept, or a result's gradient.
+# argument (or a size the forward call bound from its in arrays, by name
+# too), an array the forward kept, or a result's gradient.
 _ARGUMENT, _SAVED, _GRAD = 0, 1, 2
 
 
 class _Step:
     """One gradient kernel of a kernel's backward, as every call runs it: its
     layout, the axes that pick it there, where each argument comes from
-    ((binding name, source, manifest name)), and the gradients it computes
-    ((binding name, the forward input it is the gradient of))."""
+    ((binding name, source, manifest name)), whether some are the forward
+    call's sizes (``takes_sizes``: a call works them out only then), and the
+    gradients it computes ((binding name, the forward input it is the gradient of))."""
 
-    __slots__ = ("axes", "kernel", "layout", "sources", "wanted", "wanted_of")
+    __slots__ = ("axes", "kernel", "layout", "sources", "takes_sizes", "wanted", "wanted_of")
 
-    def __init__(self, kernels: Any, name: str, saved: tuple[str, ...]) -> None:
+    def __init__(self, kernels: Any, name: str, saved: tuple[str, ...], arguments: set[str]) -> None:
         self.kernel = target = kernels.kernel(name)
         self.layout = layout = kernels.layout_of(name)
         self.axes = {axis: value for axis, value in (target.axes or {}).items() if axis in layout.open_axes}
         sources, wanted = [], []
+        self.takes_sizes = False
         for p in target.signature or ():
             if p.scalar:
-                if not p.dim:
+                if not p.dim:  # the build let through only the forward's arguments and sizes
                     sources.append((p.arg, _ARGUMENT, p.name))
+                    self.takes_sizes |= p.name not in arguments
             elif p.role == "out":
                 wanted.append((p.arg, p.name.removeprefix("grad_")))
             elif p.name in saved:
@@ -221,7 +236,8 @@ def _steps(kernels: Any, kernel: IndexKernel) -> str:
         if backward is None or backward.through:
             msg = f"{kernel.name}: its gradient is not its own kernels'"
             raise ArgumentError(msg)
-        keep(key, tuple(_Step(kernels, name, saves) for name, saves in backward.kernels))
+        arguments = {p.name for p in kernel.signature or () if p.scalar and not p.dim}
+        keep(key, tuple(_Step(kernels, name, saves, arguments) for name, saves in backward.kernels))
     return key
 
 
@@ -231,17 +247,37 @@ def _natural_shapes(layout: Any, values: dict[str, Any], axes: dict[str, Any]) -
     shapes = tuple(tuple(kind.shape_of(values[name])) for name, kind in kinds.items())
     dtypes = tuple(kind.dtype_of(values[name]) for name, kind in kinds.items())
     extents = tuple(values.get(name) for name in layout.sizes)
+    return _decided_part(layout, shapes, dtypes, axes, extents, "out_shapes")
+
+
+def _forward_sizes(kernels: Any, kernel: IndexKernel, inputs: dict[str, tuple[Any, ...]], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The sizes (by manifest name) the forward call of ``kernel`` bound, from
+    its in arrays' shapes and dtypes (``inputs``) and the extents it was given
+    (among ``arguments``): its layout's decision, as the forward call made it."""
+    layout = kernels.layout_of(kernel.name)
+    signature = kernel.signature or ()
+    given = {p.arg: inputs[p.name] for p in signature if not p.scalar and p.role != "out"}
+    manifest = {p.arg: p.name for p in signature if p.scalar}
+    shapes = tuple(tuple(given[name][0]) for name in layout.given)
+    dtypes = tuple(given[name][1] for name in layout.given)
+    axes = {axis: value for axis, value in (kernel.axes or {}).items() if axis in layout.open_axes}
+    extents = tuple(arguments.get(manifest.get(name, "")) for name in layout.sizes)
+    return _decided_part(layout, shapes, dtypes, axes, extents, "dims")
+
+
+def _decided_part(layout: Any, shapes: tuple[Any, ...], dtypes: tuple[str, ...], axes: dict[str, Any], extents: tuple[Any, ...], part: str) -> dict[str, Any]:
+    """A part of ``layout``'s decision (``out_shapes`` or ``dims``) for these arrays, axes and extents."""
     if all(type(e) is int for shape in shapes for e in shape):
-        return dict(_natural(layout, shapes, dtypes, tuple(axes.items()), extents))
+        return dict(_decided(layout, shapes, dtypes, tuple(axes.items()), extents, part))
     # Symbolic sizes: decided on them, kept nowhere.
-    return decide(layout, dict(zip(layout.given, shapes)), dict(zip(layout.given, dtypes)), axes, dict(zip(layout.sizes, extents)), {}).out_shapes
+    return getattr(decide(layout, dict(zip(layout.given, shapes)), dict(zip(layout.given, dtypes)), axes, dict(zip(layout.sizes, extents)), {}), part)
 
 
 @constant_when_traced  # decides (filling the store): where torch.compile traces a call, run, not traced (_traced)
-def _natural(layout: Any, shapes: tuple[Any, ...], dtypes: tuple[str, ...], axes: tuple[Any, ...], extents: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``_natural_shapes`` of concrete sizes, as (binding name, shape) pairs: the layout's decision."""
+def _decided(layout: Any, shapes: tuple[Any, ...], dtypes: tuple[str, ...], axes: tuple[Any, ...], extents: tuple[Any, ...], part: str) -> tuple[Any, ...]:
+    """``_decided_part`` of concrete sizes, as (name, value) pairs: the layout's decision."""
     decision = decided(layout, dict(zip(layout.given, shapes)), dict(zip(layout.given, dtypes)), dict(axes), dict(zip(layout.sizes, extents)), {})
-    return tuple(decision.out_shapes.items())
+    return tuple(getattr(decision, part).items())
 
 
 def _sums_in_kernel(declared: Any, natural: tuple[int, ...], shape: tuple[int, ...]) -> bool:

@@ -23,12 +23,14 @@ __all__ = [
     "BADD",
     "RAGGED",
     "ROWOPS",
+    "SIZES",
     "WARPNORM",
     "axpy",
     "badd",
     "declared_library",
     "ragged",
     "reference",
+    "row_sums",
     "rowops",
     "run_fresh",
     "warpnorm",
@@ -41,6 +43,8 @@ ROWOPS = REPO / "examples" / "rowops" / "kernels"
 WARPNORM = REPO / "examples" / "warpnorm" / "kernels"
 # Sparse and ragged kernels: shape expressions (rows + 1) and tied extents.
 RAGGED = REPO / "tests" / "packages" / "ragged"
+# Row sums whose gradient kernel takes a size of the forward call, and saves nothing.
+SIZES = REPO / "tests" / "packages" / "sizes"
 
 # A family with an inout array, a float argument and a product grid: y += alpha * x.
 AXPY = {
@@ -249,6 +253,12 @@ def warpnorm(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def ragged(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The ragged test package's library on the emulator; one per session (its torch ops are named ragged)."""
     return _emulated_once("ragged", tmp_path_factory, RAGGED / "manifest.yaml")
+
+
+@pytest.fixture(scope="session")
+def row_sums(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The sizes test package's library on the emulator; one per session (its torch ops are named sizes)."""
+    return _emulated_once("sizes", tmp_path_factory, SIZES / "manifest.yaml")
 
 
 @pytest.fixture(scope="session")

@@ -61,6 +61,9 @@ TEMPLATE = {"templates/mm.cu.j2": 'extern "C" __global__ void {{ kernel_name }}(
 ROUTE = "      - {when: {pass: forward, dtype: f32}, through: {pass: argmax}}\n"
 FIRST = "      - {when: {pass: argmax, dtype: f32}, axes: {pass: grad_a}, saves: [Kstar, B]}\n"
 GRAD_A_B = "        Kstar: {array: i32, role: in, shape: [M, N]}\n        B: {array: dtype, role: in, shape: [K, N]}\n"
+KSTAR = "        Kstar: {array: i32, role: in, shape: [M, N]}\n"
+# grad_a's arrays and scalars, after grad_C.
+GRAD_A = GRAD_A_B + "        grad_A: {array: dtype, role: out, shape: [M, K], fill: 0}\n        M: i32\n        N: i32\n        K: i32\n"
 
 
 def grads(tmp_path: Path, old: str = "", new: str = "") -> Path:
@@ -111,14 +114,34 @@ def test_a_mapping_names_another_familys_kernel_at_the_same_axes(tmp_path: Path)
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, axes: {pass: [grad_a]}, saves: [Kstar, B]}\n", "backward[0].axes.pass: expected one value of mm's axis pass, got a list"),
         (FIRST, "      - {when: {pass: argmax, dtype: f32}, family: nope, saves: [Kstar, B]}\n", "backward[0].family: 'nope' is not a declared family of this manifest (declared: mm)"),
         (GRAD_A_B, GRAD_A_B + "        scale: f32\n", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter scale (f32) is an argument mm_f32_argmax does not take"),
-        # K sizes only grad_A once B is gone: the forward's dimension, which no caller passes.
-        (GRAD_A_B, "", "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter K sizes only out arrays, yet is a dimension here: save an in array it sizes (saves:)"),
+        # P sizes only grad_A, and the forward call binds no size P: no one could pass it.
+        (
+            GRAD_A,
+            KSTAR + "        grad_A: {array: dtype, role: out, shape: [M, P], fill: 0}\n        M: i32\n        N: i32\n        K: i32\n        P: i32\n",
+            "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter P sizes only out arrays, yet mm_f32_argmax binds no size of that name from its in arrays",
+        ),
+        (
+            GRAD_A,
+            KSTAR + "        grad_A: {array: dtype, role: out, shape: [M, N], fill: 0}\n        M: i32\n        N: i32\n        K: f32\n",
+            "backward[0]: at mm_f32_argmax, mm_f32_grad_a's parameter K (f32) is a size mm_f32_argmax binds from its arrays: an integer",
+        ),
     ],
 )
 def test_each_misuse_is_one_line_naming_the_entry(tmp_path: Path, old: str, new: str, expected: str) -> None:
     message = refused(grads(tmp_path, old, new))
     assert message.startswith(f"{tmp_path / 'manifest.yaml'}:")
     assert f"families.mm.{expected}" in message, message
+
+
+def test_a_gradient_kernel_takes_the_forward_calls_sizes_by_name(tmp_path: Path) -> None:
+    """Without B, K sizes only grad_A: grad_a takes the K the forward call bound from
+    A and B, as it takes an argument, and saves no operand for it."""
+    first = FIRST.replace("saves: [Kstar, B]", "saves: [Kstar]")
+    path = write_project(tmp_path, {"manifest.yaml": GRADS.replace(GRAD_A_B, KSTAR, 1).replace(FIRST, first, 1), **TEMPLATE})
+    kernels = {k.name: k for k in load_manifest(path).kernels}
+    assert kernels["mm_f32_argmax"].backward == Gradient((("mm_f32_grad_a", ("Kstar",)), ("mm_f32_grad_b", ("Kstar", "A"))))
+    k = next(p for p in kernels["mm_f32_grad_a"].signature.params if p.name == "K")
+    assert (k.dim, k.extent) == (False, True)
 
 
 def test_tropicals_argmax_names_its_two_kernels_and_its_forward_its_route() -> None:
