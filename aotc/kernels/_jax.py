@@ -86,7 +86,7 @@ def call(layout: Any, values: dict[str, Any], axes: dict[str, Any], stream: Any)
         if p.scalar and not p.extent and p.arg in layout.arguments:
             scalar_argument(scalars[p.arg], p.arg, p.dtype)
     if kernel.backward is not None and not layout.inouts:
-        function = _differentiable(layout, kernel, axes, scalars)
+        function = _differentiable(layout, kernel, axes, scalars, given)
     else:
         function = _without_gradient(layout, kernel, lambda *arrays: _launch(layout, axes, scalars, arrays))
     outputs = eagerly(function, *given)
@@ -252,12 +252,17 @@ def _second_derivative(bindings: Any, route: Any) -> ArgumentError:
     return ArgumentError("a second derivative through JAX's route is not supported (its forward call is a callback)")
 
 
-def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dict[str, Any]) -> Any:
+def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dict[str, Any], given: tuple[Any, ...]) -> Any:
     """The call as a ``jax.custom_vjp`` from its kernel's ``backward:``: the
     forward pass runs the kernel (or the kernel it is differentiated through)
-    and keeps what the gradient kernels save; the backward pass runs them.
-    Made once per kernel, axes and scalars, as the callbacks are."""
-    key = jax_key("vjp", kernel.name, axes=axes, scalars=scalars)
+    and keeps what the gradient kernels save, and nothing else; the backward
+    pass runs them. Made once per kernel, axes, scalars and the in arrays'
+    shapes and dtypes (static under JAX: a vmapped call's are an example's),
+    which the backward pass reads here rather than from kept inputs, so a
+    gradient that saves no input keeps none alive (an eager ``jax.vjp``'s
+    function would hold what its residuals hold)."""
+    shapes = tuple((tuple(x.shape), x.dtype) for x in given)
+    key = jax_key("vjp", kernel.name, shapes, axes=axes, scalars=scalars)
     found = layout.plans.get(key)
     if found is not None:
         return found
@@ -295,15 +300,15 @@ def _differentiable(layout: Any, kernel: Any, axes: dict[str, Any], scalars: dic
         by_arg.update(zip(route_layout.results, outputs))
         arrays = {p.name: by_arg[p.arg] for p in route.signature or () if not p.scalar}
         mine = tuple(by_arg[name] for name in layout.results)
-        return mine, (tuple(arrays[name] for name in names), given)
+        return mine, tuple(arrays[name] for name in names)
 
-    def backward(residuals: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
-        saved, given = residuals
-        manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
+    manifest = {p.arg: p.name for p in route.signature or () if not p.scalar}
+    inputs = {manifest[name]: (shape, _dtype(x, name), False) for name, (shape, _), x in zip(layout.given, shapes, given)}  # immutable: summed after
+
+    def backward(saved: tuple[Any, ...], grads: tuple[Any, ...]) -> tuple[Any, ...]:
         results = {manifest[name]: _instantiated(grad) for name, grad in zip(layout.results, grads)}
-        inputs = {manifest[name]: (tuple(x.shape), _dtype(x, name), False) for name, x in zip(layout.given, given)}  # immutable: summed after
         found = gradients(bindings, route, dict(zip(names, saved)), results, arguments, inputs, _Jax)
-        return tuple(found.get(manifest[name], jax.numpy.zeros_like(x)) for name, x in zip(layout.given, given))
+        return tuple(found.get(manifest[name], jax.numpy.zeros(shape, dtype)) for name, (shape, dtype) in zip(layout.given, shapes))
 
     differentiable = jax.custom_vjp(primal)
     differentiable.defvjp(forward, backward, symbolic_zeros=True)

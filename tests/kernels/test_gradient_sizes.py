@@ -2,8 +2,8 @@
 takes its arguments (aotc/kernels/_gradients.py): the sizes test package's
 row sum, whose gradient kernel names cols (its out array's alone) and saves
 nothing, differentiated from NumPy, PyTorch's autograd, torch.func,
-torch.compile and JAX, against the reference gradient; and PyTorch's
-autograd keeps no input alive for it, where the same sum that saves x does."""
+torch.compile and JAX, against the reference gradient; and no route keeps
+its input alive for it, where the same sum that saves x does."""
 
 from __future__ import annotations
 
@@ -121,3 +121,17 @@ class TestJax:
         x = jax.numpy.asarray(RNG.normal(size=(2, 3, 6)).astype(np.float32))
         grads = jax.jit(jax.vmap(jax.grad(lambda t: (row_sums.rowsum(t) * weights).sum())))(x)
         np.testing.assert_array_equal(np.asarray(grads), np.broadcast_to(reference_grad(weights, 6), (2, 3, 6)))
+
+    @pytest.mark.parametrize(("family", "kept"), [("rowsum", False), ("rowsum_saving", True)])
+    def test_an_eager_vjp_keeps_no_input_alive(self, row_sums: Any, family: str, kept: bool) -> None:  # noqa: F811
+        """jax.vjp's function holds the residuals: rowsum's are nothing, rowsum_saving's x."""
+        jax = self.jax
+        with jax.enable_x64(True):
+            x = jax.numpy.asarray(RNG.normal(size=(4, 6)))
+            _, backward = jax.vjp(getattr(row_sums, family), x)
+            alive = weakref.ref(x)
+            del x
+            gc.collect()
+            assert (alive() is not None) is kept
+            (grad,) = backward(jax.numpy.ones(4))
+        np.testing.assert_array_equal(np.asarray(grad), np.ones((4, 6)))
