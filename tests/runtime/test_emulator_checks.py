@@ -295,6 +295,64 @@ def test_plain_writes_of_different_values_are_named(race_init_sync: tuple[str, .
     assert first_fault(caught.value) == expected
 
 
+# ---- volatile stores of one value, by lanes of one warp -----------------------------------------
+
+VOLATILE_FLAGS = ("volatile_flag", "warp_found_flags", "mixed_flag", "volatile_different_values", "plain_over_volatile", "plain_over_atomic")
+
+
+def test_a_flag_lanes_of_one_warp_set_through_volatile_to_one_value_is_clean(race_init_sync: tuple[str, ...]) -> None:
+    """A volatile store races with a lane of its own warp that no __syncwarp
+    orders it after (the lockstep reduction of old, test_emulator_warps.py);
+    where every racing store leaves the same bytes, whichever lands last, it
+    is right on every GPU: through volatile alone, a warp's own flag between
+    __syncwarps, and plain and volatile stores mixed."""
+    library = checked("flags.cu", VOLATILE_FLAGS, race_init_sync)
+    values = np.zeros(96, np.int32)
+    values[[3, 4, 9, 40, 70, 71]] = 9  # three lanes of warp 0, one of warp 1, two of warp 2
+    out, changed = np.full(96, -1, np.int32), np.zeros(1, np.int32)
+    library.launch("volatile_flag", 1, 96, 0, [ptr(values), ptr(out), ptr(changed)])
+    np.testing.assert_array_equal(out, np.ones(96, np.int32))
+    assert changed[0] == 1
+    library.launch("warp_found_flags", 1, 96, 0, [ptr(values), ptr(out)])
+    np.testing.assert_array_equal(out, np.ones(96, np.int32))
+    values[40] = 0  # warp 1 finds nothing
+    library.launch("warp_found_flags", 1, 96, 0, [ptr(values), ptr(out)])
+    np.testing.assert_array_equal(out, np.repeat([1, 0, 1], 32).astype(np.int32))
+    library.launch("mixed_flag", 1, 96, 0, [ptr(values), ptr(out)])
+    np.testing.assert_array_equal(out, np.ones(96, np.int32))
+
+
+# plain_over_atomic: a plain store of the value an atomic left is still a race (docs/design.md, "The
+# race check's model of atomics"): a GPU may land the store first, and the atomic then returns 1, not 0.
+VOLATILE_RACES = {
+    "volatile_different_values": (
+        "thread (8, 0, 0) writes shared volatile_different_values::last + 0 bytes (of 4), which thread (0, 0, 0) "
+        "wrote since the last __syncthreads (warp 0, lanes 8 and 0: lanes of a warp are not in lockstep, and no "
+        "__syncwarp orders them) (flags.cu:91)"
+    ),
+    "plain_over_volatile": (
+        "thread (32, 0, 0) writes shared plain_over_volatile::flag + 0 bytes (of 4), which thread (0, 0, 0) wrote "
+        "since the last __syncthreads (flags.cu:100)"
+    ),
+    "plain_over_atomic": (
+        "thread (32, 0, 0) writes shared plain_over_atomic::flag + 0 bytes (of 4), which thread (0, 0, 0) updated "
+        "atomically since the last __syncthreads (flags.cu:113)"
+    ),
+}
+
+
+@pytest.mark.parametrize("symbol", sorted(VOLATILE_RACES))
+def test_stores_beside_volatile_and_atomic_ones_that_change_the_value_are_named(
+    race_init_sync: tuple[str, ...], symbol: str
+) -> None:
+    library = checked("flags.cu", VOLATILE_FLAGS, race_init_sync)
+    out = np.zeros(97, np.int32)
+    with pytest.raises(KernelFaultError) as caught:
+        library.launch(symbol, 1, 96, 0, [ptr(out)])
+    expected = f"{symbol}: race check: write after write: block (0, 0, 0) {VOLATILE_RACES[symbol]}"
+    assert first_fault(caught.value) == expected
+
+
 @pytest.mark.parametrize("symbol", ["shared_histogram", "global_totals"])
 def test_atomics_with_their_barriers_are_clean(monkeypatch: pytest.MonkeyPatch, symbol: str) -> None:
     monkeypatch.setenv("AOTC_EMULATOR_CHECK", "race")

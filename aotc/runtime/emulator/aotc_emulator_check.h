@@ -100,7 +100,9 @@ constexpr unsigned short kWarpOrdered = 0x8000;  // reader, updater: lanes befor
 constexpr unsigned short kSeveral = 0x4000;      // reader, updater: other threads share its interval
 constexpr unsigned short kAccumulated = 0x2000;  // updater: an update of this epoch was no compare-and-swap
 constexpr unsigned short kUpdateWrites = 0x1000;  // updater: an update of this epoch wrote (else only volatile reads)
-constexpr unsigned short kThreadBits = 0x0FFF;   // reader, updater: the thread (kMaxThreadsPerBlock fits)
+constexpr unsigned short kAtomicWrites = 0x0800;  // updater: an atomic of this epoch wrote (else only volatile stores did)
+constexpr unsigned short kThreadBits = 0x07FF;   // reader, updater: the thread
+static_assert(kMaxThreadsPerBlock - 1 <= kThreadBits, "a thread's number must fit a group's thread bits");
 constexpr unsigned short kPendingCopy = 0xFFFD;  // writer: an asynchronous copy lands here at its wait
 constexpr unsigned char kManyWarps = 0xFF;
 struct Shadow {
@@ -569,7 +571,11 @@ AOTC_EMU_UNCHECKED_HOT static void group_add(unsigned& when, unsigned short& who
   if (me.interval > interval) {
     // Kept before a launch first fences too: a release later in the epoch must not clear the group.
     const bool left_out = (who & kThreadBits) != me.id || (who & (kSeveral | kWarpOrdered)) != 0;
-    who = static_cast<unsigned short>(me.id | (who & (kAccumulated | kUpdateWrites)) | (left_out ? kWarpOrdered : 0));
+    // What the group did: in a group of one warp, a later interval is ordered after the earlier ones
+    // (a lane's volatile read after the __syncwarp that follows another's store), so only the
+    // newcomer's access counts; lanes of other warps are not, and keep theirs.
+    const unsigned short done = warp == kManyWarps ? who & (kAccumulated | kUpdateWrites | kAtomicWrites) : 0;
+    who = static_cast<unsigned short>(me.id | done | (left_out ? kWarpOrdered : 0));
     interval = me.interval;
   } else if (me.interval == interval && (who & kThreadBits) != me.id) {
     who |= kSeveral;
@@ -753,22 +759,32 @@ AOTC_EMU_UNCHECKED static void settle_writes() {
 // It races with plain accesses as a plain access does, and with the updates
 // and volatile reads of this epoch only where they are a lane of its own warp
 // that no __syncwarp orders it after (lockstep, which no GPU since sm_70
-// keeps). Out of line: volatile accesses are rare, and every other access
-// inlines check_byte.
+// keeps). A store over another's store is judged by value once it has
+// happened (defer_write_race), as a plain one is: lanes setting one flag to
+// the same value are right on every GPU, whichever lands last. Out of line:
+// volatile accesses are rare, and every other access inlines check_byte.
 template <bool kOrdered>
-AOTC_EMU_UNCHECKED static void volatile_race(const Shadow& s, Stamps& st, int space, unsigned long long byte,
-                                             unsigned long long size, bool write, const Accessor& me) {
+AOTC_EMU_UNCHECKED static void volatile_race(const Shadow& s, Stamps& st, int space, unsigned long long first,
+                                             unsigned long long byte, unsigned long long size, bool write,
+                                             const Accessor& me) {
   int other;
   bool warp = false;  // the other access is a lane of the accessor's warp
   if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
-    access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, false, false, warp);
+    if (write) {
+      defer_write_race(space, first, byte, size, other, warp);
+    } else {
+      access_fault(kRace, kReadAfterWrite, space, byte, size, false, other, false, false, warp);
+    }
   } else if (write && s.read == epoch &&
              (other = group_race<kOrdered>(s.reader, s.read_warp, s.read_interval, st.read, me, warp)) >= 0) {
     access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
   } else if (s.updated == epoch && (write || (s.updater & kUpdateWrites) != 0) &&
              (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0 && warp) {
-    const int kind = !write ? kReadAfterWrite : (s.updater & kUpdateWrites) != 0 ? kWriteAfterWrite : kWriteAfterRead;
-    access_fault(kRace, kind, space, byte, size, write, other, false, false, warp);
+    if (write && (s.updater & kUpdateWrites) != 0) {
+      defer_write_race(space, first, byte, size, other, warp);
+    } else {
+      access_fault(kRace, write ? kWriteAfterRead : kReadAfterWrite, space, byte, size, write, other, false, false, warp);
+    }
   }
 }
 
@@ -810,10 +826,14 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
         access_fault(kRace, kWriteAfterRead, space, byte, size, true, other, false, false, warp);
       } else if (s.updated == epoch && (other = group_race<kOrdered>(s.updater, s.update_warp, s.update_interval, st.update, me, warp)) >= 0) {
         const bool wrote = (s.updater & kUpdateWrites) != 0;  // else only volatile reads, which a plain write races with
-        access_fault(kRace, wrote ? kWriteAfterWrite : kWriteAfterRead, space, byte, size, true, other, false, wrote, warp);
+        if (wrote && (s.updater & kAtomicWrites) == 0) {
+          defer_write_race(space, first, byte, size, other, warp);  // over volatile stores: judged by value
+        } else {
+          access_fault(kRace, wrote ? kWriteAfterWrite : kWriteAfterRead, space, byte, size, true, other, false, wrote, warp);
+        }
       }
     } else if (atomic == kVolatile) {
-      volatile_race<kOrdered>(s, st, space, byte, size, write, me);
+      volatile_race<kOrdered>(s, st, space, first, byte, size, write, me);
     } else {
       if ((other = write_race<kOrdered>(s, &st, me, warp)) >= 0) {
         access_fault(kRace, write ? kWriteAfterWrite : kReadAfterWrite, space, byte, size, write, other, true, false, warp);
@@ -835,7 +855,7 @@ AOTC_EMU_UNCHECKED_HOT static void check_byte(Shadow& s, Stamps* stamps, int spa
     st.write = me.clock;
   } else if (write) {
     group_add<kOrdered>(s.updated, s.updater, s.update_warp, s.update_interval, st.update, me);
-    s.updater |= kUpdateWrites;
+    s.updater |= atomic == kVolatile ? kUpdateWrites : kUpdateWrites | kAtomicWrites;
     if (atomic == kAccumulate || atomic == kVolatile) s.updater |= kAccumulated;  // a plain read between is a race
     if (s.read == epoch && (s.reader & ~kWarpOrdered) == me.id) s.read = 0;  // its own read was the guess this update checks
     Suspect& suspect = suspects[me.id];
