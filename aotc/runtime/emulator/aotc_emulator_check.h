@@ -891,9 +891,8 @@ template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static void check_bytes_as(Shadow* shadow, Stamps* stamps, int space, unsigned long long offset,
                                               unsigned long long size, bool write, int atomic) {
   const Accessor me = accessor<kOrdered>();
-  for (unsigned long long i = 0; i < size; ++i) {
-    check_any_byte<kOrdered>(shadow[offset + i], kOrdered ? stamps + offset + i : nullptr, space, offset, offset + i, size,
-                             write, atomic, me);
+  for (unsigned long long byte = offset, end = offset + size; byte < end; ++byte) {
+    check_any_byte<kOrdered>(shadow[byte], kOrdered ? stamps + byte : nullptr, space, offset, byte, size, write, atomic, me);
   }
 }
 
