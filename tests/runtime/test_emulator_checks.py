@@ -199,7 +199,9 @@ def test_memory_check_under_address_sanitizer() -> None:
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert [first_fault(line) for line in result.stdout.splitlines()] == [
-        "misaligned_vector: memory check: misaligned for a 16-byte access: block (0, 0, 0) thread (0, 0, 0) reads 16 bytes at argument in + 4 bytes (checked.cu:24)",
+        "misaligned_vector: memory check: misaligned address: block (0, 0, 0) thread (0, 0, 0) reads 16 bytes at argument in + 4 bytes, "
+        "whose address is 4 bytes past a multiple of 16 (checked.cu:24); its thread stopped there, since no bytes can stand in for a "
+        "misaligned access",
         "dynamic_overrun: memory check: out of bounds: block (0, 0, 0) thread (0, 0, 0) writes 4 bytes at dynamic shared memory + 32 bytes (of 32) (checked.cu:31)",
         "global_overrun: memory check: out of bounds: block (0, 0, 0) thread (15, 0, 0) writes 4 bytes at argument out + 64 bytes (its allocation ends at out + 64) (checked.cu:38)",
         "clean",

@@ -131,8 +131,18 @@ inline To bit_cast(const From& from) {
 
 // The compile step rewrites `extern __shared__ T name[];` to a reference to
 // this buffer: every dynamic shared array of a kernel starts at one address,
-// as in CUDA.
-inline unsigned char* dynamic_shared_memory() { return detail::dynamic_shared; }
+// as in CUDA. Under the checks the address is hidden from the compiler, as a
+// pointer argument's is: an access through the array then takes the
+// alignment its type promises, as on a GPU, rather than the one the compiler
+// can work out, so that the checks see a float4 one float past it
+// (check::misaligned_access).
+inline unsigned char* dynamic_shared_memory() {
+  unsigned char* buffer = detail::dynamic_shared;
+#if AOTC_EMU_CHECKS
+  __asm__("" : "+r"(buffer));
+#endif
+  return buffer;
+}
 
 }  // namespace aotc_emu
 

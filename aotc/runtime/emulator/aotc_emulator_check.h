@@ -30,11 +30,16 @@
 //   asynchronous copy lands in only at its wait. An access outside every
 //   shared object, or past the launch's dynamic shared bytes, is out of
 //   bounds (memory).
-// - Global memory: an access the compiler believes aligned (__tsan_readN)
-//   must be N-aligned, as on a GPU, inside an allocation the launch reaches,
-//   on bytes not poisoned in AddressSanitizer's shadow (guard bands, freed
-//   memory): aotc_emulator_bounds.h. That needs libasan loaded first in the
-//   process (LD_PRELOAD); a launch refuses the memory check without it.
+// - An access the compiler believes aligned (__tsan_readN, an atomic) must be
+//   N-aligned, as on a GPU, whatever the checks: a misaligned one stops its
+//   thread (misaligned_access). The kernel is compiled without scalar
+//   replacement of aggregates (aotc_emulator.h), so a float4's load is one
+//   16-byte access, not four 4-byte ones.
+// - Global memory (the memory check): an access must fall inside an
+//   allocation the launch reaches, on bytes not poisoned in
+//   AddressSanitizer's shadow (guard bands, freed memory):
+//   aotc_emulator_bounds.h. That needs libasan loaded first in the process
+//   (LD_PRELOAD); a launch refuses the memory check without it.
 // - A bad access is never performed, whatever the checks: a read gets
 //   poison, a write is dropped, or the thread stops (aotc_emulator_bounds.h).
 // - At a barrier, the waiting threads must all wait at the same __syncthreads
@@ -88,7 +93,8 @@ struct Fault {
   unsigned mask, other_mask;  // the collectives' masks
   int same_warp;              // a race with a lane of the same warp: only __syncwarp orders them
   int atomic, other_atomic;   // a race's accesses: 1 for an atomic update
-  int reason;                 // kInactiveSource: a SourceReason; kDivergentWarp: 1 if the other lane waits at __syncthreads
+  int reason;                 // kInactiveSource: a SourceReason; kDivergentWarp: 1 if the other lane waits at __syncthreads;
+                              // kOutOfBounds: a Problem; kMisaligned: the address's bytes past a multiple of `size`
   char operation[32], other_operation[32];
   char other_file[128];
   unsigned long long others;  // the launch's other faults (notes: other such reads)
@@ -946,18 +952,17 @@ AOTC_EMU_UNCHECKED static int outside_problem(unsigned long long address, unsign
 }
 
 // Whether a global access may happen; one that may not is reported. With the
-// memory check: inside an allocation the launch reaches, aligned as the
-// compiler assumed, on bytes ASan leaves open; without it: on mapped bytes.
-AOTC_EMU_UNCHECKED_HOT static bool global_allowed(unsigned long long address, unsigned long long size, bool write, bool aligned) {
+// memory check: inside an allocation the launch reaches, on bytes ASan leaves
+// open; without it: on mapped bytes.
+AOTC_EMU_UNCHECKED_HOT static bool global_allowed(unsigned long long address, unsigned long long size, bool write) {
   if (AOTC_EMU_CHECKS & kMemory) {
-    const bool misaligned = aligned && (address & (size - 1)) != 0;
     const bool inside = reachable(address, size);
     const bool poisoned = asan_region_is_poisoned(reinterpret_cast<void*>(address), size) != nullptr;
-    if (!misaligned && inside && !poisoned) return true;
+    if (inside && !poisoned) return true;
     bad_bytes_swappable = inside || poisoned;  // the launch's own bytes, or a redzone, guard band or freed memory
     const bool redzone = poisoned && (inside || mapped_for(address, size, false));  // else outside the app's memory
     const int problem = inside || redzone ? kPoisoned : outside_problem(address, size, write);
-    global_fault(misaligned ? kMisaligned : kOutOfBounds, problem, address, size, write);
+    global_fault(kOutOfBounds, problem, address, size, write);
     return false;
   }
   if (mapped_for(address, size, write)) return true;
@@ -968,46 +973,43 @@ AOTC_EMU_UNCHECKED_HOT static bool global_allowed(unsigned long long address, un
 
 // Where an access goes: its space and its offset there (global: the address).
 // False, reported, for one that must not happen.
-AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsigned long long size, bool write, bool aligned,
-                                            int& space, unsigned long long& offset) {
+AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsigned long long size, bool write, int& space,
+                                            unsigned long long& offset) {
   const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
   const unsigned long long section_end = reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared);
   const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
-  const bool misaligned = (AOTC_EMU_CHECKS & kMemory) && aligned && (address & (size - 1)) != 0;
   if (address >= section && address < section_end) {
     space = kStaticShared;
     offset = address - section;
     const bool inside = offset + size <= section_end - section && object_of_byte[offset] != kNobody &&
                         object_of_byte[offset] == object_of_byte[offset + size - 1];
-    if (inside && !misaligned) return true;
+    if (inside) return true;
     if (!(AOTC_EMU_CHECKS & kMemory)) return false;  // check_access lets it pass unchecked, as before
     bad_bytes_swappable = true;                      // the library's own bytes
-    access_fault(kMemory, inside ? kMisaligned : kOutOfBounds, space, offset, size, write, kNobody);
+    access_fault(kMemory, kOutOfBounds, space, offset, size, write, kNobody);
     return false;
   }
   if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
     space = kDynamicShared;
     offset = address - dynamic;
-    const bool inside = offset + size <= dynamic_bytes;
-    if ((inside && !misaligned) || !(AOTC_EMU_CHECKS & kMemory)) return true;  // the buffer is the library's own
+    if (offset + size <= dynamic_bytes || !(AOTC_EMU_CHECKS & kMemory)) return true;  // the buffer is the library's own
     bad_bytes_swappable = true;
-    access_fault(kMemory, inside ? kMisaligned : kOutOfBounds, space, offset, size, write, kNobody);
+    access_fault(kMemory, kOutOfBounds, space, offset, size, write, kNobody);
     return false;
   }
   space = kGlobal;
   offset = address;
-  return global_allowed(address, size, write, aligned);
+  return global_allowed(address, size, write);
 }
 
 // Checks one access of a CUDA thread against the shadow of its bytes. False,
 // reported, for one that must not happen. `atomic`: an AtomicKind.
 template <bool kOrdered>
-AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned,
-                                            int atomic) {
+AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, unsigned long long size, bool write, int atomic) {
   const unsigned long long address = reinterpret_cast<unsigned long long>(pointer);
   int space = kGlobal;
   unsigned long long offset = 0;
-  if (!place_access(address, size, write, aligned, space, offset)) {
+  if (!place_access(address, size, write, space, offset)) {
     return space == kStaticShared && !(AOTC_EMU_CHECKS & kMemory);  // unchecked off the objects, as before
   }
   if (space == kStaticShared) {
@@ -1023,14 +1025,13 @@ AOTC_EMU_UNCHECKED_HOT static bool check_access(const volatile void* pointer, un
 // check_access for a launch that fences: out of line, so that g++ compiles its
 // stamping form once, where the plain and the atomic hooks inline the other.
 AOTC_EMU_UNCHECKED static bool check_ordered_access(const volatile void* pointer, unsigned long long size, bool write,
-                                                    bool aligned, int atomic) {
-  return check_access<true>(pointer, size, write, aligned, atomic);
+                                                    int atomic) {
+  return check_access<true>(pointer, size, write, atomic);
 }
 template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static bool check_any_access(const volatile void* pointer, unsigned long long size, bool write,
-                                                bool aligned, int atomic) {
-  return kOrdered ? check_ordered_access(pointer, size, write, aligned, atomic)
-                  : check_access<false>(pointer, size, write, aligned, atomic);
+                                                int atomic) {
+  return kOrdered ? check_ordered_access(pointer, size, write, atomic) : check_access<false>(pointer, size, write, atomic);
 }
 
 // The suspect reads still standing when their threads reach a barrier or return.
@@ -1128,7 +1129,7 @@ AOTC_EMU_UNCHECKED static bool copy_allowed(void* destination, unsigned long lon
   access_pc = nullptr;
   int space = kGlobal;
   unsigned long long offset = 0;
-  return place_access(reinterpret_cast<unsigned long long>(destination), size, true, false, space, offset) ||
+  return place_access(reinterpret_cast<unsigned long long>(destination), size, true, space, offset) ||
          (space == kStaticShared && !(AOTC_EMU_CHECKS & kMemory));
 }
 
@@ -1159,9 +1160,9 @@ AOTC_EMU_UNCHECKED static bool copy_landed(void* destination, const void* source
   access_pc = nullptr;
   ++event_serial;
   const auto check = ordering ? check_ordered_access : check_access<false>;
-  bool allowed = copied == 0 || check(source, copied, false, false, kPlain);
+  bool allowed = copied == 0 || check(source, copied, false, kPlain);
   ++event_serial;
-  allowed = check(destination, size, true, false, kPlain) && allowed;
+  allowed = check(destination, size, true, kPlain) && allowed;
   return allowed;
 }
 
@@ -1176,15 +1177,55 @@ AOTC_EMU_UNCHECKED_HOT static void learn_words(const volatile void* pointer, uns
   }
 }
 
+// The space of `address` and its offset there (global: the address itself),
+// as place_access finds them.
+AOTC_EMU_UNCHECKED static int space_of(unsigned long long address, unsigned long long& offset) {
+  const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
+  const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
+  if (address >= section && address < reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared)) {
+    offset = address - section;
+    return kStaticShared;
+  }
+  if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
+    offset = address - dynamic;
+    return kDynamicShared;
+  }
+  offset = address;
+  return kGlobal;
+}
+
+// An access the compiler believes aligned for its size (a float4's 16-byte
+// load, an atomic) at an address that is not, whatever the checks: a GPU
+// ends the kernel there (cudaErrorMisalignedAddress). It is reported, with
+// the bytes past the last aligned address (Fault::reason), and never
+// happens: the aligned vector move the compiler may have made of it faults
+// on the host whatever bytes stand in, so its thread stops there, as if it
+// had returned. Outside a CUDA thread (the emulator's own code) it does
+// nothing, as the hooks then do.
+AOTC_EMU_UNCHECKED __attribute__((cold)) static void misaligned_access(const volatile void* pointer, unsigned long long size,
+                                                                       bool write) {
+  if (detail::current_fiber == nullptr) return;
+  settle();
+  ++event_serial;
+  const unsigned long long address = reinterpret_cast<unsigned long long>(pointer);
+  unsigned long long offset = 0;
+  const int space = space_of(address, offset);
+  if (Fault* f = access_fault(kMemory, kMisaligned, space, offset, size, write, kNobody)) {
+    f->reason = static_cast<int>(address & (size - 1));
+    f->stopped = 1;
+  }
+  stop_thread();
+}
+
 // A load or store the compiler performs after its hook (plain or volatile):
 // checked; true if it may happen, else diverted (a read finds poison, a write
 // is undone) or its thread stopped there.
 template <bool kOrdered>
 AOTC_EMU_UNCHECKED_HOT static bool performed_access(const volatile void* pointer, unsigned long long size, bool write,
-                                                    bool aligned, int kind) {
+                                                    int kind) {
   settle_before(write);
   ++event_serial;
-  if (check_any_access<kOrdered>(pointer, size, write, aligned, kind)) {
+  if (check_any_access<kOrdered>(pointer, size, write, kind)) {
     if ((AOTC_EMU_CHECKS & kMemory) && !write && size >= 8) learn_words(pointer, size);
     return true;
   }
@@ -1196,9 +1237,9 @@ AOTC_EMU_UNCHECKED_HOT static bool performed_access(const volatile void* pointer
 
 // A plain load or store of a CUDA thread.
 template <bool kOrdered>
-AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsigned long long size, bool write, bool aligned) {
+AOTC_EMU_UNCHECKED static void plain_access(const volatile void* pointer, unsigned long long size, bool write) {
   if (detail::current_fiber == nullptr) return;  // the emulator's own code, outside any CUDA thread
-  performed_access<kOrdered>(pointer, size, write, aligned, kPlain);
+  performed_access<kOrdered>(pointer, size, write, kPlain);
 }
 
 // A thread that spins on an atomic, waiting for another thread of its block
@@ -1226,6 +1267,7 @@ AOTC_EMU_UNCHECKED static void spin_point() {
 template <bool kOrdered>
 AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsigned long long size, bool write, int kind) {
   if (detail::current_fiber == nullptr) return true;
+  if ((reinterpret_cast<unsigned long long>(pointer) & (size - 1)) != 0) misaligned_access(pointer, size, write);
   spin_point();
   // Another thread's first fence while this one let the others run: this
   // access is the first of its thread to be stamped.
@@ -1233,7 +1275,7 @@ AOTC_EMU_UNCHECKED static bool atomic_access(const volatile void* pointer, unsig
   if (diversion_count > 0 || pending_write_count > 0) settle();
   last_hook_wrote = false;
   ++event_serial;
-  const bool allowed = check_any_access<kOrdered>(pointer, size, write, true, kind);
+  const bool allowed = check_any_access<kOrdered>(pointer, size, write, kind);
   if (allowed && (AOTC_EMU_CHECKS & kMemory) && !write && size == 8) learn_words(pointer, size);
   return allowed;
 }
@@ -1250,13 +1292,13 @@ AOTC_EMU_UNCHECKED static void volatile_access(const volatile void* pointer, uns
   // The access itself follows the hook with no other fiber between: a read
   // acquires at its next fence what the word's release left, and a write
   // after a fence releases, as an atomic's would.
-  if (performed_access<kOrdered>(pointer, size, write, true, kVolatile) && kOrdered) atomic_done(pointer, !write, write, write);
+  if (performed_access<kOrdered>(pointer, size, write, kVolatile) && kOrdered) atomic_done(pointer, !write, write, write);
 }
 
 // What the hooks call: the forms a launch without fences needs until its
 // first fence, then those that stamp accesses. An indirect call costs what a
 // direct one does, so a kernel without fences pays nothing for the other form.
-static void (*plain_access_now)(const volatile void*, unsigned long long, bool, bool) = plain_access<false>;
+static void (*plain_access_now)(const volatile void*, unsigned long long, bool) = plain_access<false>;
 static bool (*atomic_access_now)(const volatile void*, unsigned long long, bool, int) = atomic_access<false>;
 static void (*volatile_access_now)(const volatile void*, unsigned long long, bool) = volatile_access<false>;
 
@@ -1298,21 +1340,43 @@ AOTC_EMU_HOOK void __tsan_func_entry(void*) {}
 AOTC_EMU_HOOK void __tsan_func_exit() {}
 AOTC_EMU_HOOK void __tsan_vptr_update(void**, void*) {}
 AOTC_EMU_HOOK void __tsan_vptr_read(void**) {}
-AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, false, false); }
-AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, true, false); }
+AOTC_EMU_HOOK void __tsan_read_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, false); }
+AOTC_EMU_HOOK void __tsan_write_range(void* p, unsigned long n) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, n, true); }
+// The compiler believes the address of __tsan_readN's access a multiple of N
+// (else it calls __tsan_unaligned_readN): one that is not is a GPU's fault.
+// A tail call, as the access's own: the hook keeps nothing across it.
+#define AOTC_EMU_ALIGNED(p, N, WRITE) \
+  if ((reinterpret_cast<unsigned long long>(p) & (N - 1)) != 0) return ::aotc_emu::check::misaligned_access(p, N, WRITE)
 #define AOTC_EMU_ACCESS_HOOKS(N)                                                                                  \
-  AOTC_EMU_HOOK void __tsan_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, true); }             \
-  AOTC_EMU_HOOK void __tsan_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, true); }             \
-  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false, false); }  \
-  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true, false); }  \
-  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::volatile_access_now(p, N, false); }       \
-  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::volatile_access_now(p, N, true); }
+  AOTC_EMU_HOOK void __tsan_read##N(void* p) {                                                                    \
+    AOTC_EMU_HERE;                                                                                                \
+    AOTC_EMU_ALIGNED(p, N, false);                                                                                \
+    ::aotc_emu::check::plain_access_now(p, N, false);                                                             \
+  }                                                                                                               \
+  AOTC_EMU_HOOK void __tsan_write##N(void* p) {                                                                   \
+    AOTC_EMU_HERE;                                                                                                \
+    AOTC_EMU_ALIGNED(p, N, true);                                                                                 \
+    ::aotc_emu::check::plain_access_now(p, N, true);                                                              \
+  }                                                                                                               \
+  AOTC_EMU_HOOK void __tsan_unaligned_read##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, false); } \
+  AOTC_EMU_HOOK void __tsan_unaligned_write##N(void* p) { AOTC_EMU_HERE; ::aotc_emu::check::plain_access_now(p, N, true); } \
+  AOTC_EMU_HOOK void __tsan_volatile_read##N(void* p) {                                                           \
+    AOTC_EMU_HERE;                                                                                                \
+    AOTC_EMU_ALIGNED(p, N, false);                                                                                \
+    ::aotc_emu::check::volatile_access_now(p, N, false);                                                          \
+  }                                                                                                               \
+  AOTC_EMU_HOOK void __tsan_volatile_write##N(void* p) {                                                          \
+    AOTC_EMU_HERE;                                                                                                \
+    AOTC_EMU_ALIGNED(p, N, true);                                                                                 \
+    ::aotc_emu::check::volatile_access_now(p, N, true);                                                           \
+  }
 AOTC_EMU_ACCESS_HOOKS(1)
 AOTC_EMU_ACCESS_HOOKS(2)
 AOTC_EMU_ACCESS_HOOKS(4)
 AOTC_EMU_ACCESS_HOOKS(8)
 AOTC_EMU_ACCESS_HOOKS(16)
 #undef AOTC_EMU_ACCESS_HOOKS
+#undef AOTC_EMU_ALIGNED
 
 // Atomics: performed here (sequentially consistent, which is at least what was
 // asked), and seen by the checks as accesses that never race with each other.

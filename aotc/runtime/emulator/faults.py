@@ -155,9 +155,13 @@ def _describe(fault: _Fault) -> str:
         )
     if fault.kind == 4:
         return f"uninitialized read: {who} reads {_place(fault)}, which no thread of the block has written"
-    if fault.kind in (5, 6):
-        problem = "out of bounds" if fault.kind == 5 else f"misaligned for a {fault.size}-byte access"
-        return f"{problem}: {who} {access} {fault.size} bytes at {_place(fault)}"
+    if fault.kind == 5:
+        return f"out of bounds: {who} {access} {fault.size} bytes at {_place(fault)}"
+    if fault.kind == 6:  # reason: the address's bytes past a multiple of the size
+        return (
+            f"misaligned address: {who} {access} {fault.size} bytes at {_place(fault)}, "
+            f"whose address is {fault.reason} bytes past a multiple of {fault.size}"
+        )
     if fault.kind == 7:
         file = _text(fault.file)
         return (
@@ -191,7 +195,8 @@ def _source_line(library_path: str, pc: int) -> str:
 
 def _aftermath(fault: _Fault, others: str) -> str:
     """What the report adds after the source line: a stopped thread, the count of the others."""
-    text = "; its thread stopped there, since no memory can stand in for those bytes" if fault.stopped else ""
+    why = "no bytes can stand in for a misaligned access" if fault.kind == 6 else "no memory can stand in for those bytes"
+    text = f"; its thread stopped there, since {why}" if fault.stopped else ""
     if fault.others:
         text += f"; {fault.others} more {others}{'' if fault.others == 1 else 's'} in this launch"
     return text
