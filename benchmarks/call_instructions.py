@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -75,7 +76,14 @@ def _child(library: str, case: str, calls: int) -> None:
     names.update(launcher=launcher, pa=pa, pb=pb, pc=pc, offsets=offsets)
     if case.startswith("cupy"):  # CUDA arrays: the emulator's CuPy stand-in (tests/tropical/emulated_cupy.py), 16x16 as the tensors
         names.update(_emulated_cupy())
-    call = eval(compile(f"lambda: {CASES[case]}", case, "eval"), names)  # our own table's text
+    count_calls(CASES[case], names, case, calls)
+
+
+def count_calls(statement: str, names: dict[str, Any], what: str, calls: int) -> None:
+    """The child's side of ``per_call``: ``statement`` over ``names`` (a
+    benchmark's own table's text) called 200 times uncounted, then ``calls``
+    times with callgrind counting."""
+    call = eval(compile(f"lambda: {statement}", what, "eval"), names)
     for _ in range(200):
         call()
     pid = str(os.getpid())

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from typing import Any
 
-from call_instructions import per_call  # this folder: the script's own
+from call_instructions import count_calls, per_call  # this folder: the script's own
 
 CASES = {
     "mm": "torch.mm(a, b)",
@@ -73,14 +72,7 @@ def _child(case: str, calls: int) -> None:
     a, b = torch.rand(16, 16), torch.rand(16, 16)
     names = {"torch": torch, "a": a, "b": b, "grad": torch.ones(16, 16), **_wrapped_mm(torch)}
     names.update(ga=a.clone().requires_grad_(), gb=b.clone().requires_grad_())
-    call = eval(compile(f"lambda: {CASES[case]}", case, "eval"), names)  # our own table's text
-    for _ in range(200):
-        call()
-    pid = str(os.getpid())
-    subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
-    for _ in range(calls):
-        call()
-    subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
+    count_calls(CASES[case], names, case, calls)
 
 
 def main() -> None:

@@ -18,11 +18,9 @@ pieces. Needs valgrind, no GPU.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 from typing import Any
 
-from call_instructions import per_call  # this folder: the script's own
+from call_instructions import count_calls, per_call  # this folder: the script's own
 
 # Each piece: a statement over the names _child sets up.
 PARTS = {
@@ -88,14 +86,7 @@ def _child(part: str, calls: int, library: str) -> None:
     names["eager"] = eval(compile(f"lambda: {EAGER_TEXT}", "eager", "eval"), names)  # the guards' own text
     if part == "launcher" or part.startswith("numpy_"):
         names.update(_numpy_call(library))
-    call = eval(compile(f"lambda: {PARTS[part]}", part, "eval"), names)  # our own table's text
-    for _ in range(200):
-        call()
-    pid = str(os.getpid())
-    subprocess.run(["callgrind_control", "--instr=on", pid], check=True, capture_output=True)
-    for _ in range(calls):
-        call()
-    subprocess.run(["callgrind_control", "--instr=off", pid], check=True, capture_output=True)
+    count_calls(PARTS[part], names, part, calls)
 
 
 def count(part: str, calls: int, library: str) -> int:
