@@ -971,17 +971,31 @@ AOTC_EMU_UNCHECKED_HOT static bool global_allowed(unsigned long long address, un
   return false;
 }
 
-// Where an access goes: its space and its offset there (global: the address).
-// False, reported, for one that must not happen.
+// The space of `address` and its offset there (global: the address itself).
+AOTC_EMU_UNCHECKED_HOT static int space_of(unsigned long long address, unsigned long long& offset) {
+  const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
+  const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
+  if (address >= section && address < reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared)) {
+    offset = address - section;
+    return kStaticShared;
+  }
+  if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
+    offset = address - dynamic;
+    return kDynamicShared;
+  }
+  offset = address;
+  return kGlobal;
+}
+
+// Where an access goes: its space and its offset there (space_of). False,
+// reported, for one that must not happen.
 AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsigned long long size, bool write, int& space,
                                             unsigned long long& offset) {
-  const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
-  const unsigned long long section_end = reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared);
-  const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
-  if (address >= section && address < section_end) {
-    space = kStaticShared;
-    offset = address - section;
-    const bool inside = offset + size <= section_end - section && object_of_byte[offset] != kNobody &&
+  space = space_of(address, offset);
+  if (space == kStaticShared) {
+    const unsigned long long section_bytes = reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared) -
+                                             reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
+    const bool inside = offset + size <= section_bytes && object_of_byte[offset] != kNobody &&
                         object_of_byte[offset] == object_of_byte[offset + size - 1];
     if (inside) return true;
     if (!(AOTC_EMU_CHECKS & kMemory)) return false;  // check_access lets it pass unchecked, as before
@@ -989,16 +1003,12 @@ AOTC_EMU_UNCHECKED_HOT static bool place_access(unsigned long long address, unsi
     access_fault(kMemory, kOutOfBounds, space, offset, size, write, kNobody);
     return false;
   }
-  if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
-    space = kDynamicShared;
-    offset = address - dynamic;
+  if (space == kDynamicShared) {
     if (offset + size <= dynamic_bytes || !(AOTC_EMU_CHECKS & kMemory)) return true;  // the buffer is the library's own
     bad_bytes_swappable = true;
     access_fault(kMemory, kOutOfBounds, space, offset, size, write, kNobody);
     return false;
   }
-  space = kGlobal;
-  offset = address;
   return global_allowed(address, size, write);
 }
 
@@ -1175,23 +1185,6 @@ AOTC_EMU_UNCHECKED_HOT static void learn_words(const volatile void* pointer, uns
   for (unsigned long long word = (address + 7) & ~7ull; word + 8 <= end; word += 8) {
     learn(*reinterpret_cast<const unsigned long long*>(word));
   }
-}
-
-// The space of `address` and its offset there (global: the address itself),
-// as place_access finds them.
-AOTC_EMU_UNCHECKED static int space_of(unsigned long long address, unsigned long long& offset) {
-  const unsigned long long section = reinterpret_cast<unsigned long long>(detail::__start_aotc_shared);
-  const unsigned long long dynamic = reinterpret_cast<unsigned long long>(detail::dynamic_shared);
-  if (address >= section && address < reinterpret_cast<unsigned long long>(detail::__stop_aotc_shared)) {
-    offset = address - section;
-    return kStaticShared;
-  }
-  if (address >= dynamic && address < dynamic + kMaxDynamicSharedBytes) {
-    offset = address - dynamic;
-    return kDynamicShared;
-  }
-  offset = address;
-  return kGlobal;
 }
 
 // An access the compiler believes aligned for its size (a float4's 16-byte
